@@ -1,0 +1,24 @@
+"""Query DuckLake lakes from Apache DataFusion (and hand the same scans to Spark).
+
+    >>> from datafusion import SessionContext
+    >>> from ducklake_datafusion import DuckLakeCatalog, register
+    >>> ctx = SessionContext()
+    >>> register(ctx, "lake", DuckLakeCatalog("lake.ducklake"))
+    >>> ctx.sql("SELECT count(*) FROM lake.main.orders").show()
+"""
+
+from . import errors
+from .errors import DuckLakeError
+from .provider import DuckLakeCatalog, DuckLakeTable, ScanPlan
+
+__all__ = ["DuckLakeCatalog", "DuckLakeTable", "ScanPlan", "DuckLakeError", "errors", "register"]
+__version__ = "0.1.0"
+
+
+def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
+    """Register ``lake`` in a DataFusion ``SessionContext`` under ``name``.
+
+    Returns the catalog so calls can be chained.
+    """
+    ctx.register_catalog_provider(name, lake)
+    return lake

@@ -1,0 +1,87 @@
+"""The metadata-backend Protocol and the parser of catalog connection strings.
+
+A backend knows how to open a read-only, consistent view of one catalog database and run
+parameterised SQL in it. The SQL itself is dialect neutral and lives in ``_metadata.py``;
+backends only translate placeholders, decode driver-specific values, and turn driver
+errors into :mod:`ducklake_datafusion.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol, runtime_checkable
+
+import pyarrow as pa
+
+from ..errors import InvalidOptionError
+
+__all__ = ["MetadataSession", "MetadataBackend", "open_backend"]
+
+
+@runtime_checkable
+class MetadataSession(Protocol):
+    """One read transaction on the catalog database. SQL uses ``?`` placeholders."""
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        """Run a query and return its rows as tuples of Python values."""
+
+    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
+        """Run a query and return an Arrow table (used for inlined rows)."""
+
+    def has_table(self, name: str) -> bool:
+        """Whether a metadata table of that name exists (inlined tables come and go)."""
+
+
+@runtime_checkable
+class MetadataBackend(Protocol):
+    """A catalog database: DuckDB file, SQLite file or PostgreSQL database.
+
+    Attributes:
+        description: names the catalog for error messages; never contains credentials.
+        inlined_values_are_text: True when the backend stores inlined values of most types
+            as text (SQLite, PostgreSQL) so they must be parsed as DuckDB literals.
+    """
+
+    description: str
+    inlined_values_are_text: bool
+
+    def session(self) -> AbstractContextManager[MetadataSession]:
+        """Open one consistent read-only view; closing it ends the transaction."""
+
+
+def open_backend(metadata: str) -> MetadataBackend:
+    """Parse a catalog string as DuckDB's ``ATTACH 'ducklake:...'`` accepts it.
+
+    Accepted forms (an optional leading ``ducklake:`` is stripped): a plain path or
+    ``duckdb:path`` for a DuckDB file; ``sqlite:path`` for SQLite; ``postgres:<libpq
+    keywords>`` / ``postgresql://...`` for PostgreSQL.
+    """
+    if not isinstance(metadata, str) or not metadata.strip():
+        raise InvalidOptionError(
+            "metadata must be a catalog connection string such as 'lake.ducklake', "
+            f"'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'; got {metadata!r}"
+        )
+    text = metadata.strip()
+    if text.startswith("ducklake:"):
+        text = text[len("ducklake:") :]
+    lowered = text.lower()
+    if lowered.startswith("sqlite:"):
+        from ._sqlite import SQLiteBackend
+
+        return SQLiteBackend(text[len("sqlite:") :])
+    if lowered.startswith(("postgres:", "postgresql:")):
+        from ._postgres import PostgresBackend
+
+        dsn = text if lowered.startswith(("postgres://", "postgresql://")) else text.split(":", 1)[1]
+        return PostgresBackend(dsn)
+    if lowered.startswith("duckdb:"):
+        text = text[len("duckdb:") :]
+    if "://" in text:
+        raise InvalidOptionError(
+            f"catalog {metadata!r}: remote DuckDB catalog files are not supported; use a local "
+            "DuckDB file, 'sqlite:path' or 'postgres:...'"
+        )
+    from ._duckdb import DuckDBBackend
+
+    return DuckDBBackend(text)

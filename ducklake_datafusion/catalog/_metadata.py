@@ -1,0 +1,374 @@
+"""The metadata queries of the DuckLake read path (steps 0-11 of the read-path notes).
+
+Every function takes an open :class:`MetadataSession` so that all reads of one query share
+one transaction. The SQL is plain and dialect neutral; all values are bound parameters.
+The only identifiers formatted into SQL are inlined-table names read from the catalog's
+own registry, and those are checked against a strict pattern first.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Iterable
+
+from ..errors import NotADuckLakeCatalogError, UnsupportedFeatureError, UnsupportedVersionError
+from ._backend import MetadataSession
+from ._models import (
+    ColumnEntry,
+    ColumnStatsEntry,
+    DataFileEntry,
+    DeleteFileEntry,
+    InlinedTableEntry,
+    NameMappingNode,
+    PartitionColumnEntry,
+    SchemaEntry,
+    SnapshotInfo,
+    TableEntry,
+    TableFiles,
+)
+
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "read_settings",
+    "latest_snapshot",
+    "snapshot_by_id",
+    "snapshot_at_time",
+    "list_snapshots",
+    "list_schemas",
+    "list_tables",
+    "find_table",
+    "read_columns",
+    "read_table_files",
+]
+
+SUPPORTED_VERSIONS = ("1.0",)
+_INLINED_DATA = re.compile(r"^ducklake_inlined_data_\d+_\d+$")
+
+
+def live(alias: str = "") -> str:
+    """The snapshot-visibility rule, written once: begin inclusive, end exclusive.
+
+    Binds the snapshot id twice.
+    """
+    p = f"{alias}." if alias else ""
+    return f"{p}begin_snapshot <= ? AND ({p}end_snapshot IS NULL OR ? < {p}end_snapshot)"
+
+
+def _bool(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "t", "true")
+    return bool(value)
+
+
+def _timestamp(value: object) -> _dt.datetime:
+    """Snapshot times: datetimes from DuckDB/PostgreSQL, variable-length text from SQLite."""
+    if isinstance(value, _dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+    text = str(value).strip().replace(" ", "T", 1)
+    match = re.match(r"^(.*?)([+-]\d{2})(:?\d{2})?$", text)
+    if match and "T" in match.group(1):
+        text = match.group(1) + match.group(2) + ":" + (match.group(3) or "00").lstrip(":")
+    parsed = _dt.datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.timezone.utc)
+
+
+def read_settings(session: MetadataSession, description: str) -> dict[str, str]:
+    """Step 0: global settings; checks the format version and refuses encrypted lakes."""
+    if not session.has_table("ducklake_metadata"):
+        raise NotADuckLakeCatalogError(
+            f"{description} has no ducklake_metadata table, so it is not a DuckLake catalog; "
+            "pass the catalog database that DuckDB's ATTACH 'ducklake:...' created"
+        )
+    rows = session.rows("SELECT key, value FROM ducklake_metadata WHERE scope IS NULL")
+    settings = {key: value for key, value in rows}
+    version = settings.get("version")
+    if version not in SUPPORTED_VERSIONS:
+        raise UnsupportedVersionError(
+            f"{description} uses DuckLake format version {version!r}; this reader supports "
+            f"{', '.join(SUPPORTED_VERSIONS)}. Migrate the catalog with a DuckDB of the matching "
+            "ducklake extension, or upgrade ducklake-datafusion"
+        )
+    if _bool(settings.get("encrypted", "false")):
+        raise UnsupportedFeatureError(
+            f"{description} is an encrypted lake; pyarrow cannot decrypt DuckLake's Parquet "
+            "encryption, so this reader refuses it instead of failing per file. Read it with "
+            "DuckDB, or copy the tables into an unencrypted lake"
+        )
+    return settings
+
+
+def _snapshot(row: tuple) -> SnapshotInfo:
+    return SnapshotInfo(int(row[0]), _timestamp(row[1]), int(row[2]))
+
+
+def latest_snapshot(session: MetadataSession) -> SnapshotInfo:
+    rows = session.rows(
+        "SELECT snapshot_id, snapshot_time, schema_version FROM ducklake_snapshot "
+        "WHERE snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)"
+    )
+    return _snapshot(rows[0])
+
+
+def snapshot_by_id(session: MetadataSession, snapshot_id: int) -> SnapshotInfo | None:
+    rows = session.rows(
+        "SELECT snapshot_id, snapshot_time, schema_version FROM ducklake_snapshot "
+        "WHERE snapshot_id = ?",
+        [int(snapshot_id)],
+    )
+    return _snapshot(rows[0]) if rows else None
+
+
+def list_snapshots(session: MetadataSession) -> list[SnapshotInfo]:
+    rows = session.rows(
+        "SELECT snapshot_id, snapshot_time, schema_version FROM ducklake_snapshot "
+        "ORDER BY snapshot_id"
+    )
+    return [_snapshot(r) for r in rows]
+
+
+def snapshot_at_time(
+    session: MetadataSession, when: _dt.datetime, *, at_or_after: bool = False
+) -> SnapshotInfo | None:
+    """Latest snapshot with time <= ``when`` (or earliest >= when for a range start).
+
+    Compared in Python because SQLite stores the times as text of variable length.
+    """
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    snapshots = list_snapshots(session)
+    if at_or_after:
+        later = [s for s in snapshots if s.snapshot_time >= when]
+        return min(later, key=lambda s: (s.snapshot_time, s.snapshot_id)) if later else None
+    earlier = [s for s in snapshots if s.snapshot_time <= when]
+    return max(earlier, key=lambda s: (s.snapshot_time, s.snapshot_id)) if earlier else None
+
+
+def list_schemas(session: MetadataSession, snapshot: int) -> list[SchemaEntry]:
+    rows = session.rows(
+        "SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema "
+        f"WHERE {live()} ORDER BY schema_id",
+        [snapshot, snapshot],
+    )
+    return [SchemaEntry(int(r[0]), r[1], r[2], _bool(r[3])) for r in rows]
+
+
+_TABLE_SQL = (
+    "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
+    "s.path, s.path_is_relative, t.path, t.path_is_relative "
+    "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
+    f"WHERE {live('t')} AND {live('s')} AND s.schema_name = ?"
+)
+
+
+def _table(row: tuple) -> TableEntry:
+    return TableEntry(
+        table_id=int(row[0]),
+        table_uuid=str(row[1]),
+        schema_id=int(row[2]),
+        schema_name=row[3],
+        table_name=row[4],
+        schema_path=row[5],
+        schema_path_is_relative=_bool(row[6]),
+        path=row[7],
+        path_is_relative=_bool(row[8]),
+    )
+
+
+def list_tables(session: MetadataSession, snapshot: int, schema_name: str) -> list[TableEntry]:
+    params = [snapshot] * 4 + [schema_name]
+    return [_table(r) for r in session.rows(_TABLE_SQL + " ORDER BY t.table_name", params)]
+
+
+def find_table(
+    session: MetadataSession, snapshot: int, schema_name: str, table_name: str
+) -> TableEntry | None:
+    params = [snapshot] * 4 + [schema_name, table_name]
+    rows = session.rows(_TABLE_SQL + " AND t.table_name = ?", params)
+    return _table(rows[0]) if rows else None
+
+
+def read_columns(session: MetadataSession, table_id: int, snapshot: int) -> tuple[ColumnEntry, ...]:
+    """Step 4: every column version live at the snapshot, all nesting levels."""
+    rows = session.rows(
+        "SELECT column_id, column_name, column_type, initial_default, parent_column, column_order, "
+        f"begin_snapshot FROM ducklake_column WHERE table_id = ? AND {live()} ORDER BY column_order",
+        [table_id, snapshot, snapshot],
+    )
+    return tuple(
+        ColumnEntry(int(r[0]), r[1], r[2], r[3], _opt_int(r[4]), int(r[5]), int(r[6]))
+        for r in rows
+    )
+
+
+_FILES_SQL = (
+    "SELECT d.data_file_id, d.path, d.path_is_relative, d.file_format, d.record_count, "
+    "d.file_size_bytes, d.footer_size, d.row_id_start, d.begin_snapshot, d.partial_max, "
+    "d.mapping_id, d.partition_id, d.encryption_key, "
+    "x.delete_file_id, x.path, x.path_is_relative, x.format, x.delete_count, "
+    "x.file_size_bytes, x.footer_size, x.begin_snapshot, x.encryption_key "
+    "FROM ducklake_data_file d LEFT JOIN ("
+    f"  SELECT * FROM ducklake_delete_file WHERE table_id = ? AND {live()}"
+    ") x ON x.data_file_id = d.data_file_id "
+    f"WHERE d.table_id = ? AND {live('d')} ORDER BY d.data_file_id"
+)
+
+
+def _opt_int(value: object) -> int | None:
+    return None if value is None else int(value)
+
+
+def _data_file(r: tuple) -> DataFileEntry:
+    delete = None
+    if r[13] is not None:
+        delete = DeleteFileEntry(
+            delete_file_id=int(r[13]),
+            path=r[14],
+            path_is_relative=_bool(r[15]),
+            format=(r[16] or "parquet").lower(),
+            delete_count=_opt_int(r[17]),
+            file_size_bytes=_opt_int(r[18]),
+            footer_size=_opt_int(r[19]),
+            begin_snapshot=int(r[20]),
+            encrypted=r[21] is not None,
+        )
+    return DataFileEntry(
+        data_file_id=int(r[0]),
+        path=r[1],
+        path_is_relative=_bool(r[2]),
+        file_format=(r[3] or "parquet").lower(),
+        record_count=int(r[4]),
+        file_size_bytes=_opt_int(r[5]),
+        footer_size=_opt_int(r[6]),
+        row_id_start=_opt_int(r[7]),
+        begin_snapshot=int(r[8]),
+        partial_max=_opt_int(r[9]),
+        mapping_id=_opt_int(r[10]),
+        partition_id=_opt_int(r[11]),
+        encrypted=r[12] is not None,
+        delete_file=delete,
+    )
+
+
+def read_table_files(
+    session: MetadataSession,
+    table: TableEntry,
+    snapshot: int,
+    *,
+    stats_columns: Iterable[int] = (),
+    with_partitions: bool = False,
+) -> TableFiles:
+    """Steps 5-11 for one table at one snapshot.
+
+    Args:
+        stats_columns: column ids whose file statistics the pruner wants (none: skip).
+        with_partitions: read partition specs and file partition values.
+    """
+    tid = table.table_id
+    files = tuple(
+        _data_file(r) for r in session.rows(_FILES_SQL, [tid, snapshot, snapshot, tid, snapshot, snapshot])
+    )
+    return TableFiles(
+        files=files,
+        inlined_deletes=_inlined_deletes(session, tid, snapshot),
+        inlined_rows=_inlined_rows(session, tid, snapshot),
+        name_mappings=_name_mappings(session, {f.mapping_id for f in files} - {None}),
+        stats=_file_stats(session, tid, sorted(set(stats_columns))),
+        partition_columns=_partition_columns(session, tid) if with_partitions else {},
+        partition_values=_partition_values(session, tid) if with_partitions else {},
+    )
+
+
+def _inlined_deletes(session: MetadataSession, table_id: int, snapshot: int) -> dict[int, tuple[int, ...]]:
+    name = f"ducklake_inlined_delete_{int(table_id)}"
+    if not session.has_table(name):
+        return {}
+    positions: dict[int, list[int]] = {}
+    for file_id, pos in session.rows(
+        f"SELECT file_id, row_id FROM {name} WHERE begin_snapshot <= ?", [snapshot]
+    ):
+        positions.setdefault(int(file_id), []).append(int(pos))
+    return {k: tuple(sorted(v)) for k, v in positions.items()}
+
+
+def _inlined_tables(session: MetadataSession, table_id: int) -> list[InlinedTableEntry]:
+    rows = session.rows(
+        "SELECT i.table_name, i.schema_version, COALESCE("
+        " (SELECT v.begin_snapshot FROM ducklake_schema_versions v"
+        "  WHERE v.table_id = i.table_id AND v.schema_version = i.schema_version),"
+        " (SELECT min(t.begin_snapshot) FROM ducklake_table t WHERE t.table_id = i.table_id))"
+        " FROM ducklake_inlined_data_tables i WHERE i.table_id = ? ORDER BY i.schema_version",
+        [table_id],
+    )
+    return [InlinedTableEntry(r[0], int(r[1]), int(r[2])) for r in rows]
+
+
+def _inlined_rows(session: MetadataSession, table_id: int, snapshot: int):
+    result = []
+    for entry in _inlined_tables(session, table_id):
+        if entry.layout_snapshot > snapshot or not _INLINED_DATA.match(entry.table_name):
+            continue
+        if not session.has_table(entry.table_name):
+            continue
+        rows = session.arrow(
+            f"SELECT * FROM {entry.table_name} WHERE {live()}", [snapshot, snapshot]
+        )
+        if rows.num_rows:
+            result.append((rows, read_columns(session, table_id, entry.layout_snapshot)))
+    return tuple(result)
+
+
+def _name_mappings(session: MetadataSession, mapping_ids: set) -> dict[int, tuple[NameMappingNode, ...]]:
+    mappings = {}
+    for mapping_id in sorted(mapping_ids):
+        rows = session.rows(
+            "SELECT column_id, source_name, target_field_id, parent_column, is_partition "
+            "FROM ducklake_name_mapping WHERE mapping_id = ? ORDER BY column_id",
+            [mapping_id],
+        )
+        mappings[mapping_id] = tuple(
+            NameMappingNode(int(r[0]), r[1], int(r[2]), _opt_int(r[3]), _bool(r[4])) for r in rows
+        )
+    return mappings
+
+
+def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int]):
+    if not column_ids:
+        return {}
+    marks = ", ".join("?" for _ in column_ids)
+    rows = session.rows(
+        "SELECT data_file_id, column_id, value_count, null_count, min_value, max_value, "
+        f"contains_nan FROM ducklake_file_column_stats WHERE table_id = ? AND column_id IN ({marks})",
+        [table_id, *column_ids],
+    )
+    stats: dict[int, dict[int, ColumnStatsEntry]] = {}
+    for r in rows:
+        entry = ColumnStatsEntry(
+            int(r[1]), _opt_int(r[2]), _opt_int(r[3]), r[4], r[5], None if r[6] is None else _bool(r[6])
+        )
+        stats.setdefault(int(r[0]), {})[entry.column_id] = entry
+    return stats
+
+
+def _partition_columns(session: MetadataSession, table_id: int):
+    rows = session.rows(
+        "SELECT partition_id, partition_key_index, column_id, transform "
+        "FROM ducklake_partition_column WHERE table_id = ? ORDER BY partition_id, partition_key_index",
+        [table_id],
+    )
+    specs: dict[int, list[PartitionColumnEntry]] = {}
+    for r in rows:
+        specs.setdefault(int(r[0]), []).append(PartitionColumnEntry(int(r[0]), int(r[1]), int(r[2]), r[3]))
+    return {k: tuple(v) for k, v in specs.items()}
+
+
+def _partition_values(session: MetadataSession, table_id: int):
+    rows = session.rows(
+        "SELECT data_file_id, partition_key_index, partition_value "
+        "FROM ducklake_file_partition_value WHERE table_id = ?",
+        [table_id],
+    )
+    values: dict[int, dict[int, str | None]] = {}
+    for r in rows:
+        values.setdefault(int(r[0]), {})[int(r[1])] = r[2]
+    return values

@@ -1,0 +1,128 @@
+"""PostgreSQL catalogs (``postgres:<libpq keywords>`` or ``postgresql://`` URLs), via psycopg 3.
+
+One connection per thread is kept and reused across queries; each metadata read runs in
+its own ``REPEATABLE READ READ ONLY`` transaction, which is committed (ended) before the
+session returns, so no transaction stays open between queries and nothing can be written.
+Inlined values that PostgreSQL stores in types Arrow cannot take directly (numeric,
+intervals, times with zone, timestamps, uuids) are fetched as text and parsed later with
+DuckDB's cast rules, exactly like the writer produced them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import pyarrow as pa
+
+from ..errors import CatalogError, CatalogNotFoundError, InvalidOptionError
+from ._rows import rows_to_arrow
+
+__all__ = ["PostgresBackend"]
+
+_AS_TEXT = (
+    "numeric", "interval", "time", "timetz", "date", "timestamp", "timestamptz", "uuid", "json", "jsonb",
+)
+_SECRET = re.compile(r"(password\s*=\s*)('[^']*'|\S+)|(://[^:/@]+:)([^@]+)(@)", re.IGNORECASE)
+
+
+def _redact(dsn: str) -> str:
+    def hide(match: re.Match) -> str:
+        if match.group(1):
+            return match.group(1) + "***"
+        return match.group(3) + "***" + match.group(5)
+
+    return _SECRET.sub(hide, dsn)
+
+
+def _import_psycopg():
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise InvalidOptionError(
+            "PostgreSQL catalogs need psycopg 3: pip install 'ducklake-datafusion[postgres]'"
+        ) from exc
+    return psycopg
+
+
+class _PostgresSession:
+    def __init__(self, connection) -> None:
+        self._connection = connection
+
+    def _execute(self, sql: str, params: Sequence[object]):
+        cursor = self._connection.cursor()
+        cursor.execute(sql.replace("?", "%s"), list(params))
+        return cursor
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        return self._execute(sql, params).fetchall()
+
+    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
+        cursor = self._execute(sql, params)
+        names = [d.name for d in cursor.description]
+        rows = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in cursor.fetchall()]
+        return rows_to_arrow(names, rows)
+
+    def has_table(self, name: str) -> bool:
+        return bool(
+            self.rows(
+                "SELECT 1 FROM information_schema.tables WHERE table_name = ? "
+                "AND table_schema = ANY (current_schemas(false))",
+                [name],
+            )
+        )
+
+
+class PostgresBackend:
+    """A DuckLake catalog stored in a PostgreSQL database."""
+
+    inlined_values_are_text = True
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn.strip()
+        self.description = f"PostgreSQL catalog {_redact(self._dsn)}"
+        self._local = threading.local()
+
+    def __reduce__(self):
+        return (PostgresBackend, (self._dsn,))
+
+    def _connection(self):
+        psycopg = _import_psycopg()
+        connection = getattr(self._local, "connection", None)
+        if connection is not None and not connection.closed:
+            return connection
+        try:
+            connection = psycopg.connect(self._dsn, autocommit=False)
+        except psycopg.OperationalError as exc:
+            raise CatalogNotFoundError(
+                f"{self.description} cannot be reached: {_redact(str(exc)).strip()}. Check host, "
+                "port, database name and credentials"
+            ) from None
+        from psycopg.types.string import TextLoader
+
+        for type_name in _AS_TEXT:
+            connection.adapters.register_loader(type_name, TextLoader)
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE 'UTC'")
+        connection.commit()
+        # Every session is one snapshot-consistent, read-only transaction.
+        connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        connection.read_only = True
+        self._local.connection = connection
+        return connection
+
+    @contextmanager
+    def session(self) -> Iterator[_PostgresSession]:
+        psycopg = _import_psycopg()
+        connection = self._connection()
+        try:
+            yield _PostgresSession(connection)
+        except psycopg.Error as exc:
+            raise CatalogError(f"{self.description}: {_redact(str(exc)).strip()}") from None
+        finally:
+            try:
+                connection.rollback()
+            except psycopg.Error:
+                self._local.connection = None

@@ -1,0 +1,25 @@
+"""Rows from DB-API drivers -> Arrow tables (inlined rows of SQLite/PostgreSQL catalogs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+__all__ = ["rows_to_arrow"]
+
+
+def rows_to_arrow(names: Sequence[str], rows: Sequence[tuple]) -> pa.Table:
+    """Build a table column by column, letting pyarrow infer each type.
+
+    A column whose values do not share one Python type (SQLite's dynamic typing) falls back
+    to text, which the inlined-row decoder parses with DuckDB's cast rules anyway.
+    """
+    columns = []
+    for index, _ in enumerate(names):
+        values = [row[index] for row in rows]
+        try:
+            columns.append(pa.array(values))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            columns.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
+    return pa.Table.from_arrays(columns, names=list(names))

@@ -1,0 +1,91 @@
+"""SQLite catalogs (``sqlite:path``), read with the standard library's ``sqlite3``.
+
+SQLite allows concurrent readers next to a writer. Each session opens the file read-only
+(``mode=ro``), so nothing here can write to the user's catalog, and runs in one deferred
+transaction, which SQLite keeps consistent from the first read to the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import pyarrow as pa
+
+from ..errors import CatalogError, CatalogLockedError, CatalogNotFoundError, NotADuckLakeCatalogError
+from ._rows import rows_to_arrow
+
+__all__ = ["SQLiteBackend"]
+
+
+class _SQLiteSession:
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        return self._connection.execute(sql, list(params)).fetchall()
+
+    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
+        cursor = self._connection.execute(sql, list(params))
+        names = [d[0] for d in cursor.description]
+        return rows_to_arrow(names, cursor.fetchall())
+
+    def has_table(self, name: str) -> bool:
+        found = self._connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]
+        ).fetchall()
+        return bool(found)
+
+
+class SQLiteBackend:
+    """A DuckLake catalog stored in a SQLite database file."""
+
+    inlined_values_are_text = True
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(os.path.expanduser(path))
+        self.description = f"SQLite catalog {self.path}"
+        self._local = threading.local()
+
+    def __reduce__(self):
+        return (SQLiteBackend, (self.path,))
+
+    def _connection(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            if not os.path.exists(self.path):
+                raise CatalogNotFoundError(
+                    f"{self.description} does not exist; pass 'sqlite:<path of the catalog file>'"
+                )
+            uri = "file:" + urllib.parse.quote(self.path) + "?mode=ro"
+            connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._local.connection = connection
+        return connection
+
+    @contextmanager
+    def session(self) -> Iterator[_SQLiteSession]:
+        connection = self._connection()
+        try:
+            connection.execute("BEGIN")
+        except sqlite3.DatabaseError as exc:
+            self._local.connection = None
+            raise self._translate(exc) from exc
+        try:
+            yield _SQLiteSession(connection)
+        except sqlite3.DatabaseError as exc:
+            raise self._translate(exc) from exc
+        finally:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+
+    def _translate(self, exc: sqlite3.DatabaseError) -> CatalogError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return CatalogLockedError(f"{self.description} is locked by a writer ({text}); retry")
+        if "not a database" in text or "file is encrypted" in text:
+            return NotADuckLakeCatalogError(f"{self.description} is not a SQLite database ({text})")
+        return CatalogError(f"{self.description}: {text}")

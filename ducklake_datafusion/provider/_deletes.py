@@ -1,0 +1,134 @@
+"""Deleted row positions of one data file at one snapshot, and the mask they make.
+
+All delete handling lives here: the live delete file (Parquet ``file_path``/``pos``,
+optionally with per-position ``_ducklake_internal_snapshot_id``; or an Iceberg
+deletion-vector blob), unioned with the inlined deletes from the catalog. Positions are
+physical (0-based) positions in the data file; the file is read once per task.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ..errors import DeleteFileError, UnsupportedFeatureError
+from ._plan import DeleteSource
+
+__all__ = ["deleted_positions", "keep_mask"]
+
+SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
+_DV_MAGIC = b"\xd1\xd3\x39\x64"
+
+
+def deleted_positions(source: DeleteSource | None, snapshot: int, open_file, what: str) -> np.ndarray:
+    """Sorted unique deleted positions (int64) visible at ``snapshot``.
+
+    Args:
+        source: the delete file and inlined positions of the data file.
+        snapshot: the snapshot being read.
+        open_file: callable ``FileRef -> pyarrow NativeFile`` (storage access).
+        what: description of the data file for error messages.
+    """
+    if source is None:
+        return np.empty(0, dtype=np.int64)
+    parts = [np.asarray(source.inlined_positions, dtype=np.int64)]
+    if source.file is not None:
+        try:
+            handle = open_file(source.file)
+            if source.file_format == "puffin":
+                parts.append(_deletion_vector(handle.read()))
+            else:
+                parts.append(_parquet_positions(handle, snapshot))
+        except (UnsupportedFeatureError, DeleteFileError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure means the deletes are unknown
+            raise DeleteFileError(
+                f"delete file {source.file.url} of {what} cannot be read ({exc}); the rows it "
+                "removes are unknown, so the scan stops instead of returning deleted rows. "
+                "Restore the file or re-run the DELETE in DuckDB"
+            ) from exc
+    return np.unique(np.concatenate(parts))
+
+
+def _parquet_positions(handle, snapshot: int) -> np.ndarray:
+    parquet = pq.ParquetFile(handle)
+    names = parquet.schema_arrow.names
+    columns = ["pos"] + ([SNAPSHOT_COLUMN] if SNAPSHOT_COLUMN in names else [])
+    table = parquet.read(columns=columns)
+    positions = table.column("pos").to_numpy(zero_copy_only=False).astype(np.int64)
+    if SNAPSHOT_COLUMN in names:
+        snapshots = table.column(SNAPSHOT_COLUMN).to_numpy(zero_copy_only=False)
+        positions = positions[snapshots <= snapshot]
+    return positions
+
+
+def _deletion_vector(blob: bytes) -> np.ndarray:
+    """Decode DuckLake's deletion-vector file: an Iceberg DV blob (portable Roaring64)."""
+    if len(blob) < 12 or blob[4:8] != _DV_MAGIC:
+        raise DeleteFileError("not an Iceberg deletion-vector blob (bad magic)")
+    length = struct.unpack(">I", blob[:4])[0]
+    body = blob[4 : 4 + length]
+    crc = struct.unpack(">I", blob[4 + length : 8 + length])[0]
+    if zlib.crc32(body) & 0xFFFFFFFF != crc:
+        raise DeleteFileError("deletion-vector checksum mismatch")
+    data = body[4:]
+    (count,) = struct.unpack_from("<q", data, 0)
+    offset, parts = 8, []
+    for _ in range(count):
+        (high,) = struct.unpack_from("<I", data, offset)
+        low, offset = _roaring32(data, offset + 4)
+        parts.append((np.int64(high) << 32) | low.astype(np.int64))
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def _roaring32(data: bytes, offset: int) -> tuple[np.ndarray, int]:
+    """Decode one portable 32-bit Roaring bitmap; returns (values, next offset)."""
+    (cookie,) = struct.unpack_from("<I", data, offset)
+    has_runs = (cookie & 0xFFFF) == 12347
+    if has_runs:
+        size = (cookie >> 16) + 1
+        offset += 4
+        run_bitmap = np.frombuffer(data, np.uint8, (size + 7) // 8, offset)
+        offset += (size + 7) // 8
+    elif cookie == 12346:
+        (size,) = struct.unpack_from("<I", data, offset + 4)
+        offset += 8
+        run_bitmap = None
+    else:
+        raise DeleteFileError("unknown Roaring bitmap cookie in deletion vector")
+    header = np.frombuffer(data, "<u2", 2 * size, offset).reshape(size, 2)
+    offset += 4 * size
+    if not has_runs or size >= 4:
+        offset += 4 * size  # offset table, not needed when reading sequentially
+    values = []
+    for i in range(size):
+        key, cardinality = int(header[i, 0]), int(header[i, 1]) + 1
+        is_run = run_bitmap is not None and (run_bitmap[i // 8] >> (i % 8)) & 1
+        if is_run:
+            (runs,) = struct.unpack_from("<H", data, offset)
+            pairs = np.frombuffer(data, "<u2", 2 * runs, offset + 2).reshape(runs, 2)
+            offset += 2 + 4 * runs
+            low = np.concatenate([np.arange(s, s + n + 1) for s, n in pairs.astype(np.int64)])
+        elif cardinality > 4096:
+            bits = np.frombuffer(data, np.uint8, 8192, offset)
+            offset += 8192
+            low = np.flatnonzero(np.unpackbits(bits, bitorder="little"))
+        else:
+            low = np.frombuffer(data, "<u2", cardinality, offset).astype(np.int64)
+            offset += 2 * cardinality
+        values.append((key << 16) | low.astype(np.int64))
+    result = np.concatenate(values) if values else np.empty(0, dtype=np.int64)
+    return result.astype(np.uint32), offset
+
+
+def keep_mask(deleted: np.ndarray, start: int, length: int) -> np.ndarray | None:
+    """Boolean mask for physical rows ``[start, start + length)``; None when nothing is deleted."""
+    lo, hi = np.searchsorted(deleted, [start, start + length])
+    if lo == hi:
+        return None
+    mask = np.ones(length, dtype=bool)
+    mask[deleted[lo:hi] - start] = False
+    return mask

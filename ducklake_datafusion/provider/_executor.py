@@ -1,0 +1,120 @@
+"""Execute scan tasks: the one code path DataFusion, Spark and plain Python share.
+
+``execute_tasks(plan, tasks, columns, filter)`` yields Arrow record batches with exactly
+the requested columns, the filter applied, deletes and later-snapshot rows removed.
+Files whose layout matches the table are read together in one Parquet scan; the others
+one by one; inlined rows from their in-plan table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidOptionError
+from ..pathres import parse_location
+from ._filters import decode_expression, referenced_columns
+from ._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
+from ._reader import ROW_ID, ReadRequest, read_data_file, scan_clean_files
+
+__all__ = ["execute_tasks", "read_request", "execute_plan"]
+
+# Types whose Parquet representation a plain by-name Parquet scan reads as the table type.
+_FAST_TYPES = frozenset(
+    "boolean int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 varchar blob "
+    "date time timestamp timestamp_us timestamp_ms timestamp_ns timestamptz".split()
+)
+
+
+def _fast_type(type_name: str) -> bool:
+    name = type_name.lower()
+    return name in _FAST_TYPES or name.startswith("decimal(")
+
+
+def read_request(
+    plan: ScanPlan,
+    columns: Sequence[str] | None = None,
+    filter: pc.Expression | None = None,
+    *,
+    with_row_ids: bool = False,
+) -> ReadRequest:
+    """Resolve output columns and filter columns against the plan's table columns.
+
+    ``columns``/``filter`` default to the plan's own projection and filter.
+    """
+    if columns is None:
+        columns = plan.projection if plan.projection is not None else [c.name for c in plan.columns]
+    if filter is None:
+        filter = plan.filter
+    by_name = {c.name: c for c in plan.columns}
+    unknown = [name for name in columns if name not in by_name]
+    if unknown:
+        raise InvalidOptionError(
+            f"table {plan.table} has no column(s) {unknown}; columns are {list(by_name)}"
+        )
+    filter_names = frozenset(referenced_columns(decode_expression(filter))) if filter is not None else frozenset()
+    needed = set(columns) | filter_names
+    materialise = tuple(c for c in plan.columns if c.name in needed)
+    return ReadRequest(
+        table=plan.table,
+        snapshot=plan.snapshot_id,
+        columns=materialise,
+        output=tuple(columns),
+        filter=filter,
+        filter_columns=filter_names,
+        storage=plan.storage,
+        with_row_ids=with_row_ids,
+    )
+
+
+def execute_tasks(
+    plan: ScanPlan, tasks: Iterable[ScanTask], request: ReadRequest
+) -> Iterator[pa.RecordBatch]:
+    """Yield the rows of ``tasks`` as batches shaped by ``request``."""
+    tasks = list(tasks)
+    fast_ok = not request.with_row_ids and all(_fast_type(c.type_name) for c in request.columns)
+    clean: dict[tuple[str, str], list[DataFileTask]] = {}
+    others: list[ScanTask] = []
+    for task in tasks:
+        if fast_ok and isinstance(task, DataFileTask) and task.fast:
+            location = parse_location(task.file.url)
+            clean.setdefault((location.scheme, location.authority), []).append(task)
+        else:
+            others.append(task)
+    for group in clean.values():
+        yield from scan_clean_files(group, request)
+    for task in others:
+        if isinstance(task, InlinedRowsTask):
+            yield from _inlined_batches(task, request)
+        else:
+            yield from read_data_file(task, request)
+
+
+def _inlined_batches(task: InlinedRowsTask, request: ReadRequest) -> Iterator[pa.RecordBatch]:
+    rows = task.rows
+    if request.filter is not None:
+        rows = rows.filter(request.filter)
+    names = list(request.output) + ([ROW_ID] if request.with_row_ids else [])
+    rows = rows.select(names)
+    if rows.num_rows == 0:
+        return
+    if not names:
+        yield pa.RecordBatch.from_arrays([pa.nulls(rows.num_rows)], names=["_"]).select([])
+        return
+    yield from rows.combine_chunks().to_batches()
+
+
+def execute_plan(
+    plan: ScanPlan, columns: Sequence[str] | None = None, *, with_row_ids: bool = False
+) -> pa.Table:
+    """Run every task of a plan in this process and collect an Arrow table."""
+    request = read_request(plan, columns, with_row_ids=with_row_ids)
+    schema = plan.output_schema if columns is None else pa.schema(
+        [plan.table_schema.field(n) for n in request.output]
+    )
+    if with_row_ids:
+        schema = schema.append(pa.field(ROW_ID, pa.int64()))
+    batches = [b.cast(schema) if b.schema != schema else b for b in execute_tasks(plan, plan.tasks, request)]
+    return pa.Table.from_batches(batches, schema=schema)

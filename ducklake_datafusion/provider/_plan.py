@@ -1,0 +1,165 @@
+"""The scan plan: plain, frozen, picklable data that any engine can execute.
+
+The planner turns catalog metadata into a :class:`ScanPlan`; DataFusion, Spark or a bare
+pyarrow loop execute its tasks with :func:`ducklake_datafusion.provider.execute_task`.
+A task carries everything needed to produce its rows (URLs, sizes, delete positions,
+column mapping), so an executor never opens the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..catalog._models import NameMappingNode
+from ..pathres import StorageOptions
+from ..types import ColumnSpec
+
+__all__ = [
+    "FileRef",
+    "DeleteSource",
+    "DataFileTask",
+    "InlinedRowsTask",
+    "ScanTask",
+    "PlanStats",
+    "ScanPlan",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """A file on storage with the size hints the catalog recorded."""
+
+    url: str
+    size: int | None = None
+    footer_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSource:
+    """Everything that removes physical rows of one data file at the plan's snapshot.
+
+    Attributes:
+        file: the live delete file (cumulative; may carry per-position snapshots).
+        file_format: ``parquet`` or ``puffin``.
+        inlined_positions: positions deleted through ``ducklake_inlined_delete_<T>``.
+    """
+
+    file: FileRef | None = None
+    file_format: str = "parquet"
+    inlined_positions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DataFileTask:
+    """Read one Parquet data file.
+
+    Attributes:
+        fast: the file's layout is the table's current one: no deletes, no rows of later
+            snapshots, no name mapping, and no column was added, renamed or retyped since
+            it was written. Such files can be read by name in one multi-file Parquet scan
+            when the requested column types allow it; others go through the per-file reader.
+    """
+
+    data_file_id: int
+    file: FileRef
+    record_count: int
+    row_id_start: int | None
+    begin_snapshot: int
+    deletes: DeleteSource | None = None
+    name_mapping: tuple[NameMappingNode, ...] | None = None
+    fast: bool = False
+
+    @property
+    def weight(self) -> int:
+        return self.file.size or self.record_count * 16
+
+
+@dataclass(frozen=True, slots=True)
+class InlinedRowsTask:
+    """Rows stored in the catalog, already in the table schema (all columns + ``rowid``)."""
+
+    rows: pa.Table
+
+    @property
+    def weight(self) -> int:
+        return self.rows.nbytes
+
+
+ScanTask = Union[DataFileTask, InlinedRowsTask]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStats:
+    """What the planner did, for ``EXPLAIN``-style reporting and logs."""
+
+    files_total: int = 0
+    files_skipped_by_stats: int = 0
+    files_skipped_by_partition: int = 0
+    files_with_deletes: int = 0
+    files_scanned: int = 0
+    inlined_rows: int = 0
+    bytes_scanned: int = 0
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """A complete, self-contained description of one table scan at one snapshot.
+
+    Attributes:
+        table: ``schema.table`` for messages.
+        catalog: description of the catalog database, for messages (no credentials).
+        snapshot_id: the snapshot every task reads.
+        columns: the table's columns at that snapshot.
+        projection: output column names in order (``None``: all columns).
+        filter: applied exactly by every task (``None``: no filter).
+        storage: options to build filesystems on any machine.
+        tasks: what to read.
+        stats: counters for explain/logging.
+    """
+
+    table: str
+    catalog: str
+    snapshot_id: int
+    columns: tuple[ColumnSpec, ...]
+    projection: tuple[str, ...] | None
+    filter: pc.Expression | None
+    storage: StorageOptions
+    tasks: tuple[ScanTask, ...]
+    stats: PlanStats = field(default_factory=PlanStats)
+
+    @property
+    def table_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.arrow_type) for c in self.columns])
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        schema = self.table_schema
+        if self.projection is None:
+            return schema
+        return pa.schema([schema.field(name) for name in self.projection])
+
+    def groups(self, partitions: int, *, target_bytes: int | None = None) -> list[tuple[ScanTask, ...]]:
+        """Split the tasks into balanced groups (greedy by bytes, largest first).
+
+        Args:
+            partitions: the number of groups wanted when ``target_bytes`` is not given.
+            target_bytes: if given, as many groups as needed for about this many bytes each.
+        """
+        tasks = sorted(self.tasks, key=lambda t: t.weight, reverse=True)
+        if not tasks:
+            return []
+        if target_bytes:
+            total = sum(t.weight for t in tasks)
+            partitions = max(1, -(-total // target_bytes))
+        count = max(1, min(partitions, len(tasks)))
+        buckets: list[list[ScanTask]] = [[] for _ in range(count)]
+        loads = [0] * count
+        for task in tasks:
+            target = loads.index(min(loads))
+            buckets[target].append(task)
+            loads[target] += task.weight
+        return [tuple(b) for b in buckets if b]

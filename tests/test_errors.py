@@ -1,0 +1,138 @@
+"""Bad input gives a typed error that names what is wrong and what to do."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+from readcheck import ours
+
+from ducklake_datafusion import DuckLakeCatalog, errors
+from ducklake_datafusion.types import ColumnSpec, arrow_type_for
+
+
+@pytest.fixture
+def lake(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'x' || i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE id < 10")
+    return lake
+
+
+def _data_files(lake):
+    lake.reader_args()
+    files = glob.glob(os.path.join(lake.data_path, "**", "*.parquet"), recursive=True)
+    return [f for f in files if not f.endswith("-delete.parquet")], [
+        f for f in files if f.endswith("-delete.parquet")
+    ]
+
+
+def test_missing_catalog_file(tmp_path):
+    with pytest.raises(errors.CatalogNotFoundError, match="does not exist"):
+        DuckLakeCatalog(str(tmp_path / "nope.ducklake")).schema_names()
+
+
+def test_not_a_ducklake_catalog(tmp_path):
+    import duckdb
+
+    path = tmp_path / "plain.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE x (a INTEGER)")
+    con.close()
+    with pytest.raises(errors.NotADuckLakeCatalogError, match="not a DuckLake catalog"):
+        DuckLakeCatalog(str(path)).schema_names()
+    text = tmp_path / "text.ducklake"
+    text.write_text("hello")
+    with pytest.raises(errors.CatalogError, match="text.ducklake"):
+        DuckLakeCatalog(str(text)).schema_names()
+
+
+def test_unknown_table_and_schema(lake):
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    with pytest.raises(errors.TableNotFoundError, match=r"main\.nope.*existing tables: t"):
+        catalog.table("main", "nope")
+    assert catalog.schema("no_such_schema") is None
+    with pytest.raises(Exception, match="nope"):
+        ours(lake, "SELECT * FROM lake.main.nope")
+
+
+def test_missing_snapshot(lake):
+    with pytest.raises(errors.SnapshotNotFoundError, match="no snapshot 999"):
+        DuckLakeCatalog(**lake.reader_args(), snapshot=999).table("main", "t")
+
+
+def test_deleted_data_file(lake):
+    data, _ = _data_files(lake)
+    os.remove(data[0])
+    with pytest.raises(Exception) as info:
+        ours(lake, "SELECT count(*) FROM lake.main.t")
+    assert "DataFileMissingError" in str(info.value) and os.path.basename(data[0]) in str(info.value)
+    assert "main.t" in str(info.value)
+
+
+def test_truncated_data_file(lake):
+    data, _ = _data_files(lake)
+    with open(data[0], "r+b") as handle:
+        handle.truncate(os.path.getsize(data[0]) // 2)
+    with pytest.raises(Exception) as info:
+        ours(lake, "SELECT * FROM lake.main.t")
+    assert "DataFileCorruptError" in str(info.value) or "DataFileError" in str(info.value)
+    assert os.path.basename(data[0]) in str(info.value)
+
+
+def test_unreadable_delete_file(lake):
+    _, deletes = _data_files(lake)
+    assert deletes
+    with open(deletes[0], "wb") as handle:
+        handle.write(b"garbage")
+    with pytest.raises(Exception) as info:
+        ours(lake, "SELECT count(*) FROM lake.main.t")
+    assert "DeleteFileError" in str(info.value) and os.path.basename(deletes[0]) in str(info.value)
+
+
+def test_unknown_type():
+    with pytest.raises(errors.UnsupportedTypeError, match="'v'.*variant"):
+        arrow_type_for("variant", column="v")
+    assert ColumnSpec  # the column tree type is public
+
+
+def test_bad_options(tmp_path):
+    with pytest.raises(errors.InvalidOptionError):
+        DuckLakeCatalog("")
+    with pytest.raises(errors.InvalidOptionError):
+        DuckLakeCatalog(str(tmp_path / "x"), snapshot="12")
+    with pytest.raises(errors.InvalidOptionError, match="nonsense"):
+        DuckLakeCatalog(str(tmp_path / "x"), storage_options={"nonsense": 1})
+
+
+def test_locked_catalog(make_lake):
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (a INTEGER)")
+    if lake.spec.catalog != "duckdb":
+        pytest.skip("only DuckDB files are locked by a writer")
+    import subprocess
+    import sys
+    import textwrap
+
+    # A writer in another process holds the file lock while we try to read.
+    lake.reader_args()
+    script = textwrap.dedent(
+        f"""
+        import duckdb, duckdb_extensions, sys, time
+        con = duckdb.connect()
+        duckdb_extensions.import_extension("ducklake", con=con)
+        con.execute("ATTACH 'ducklake:{lake.metadata}' AS w")
+        print("attached", flush=True)
+        sys.stdin.readline()
+        """
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "attached"
+        with pytest.raises(errors.CatalogLockedError, match="SQLite or PostgreSQL"):
+            DuckLakeCatalog(lake.metadata).schema_names()
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=30)
