@@ -1,0 +1,31 @@
+"""Where a lake's files are and how to open them.
+
+* :mod:`._paths`: DuckLake's path rules (data_path -> schema -> table -> file), pure
+  string functions.
+* :mod:`._location`: split a resolved path or URL into scheme, bucket and key.
+* :mod:`._options`: user storage options, normalised, hashable and secret-safe.
+* :mod:`._filesystems`: the cached pyarrow filesystem for a location.
+* :mod:`._errors`: storage ``OSError`` -> this package's errors with a hint.
+"""
+
+from __future__ import annotations
+
+from ._errors import translate_storage_error
+from ._filesystems import clear_filesystem_cache, filesystem_for
+from ._location import SUPPORTED_SCHEMES, StorageLocation, parse_location
+from ._options import ACCEPTED_KEYS, StorageOptions
+from ._paths import join_path, resolve_data_path, resolve_file_path
+
+__all__ = [
+    "ACCEPTED_KEYS",
+    "SUPPORTED_SCHEMES",
+    "StorageLocation",
+    "StorageOptions",
+    "clear_filesystem_cache",
+    "filesystem_for",
+    "join_path",
+    "parse_location",
+    "resolve_data_path",
+    "resolve_file_path",
+    "translate_storage_error",
+]
