@@ -123,7 +123,7 @@ def _conform_map(array: pa.Array, source: pa.Field, target: ColumnSpec) -> pa.Ar
 
 
 def _conform_primitive(array: pa.Array, target: ColumnSpec) -> pa.Array:
-    if isinstance(array.type, pa.ExtensionType):
+    if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage
     kind = target.type_name.lower()
     if kind == "uuid" and pa.types.is_fixed_size_binary(array.type):

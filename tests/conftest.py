@@ -1,0 +1,107 @@
+"""Shared fixtures: live S3 and PostgreSQL servers, and lakes over the back-end matrix.
+
+Servers are session-scoped and requested lazily, so a run that only touches local lakes
+starts no moto server and needs no PostgreSQL. See ``tests/lakes.py`` for the lake API.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
+from lakes import make_lake as _make_lake
+
+PG_HINT = "set DUCKLAKE_TEST_PG (see .ci/run)"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line("markers", "spark: needs pyspark and a Java runtime")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A live S3 endpoint: MinIO from ``MINIO_ENDPOINT``/``_ACCESS_KEY``/``_SECRET_KEY``, else moto."""
+    endpoint = os.environ.get("MINIO_ENDPOINT")
+    if endpoint:
+        if "://" not in endpoint:
+            endpoint = "http://" + endpoint
+        yield S3Endpoint(
+            endpoint.rstrip("/"),
+            os.environ["MINIO_ACCESS_KEY"],
+            os.environ["MINIO_SECRET_KEY"],
+            os.environ.get("MINIO_REGION", "us-east-1"),
+        )
+        return
+    server, endpoint = start_moto()
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """A reachable PostgreSQL server from ``DUCKLAKE_TEST_PG``; skip (fail under CI=true) if none."""
+    conninfo = os.environ.get("DUCKLAKE_TEST_PG")
+    problem = None
+    if not conninfo:
+        problem = "DUCKLAKE_TEST_PG is not set"
+    else:
+        import psycopg
+
+        try:
+            psycopg.connect(conninfo, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            problem = f"{conninfo!r}: {exc}".strip()
+    if problem:
+        message = f"PostgreSQL not reachable: {PG_HINT} ({problem})"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    return PgServer(conninfo)
+
+
+@pytest.fixture(params=ALL_SPECS, ids=lambda spec: spec.id)
+def lake_spec(request) -> LakeSpec:
+    """Every catalog back-end x storage cell: duckdb-local ... postgres-s3."""
+    return request.param
+
+
+@pytest.fixture
+def make_lake(request, tmp_path):
+    """Factory ``make_lake(spec=None, **kw) -> Lake``; closed (PG database dropped) at teardown.
+
+    ``spec`` defaults to the test's ``lake_spec`` when it has one, else duckdb-local. Keyword
+    arguments go to ``lakes.make_lake`` (``inline_limit``, ``name``).
+    """
+    lakes = []
+
+    def factory(spec: LakeSpec | None = None, **kw):
+        if spec is None:
+            if "lake_spec" in request.fixturenames:
+                spec = request.getfixturevalue("lake_spec")
+            else:
+                spec = LakeSpec("duckdb", "local")
+        if spec.catalog == "postgres":
+            kw.setdefault("pg", request.getfixturevalue("pg"))
+        if spec.storage == "s3":
+            kw.setdefault("s3", request.getfixturevalue("s3"))
+        lake = _make_lake(spec, tmp_path, **kw)
+        lakes.append(lake)
+        return lake
+
+    yield factory
+    for lake in lakes:
+        lake.close()
+
+
+@pytest.fixture
+def lake(lake_spec, make_lake):
+    """A fresh empty lake for each matrix cell."""
+    return make_lake(lake_spec)
