@@ -65,9 +65,9 @@ class DuckDBBackend:
             )
         try:
             return duckdb.connect(self.path, read_only=True)
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
             text = str(exc)
-            if "lock" in text.lower():
+            if "lock" in text.lower() or "Unique file handle conflict" in text:
                 raise CatalogLockedError(
                     f"{self.description} is locked by another process that has it attached "
                     "(DuckDB files allow one writer process and no concurrent readers). Detach it "

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
 from ..pathres import parse_location
-from ._filters import decode_expression, referenced_columns
+from ._filters import NotRebuildable, decode_expression, nan_ordered, referenced_columns, to_expression
 from ._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
 from ._reader import ROW_ID, ReadRequest, read_data_file, scan_clean_files
 
@@ -54,7 +54,11 @@ def read_request(
         raise InvalidOptionError(
             f"table {plan.table} has no column(s) {unknown}; columns are {list(by_name)}"
         )
-    filter_names = frozenset(referenced_columns(decode_expression(filter))) if filter is not None else frozenset()
+    filter_names: frozenset[str] = frozenset()
+    if filter is not None:
+        tree = decode_expression(filter)
+        filter_names = frozenset(referenced_columns(tree))
+        filter = _nan_ordered_filter(filter, tree, plan, filter_names)
     needed = set(columns) | filter_names
     materialise = tuple(c for c in plan.columns if c.name in needed)
     return ReadRequest(
@@ -67,6 +71,20 @@ def read_request(
         storage=plan.storage,
         with_row_ids=with_row_ids,
     )
+
+
+def _nan_ordered_filter(filter, tree, plan: ScanPlan, names: frozenset[str]) -> pc.Expression:
+    """DataFusion and DuckDB order NaN above all numbers; pyarrow's kernels do not."""
+    floats = {
+        c.name for c in plan.columns
+        if c.name in names and c.type_name.lower() in ("float32", "float64")
+    }
+    if not floats:
+        return filter
+    try:
+        return to_expression(nan_ordered(tree, floats))
+    except NotRebuildable:
+        return filter
 
 
 def execute_tasks(

@@ -23,7 +23,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-__all__ = ["Field", "Literal", "Call", "Node", "decode_expression", "referenced_columns"]
+__all__ = [
+    "Field",
+    "Literal",
+    "Call",
+    "Node",
+    "decode_expression",
+    "referenced_columns",
+    "to_expression",
+    "nan_ordered",
+    "NotRebuildable",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,3 +153,75 @@ def referenced_columns(node: Node) -> set[str]:
             found |= referenced_columns(arg)
         return found
     return set()
+
+
+class NotRebuildable(ValueError):
+    """A decoded expression uses options this module cannot turn back into pyarrow."""
+
+
+def to_expression(node: Node) -> pc.Expression:
+    """Rebuild a pyarrow Expression from a :data:`Node` tree."""
+    if isinstance(node, Field):
+        return pc.field(*node.path)
+    if isinstance(node, Literal):
+        return pc.scalar(node.value)
+    args = [to_expression(a) for a in node.args]
+    return pc.Expression._call(node.function, args, _options(node))
+
+
+def _options(node: Call):
+    options = node.options
+    if not options:
+        return None
+    kind = options.get("_type_name")
+    if kind == b"SetLookupOptions":
+        behaviour = options.get("null_matching_behavior", 0)
+        if behaviour not in (0, 1):
+            raise NotRebuildable(f"is_in with null matching behaviour {behaviour}")
+        return pc.SetLookupOptions(pa.array(options["value_set"]), skip_nulls=behaviour == 1)
+    if kind == b"NullOptions":
+        return pc.NullOptions(nan_is_null=bool(options.get("nan_is_null")))
+    raise NotRebuildable(f"options {kind!r} of {node.function}")
+
+
+_ORDERED = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+
+
+def _is_nan(node: Node) -> Node:
+    return Call("is_nan", (node,))
+
+
+def _not(node: Node) -> Node:
+    return Call("invert", (node,))
+
+
+def _and(a: Node, b: Node) -> Node:
+    return Call("and_kleene", (a, b))
+
+
+def _or(a: Node, b: Node) -> Node:
+    return Call("or_kleene", (a, b))
+
+
+def _nan_compare(function: str, a: Node, b: Node) -> Node:
+    """Comparisons with NaN ordered above every number and equal to itself (DuckDB,
+    DataFusion); pyarrow's kernels instead make every comparison with NaN false."""
+    if function in ("less", "less_equal"):
+        return _nan_compare("greater" if function == "less" else "greater_equal", b, a)
+    equal = _or(Call("equal", (a, b)), _and(_is_nan(a), _is_nan(b)))
+    if function == "equal":
+        return equal
+    if function == "not_equal":
+        return _not(equal)
+    greater = _or(Call("greater", (a, b)), _and(_is_nan(a), _not(_is_nan(b))))
+    return greater if function == "greater" else _or(greater, equal)
+
+
+def nan_ordered(node: Node, float_columns: set[str]) -> Node:
+    """Rewrite comparisons that involve floating-point columns to NaN-aware ones."""
+    if not isinstance(node, Call):
+        return node
+    args = tuple(nan_ordered(a, float_columns) for a in node.args)
+    if node.function in _ORDERED and len(args) == 2 and referenced_columns(node) & float_columns:
+        return _nan_compare(node.function, *args)
+    return Call(node.function, args, node.options)

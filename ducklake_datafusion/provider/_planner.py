@@ -75,13 +75,14 @@ def build_scan_plan(
         inlined_rows=inlined,
         bytes_scanned=scanned_bytes,
     )
-    name = f"{table.schema_name}.{table.table_name}"
     log.debug(
-        "plan %s@%s: %d files, %d skipped by stats, %d by partition, %d with deletes, %d inlined rows",
-        name, snapshot_id, stats.files_total, skipped_stats, skipped_partition, with_deletes, inlined,
+        "plan %s.%s@%d: %d of %d files to read (%d skipped by stats, %d by partition), "
+        "%d with deletes, %d inlined rows",
+        table.schema_name, table.table_name, snapshot_id, stats.files_scanned, stats.files_total,
+        skipped_stats, skipped_partition, with_deletes, inlined,
     )
     return ScanPlan(
-        table=name,
+        table=f"{table.schema_name}.{table.table_name}",
         catalog=catalog,
         snapshot_id=snapshot_id,
         columns=columns,

@@ -1,0 +1,147 @@
+"""Data skipping: files pruned by catalog statistics and partitions, row groups inside files.
+
+Correctness is always checked against DuckDB; the number of files a scan opens is the
+number of data-file tasks in its plan (executors open nothing else).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from readcheck import check
+
+from ducklake_datafusion import DuckLakeCatalog
+from ducklake_datafusion.provider import DataFileTask
+
+
+def _files_opened(plan) -> int:
+    return sum(isinstance(t, DataFileTask) for t in plan.tasks)
+
+
+@pytest.fixture
+def clustered(make_lake):
+    """Five files with disjoint ranges on every column type that has statistics."""
+    lake = make_lake(inline_limit=0)
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, d DECIMAL(10,2), s VARCHAR, day DATE, ts TIMESTAMP, "
+        "tz TIMESTAMPTZ, f DOUBLE, n INTEGER)"
+    )
+    for part in range(5):
+        lo = part * 1000
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, i / 100, 'key' || lpad(i::VARCHAR, 6, '0'), "
+            f"DATE '2020-01-01' + i::INTEGER, TIMESTAMP '2020-01-01' + INTERVAL (i) HOUR, "
+            f"TIMESTAMPTZ '2020-01-01 00:00:00+00' + INTERVAL (i) MINUTE, "
+            f"CASE WHEN {part} = 4 AND i % 100 = 0 THEN 'nan'::DOUBLE ELSE i END, "
+            f"CASE WHEN {part} = 2 THEN NULL ELSE i END FROM range({lo}, {lo + 1000}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 50 = 7")
+    return lake
+
+
+CASES = [
+    ("k = 1500", 1),
+    ("k BETWEEN 1990 AND 2010", 2),
+    ("k < 500", 1),
+    ("k >= 4000", 1),
+    ("k > 10000", 0),
+    ("k IN (5, 4005)", 2),
+    ("d <= 5.5", 1),
+    ("s = 'key003333'", 1),
+    ("s >= 'key004000'", 1),
+    ("day < DATE '2020-01-10'", 1),
+    ("ts >= TIMESTAMP '2020-06-01'", 2),
+    ("tz < TIMESTAMPTZ '2020-01-01 10:00:00+00'", 1),
+    ("n IS NULL", 1),
+    ("n IS NOT NULL AND k < 3000", 2),
+    ("k < 100 OR k > 4900", 2),
+    ("NOT (k < 4000)", 1),
+    ("f > 4500", 1),
+]
+
+
+@pytest.mark.parametrize("predicate,expected_files", CASES, ids=[c[0] for c in CASES])
+def test_stats_skip_files_and_answers_match(clustered, predicate, expected_files, caplog):
+    with caplog.at_level(logging.DEBUG, logger="ducklake_datafusion"):
+        check(clustered, f"SELECT k, s, n FROM lake.main.t WHERE {predicate}")
+    opened = _opened_from_log(caplog.messages)
+    assert opened == expected_files, caplog.messages
+
+
+def _opened_from_log(messages) -> int:
+    """Files to read, from the planner's debug line of the last scan."""
+    lines = [m for m in messages if m.startswith("plan main.t@")]
+    return int(re.search(r": (\d+) of \d+ files to read", lines[-1]).group(1))
+
+
+def test_nan_statistics_never_skip(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.f (x DOUBLE)")
+    lake.sql("INSERT INTO lake.main.f VALUES (1.0), ('nan'::DOUBLE), (2.0)")
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    plan = catalog.table("main", "f").scan_plan(filter=pc.field("x") > 5.0)
+    assert _files_opened(plan) == 1
+    check(lake, "SELECT x FROM lake.main.f WHERE x > 5.0")
+
+
+def test_plan_reports_skipping(clustered):
+    catalog = DuckLakeCatalog(**clustered.reader_args())
+    plan = catalog.table("main", "t").scan_plan(filter=pc.field("k") < 1500)
+    assert plan.stats.files_total == 5
+    assert plan.stats.files_skipped_by_stats == 3
+    assert plan.stats.files_with_deletes == 2
+    assert _files_opened(plan) == 2
+
+
+def test_partition_pruning(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.p (region VARCHAR, ts TIMESTAMP, v INTEGER)")
+    lake.sql("ALTER TABLE lake.main.p SET PARTITIONED BY (region, year(ts))")
+    lake.sql(
+        "INSERT INTO lake.main.p SELECT ['north','south','east'][i % 3 + 1], "
+        "TIMESTAMP '2020-06-01' + INTERVAL (i % 4) YEAR, i FROM range(1200) r(i)"
+    )
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    table = catalog.table("main", "p")
+    total = table.scan_plan().stats.files_total
+    plan = table.scan_plan(filter=pc.field("region") == "south")
+    assert plan.stats.files_skipped_by_partition + plan.stats.files_skipped_by_stats == total - total // 3
+    year_filter = pc.field("ts") >= pa.scalar(dt.datetime(2023, 1, 1))
+    plan = table.scan_plan(filter=year_filter)
+    assert _files_opened(plan) == total // 4
+    check(lake, "SELECT * FROM lake.main.p WHERE region = 'south'")
+    check(lake, "SELECT count(*) AS n FROM lake.main.p WHERE ts >= TIMESTAMP '2023-01-01'")
+
+
+def test_row_group_pruning_kept_with_deletes(make_lake, monkeypatch):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
+    lake.sql("CREATE TABLE lake.main.r (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.r SELECT i, 'v' || i FROM range(20000) r(i)")
+    lake.sql("DELETE FROM lake.main.r WHERE k % 3 = 0")
+    read_groups = []
+    original = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        read_groups.extend(kwargs.get("row_groups") or [])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    table = catalog.table("main", "r")
+    plan = table.scan_plan(filter=(pc.field("k") >= 5000) & (pc.field("k") < 6500))
+    from ducklake_datafusion.provider import execute_plan
+
+    result = execute_plan(plan)
+    assert plan.stats.files_with_deletes == 1
+    assert 1 <= len(read_groups) <= 3, read_groups  # 20 row groups in the file, 2 overlap
+    expected = lake.reference("SELECT k, s FROM lake.main.r WHERE k >= 5000 AND k < 6500")
+    from lakes import assert_same_rows
+
+    assert_same_rows(result, expected)
