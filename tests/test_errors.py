@@ -136,3 +136,33 @@ def test_locked_catalog(make_lake):
     finally:
         writer.stdin.close()
         writer.wait(timeout=30)
+
+
+def test_unsupported_catalog_version(make_lake):
+    import duckdb
+
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (a INTEGER)")
+    lake.reader_args()
+    if lake.spec.catalog != "duckdb":
+        pytest.skip("edits the fixture's own DuckDB catalog file")
+    con = duckdb.connect(lake.metadata)  # our own test lake, never a user's
+    con.execute("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'")
+    con.close()
+    with pytest.raises(errors.UnsupportedVersionError, match=r"version '0\.3'.*supports 1\.0"):
+        DuckLakeCatalog(lake.metadata).table("main", "t")
+
+
+def test_encrypted_lake_is_refused(tmp_path):
+    import duckdb
+    import duckdb_extensions
+
+    con = duckdb.connect()
+    duckdb_extensions.import_extension("ducklake", con=con)
+    catalog = tmp_path / "enc.ducklake"
+    con.execute(f"ATTACH 'ducklake:{catalog}' AS e (DATA_PATH '{tmp_path}/data', ENCRYPTED)")
+    con.execute("CREATE TABLE e.main.t AS SELECT 1 AS a")
+    con.execute("DETACH e")
+    con.close()
+    with pytest.raises(errors.UnsupportedFeatureError, match="encrypted"):
+        DuckLakeCatalog(str(catalog)).table("main", "t")

@@ -34,9 +34,10 @@ def conform_inlined_rows(
     layout_tree = build_column_tree(layout)
     by_id: dict[int, tuple[pa.Array, pa.Field]] = {}
     for spec in layout_tree:
-        if spec.name not in raw.column_names:
+        name = _raw_name(raw.column_names, spec.name)
+        if name is None:
             continue
-        array = raw.column(spec.name).combine_chunks()
+        array = raw.column(name).combine_chunks()
         if values_are_text:
             array = _parse_text(array, spec)
         field = annotate_by_names(pa.field(spec.name, array.type), spec)
@@ -50,6 +51,18 @@ def conform_inlined_rows(
     arrays.append(raw.column("row_id").combine_chunks().cast(pa.int64()))
     names.append(ROW_ID)
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _raw_name(names: Sequence[str], wanted: str) -> str | None:
+    """The inlined table's column for a layout column.
+
+    The PostgreSQL writer creates inlined columns without quoting, so PostgreSQL folds
+    ``Mixed`` to ``mixed``; fall back to a case-insensitive match when it is unambiguous.
+    """
+    if wanted in names:
+        return wanted
+    folded = [n for n in names if n.lower() == wanted.lower()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def _parse_text(array: pa.Array, spec: ColumnSpec) -> pa.Array:
