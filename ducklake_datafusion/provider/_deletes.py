@@ -12,9 +12,11 @@ import struct
 import zlib
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DeleteFileError, UnsupportedFeatureError
+from ..pathres import translate_storage_error
 from ._plan import DeleteSource
 
 __all__ = ["deleted_positions", "keep_mask"]
@@ -44,13 +46,21 @@ def deleted_positions(source: DeleteSource | None, snapshot: int, open_file, wha
                 parts.append(_parquet_positions(handle, snapshot))
         except (UnsupportedFeatureError, DeleteFileError):
             raise
+        except OSError as exc:
+            if not isinstance(exc, pa.ArrowInvalid):
+                raise translate_storage_error(exc, what=f"delete file {source.file.url} of {what}")
+            raise _unreadable(source, what, exc) from exc
         except Exception as exc:  # noqa: BLE001 - any failure means the deletes are unknown
-            raise DeleteFileError(
-                f"delete file {source.file.url} of {what} cannot be read ({exc}); the rows it "
-                "removes are unknown, so the scan stops instead of returning deleted rows. "
-                "Restore the file or re-run the DELETE in DuckDB"
-            ) from exc
+            raise _unreadable(source, what, exc) from exc
     return np.unique(np.concatenate(parts))
+
+
+def _unreadable(source: DeleteSource, what: str, exc: Exception) -> DeleteFileError:
+    return DeleteFileError(
+        f"delete file {source.file.url} of {what} cannot be read ({exc}); the rows it "
+        "removes are unknown, so the scan stops instead of returning deleted rows. "
+        "Restore the file or re-run the DELETE in DuckDB"
+    )
 
 
 def _parquet_positions(handle, snapshot: int) -> np.ndarray:
