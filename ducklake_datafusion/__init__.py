@@ -11,7 +11,7 @@ from . import errors
 from .errors import DuckLakeError
 from .provider import DuckLakeCatalog, DuckLakeTable, ScanPlan
 
-__all__ = ["DuckLakeCatalog", "DuckLakeTable", "ScanPlan", "DuckLakeError", "errors", "register"]
+__all__ = ["DuckLakeCatalog", "DuckLakeError", "DuckLakeTable", "ScanPlan", "errors", "register"]
 __version__ = "0.1.0"
 
 

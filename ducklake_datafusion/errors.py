@@ -12,22 +12,22 @@ error (see ``tests/test_errors.py``).
 from __future__ import annotations
 
 __all__ = [
-    "DuckLakeError",
     "CatalogError",
-    "CatalogNotFoundError",
-    "NotADuckLakeCatalogError",
-    "UnsupportedVersionError",
     "CatalogLockedError",
-    "SnapshotNotFoundError",
-    "TableNotFoundError",
+    "CatalogNotFoundError",
+    "DataFileCorruptError",
     "DataFileError",
     "DataFileMissingError",
-    "DataFileCorruptError",
     "DeleteFileError",
-    "StorageError",
-    "UnsupportedTypeError",
-    "UnsupportedFeatureError",
+    "DuckLakeError",
     "InvalidOptionError",
+    "NotADuckLakeCatalogError",
+    "SnapshotNotFoundError",
+    "StorageError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "UnsupportedTypeError",
+    "UnsupportedVersionError",
 ]
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from .errors import UnsupportedTypeError
 
-__all__ = ["ColumnSpec", "build_column_tree", "arrow_type_for", "duckdb_type_for", "arrow_schema"]
+__all__ = ["ColumnSpec", "arrow_schema", "arrow_type_for", "build_column_tree", "duckdb_type_for"]
 
 _PRIMITIVES: dict[str, pa.DataType] = {
     "boolean": pa.bool_(),
@@ -122,7 +122,9 @@ class ColumnSpec:
         return None
 
 
-def arrow_type_for(type_name: str, children: Sequence[ColumnSpec] = (), *, column: str = "?") -> pa.DataType:
+def arrow_type_for(
+    type_name: str, children: Sequence[ColumnSpec] = (), *, column: str = "?"
+) -> pa.DataType:
     """Arrow type of a DuckLake type string whose children are already built."""
     name = type_name.lower()
     if name in _PRIMITIVES:

@@ -46,8 +46,10 @@ def main() -> None:
     print("schemas:", sorted(lake.schema_names()), "snapshot:", lake.snapshot_id())
     queries = [
         "SELECT count(*) AS orders FROM lake.main.orders",
-        "SELECT region, sum(total) AS revenue, count(*) AS n FROM lake.main.orders "
-        "WHERE day >= DATE '2024-02-01' GROUP BY region ORDER BY region",
+        (
+            "SELECT region, sum(total) AS revenue, count(*) AS n FROM lake.main.orders "
+            "WHERE day >= DATE '2024-02-01' GROUP BY region ORDER BY region"
+        ),
         "SELECT * FROM lake.main.orders WHERE id > 199995 ORDER BY id",
     ]
     for sql in queries:

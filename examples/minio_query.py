@@ -38,7 +38,9 @@ def main() -> None:
         f"ENDPOINT '{host}', URL_STYLE 'path', USE_SSL {use_ssl}, REGION 'us-east-1')"
     )
     con.execute(f"ATTACH 'ducklake:sqlite:{catalog}' AS lake (DATA_PATH '{data_path}')")
-    con.execute("CREATE TABLE lake.main.events AS SELECT range AS id, range % 7 AS kind FROM range(100000)")
+    con.execute(
+        "CREATE TABLE lake.main.events AS SELECT range AS id, range % 7 AS kind FROM range(100000)"
+    )
     con.execute("DELETE FROM lake.main.events WHERE kind = 3")
     con.execute("DETACH lake")
 

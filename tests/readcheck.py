@@ -28,8 +28,14 @@ def with_version(sql: str, snapshot: int) -> str:
     )
 
 
-def check(lake, sql: str, *, snapshot: int | None = None, reference_sql: str | None = None,
-          ordered: bool = False):
+def check(
+    lake,
+    sql: str,
+    *,
+    snapshot: int | None = None,
+    reference_sql: str | None = None,
+    ordered: bool = False,
+):
     """Assert our rows equal DuckDB's for ``sql`` (optionally at a snapshot)."""
     expected_sql = reference_sql or sql
     if snapshot is not None and reference_sql is None:

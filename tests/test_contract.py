@@ -135,7 +135,7 @@ def test_provider_exception_reaches_user():
     ctx.register_catalog_provider("c", C(_Recorder()))
     try:
         ctx.sql("SELECT * FROM c.main.t").collect()
-    except Exception as exc:  # DataFusion wraps it; the text must survive
+    except Exception as exc:  # noqa: BLE001 - DataFusion wraps it; the text must survive
         assert "DataFileMissingError" in str(exc) and "x.parquet of table main.t" in str(exc)
     else:
         raise AssertionError("exception was swallowed")

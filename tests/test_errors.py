@@ -68,7 +68,9 @@ def test_deleted_data_file(lake):
     os.remove(data[0])
     with pytest.raises(Exception) as info:
         ours(lake, "SELECT count(*) FROM lake.main.t")
-    assert "DataFileMissingError" in str(info.value) and os.path.basename(data[0]) in str(info.value)
+    assert "DataFileMissingError" in str(info.value) and os.path.basename(data[0]) in str(
+        info.value
+    )
     assert "main.t" in str(info.value)
 
 
@@ -128,7 +130,9 @@ def test_locked_catalog(make_lake):
         sys.stdin.readline()
         """
     )
-    writer = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout.readline().strip() == "attached"
         with pytest.raises(errors.CatalogLockedError, match="SQLite or PostgreSQL"):

@@ -111,7 +111,10 @@ def test_partition_pruning(make_lake):
     table = catalog.table("main", "p")
     total = table.scan_plan().stats.files_total
     plan = table.scan_plan(filter=pc.field("region") == "south")
-    assert plan.stats.files_skipped_by_partition + plan.stats.files_skipped_by_stats == total - total // 3
+    assert (
+        plan.stats.files_skipped_by_partition + plan.stats.files_skipped_by_stats
+        == total - total // 3
+    )
     year_filter = pc.field("ts") >= pa.scalar(dt.datetime(2023, 1, 1))
     plan = table.scan_plan(filter=year_filter)
     assert _files_opened(plan) == total // 4

@@ -55,8 +55,12 @@ def test_inlined_rows_and_deletes(lake):
 
 
 def test_schema_evolution(lake):
-    lake.sql("CREATE TABLE lake.main.t (a INTEGER, b VARCHAR, c TINYINT, s STRUCT(x INTEGER, y VARCHAR), f FLOAT)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'b' || i, i % 100, {'x': i, 'y': 'y' || i}, i / 2 FROM range(30) r(i)")
+    lake.sql(
+        "CREATE TABLE lake.main.t (a INTEGER, b VARCHAR, c TINYINT, s STRUCT(x INTEGER, y VARCHAR), f FLOAT)"
+    )
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'b' || i, i % 100, {'x': i, 'y': 'y' || i}, i / 2 FROM range(30) r(i)"
+    )
     lake.sql("ALTER TABLE lake.main.t RENAME COLUMN b TO b2")
     lake.sql("ALTER TABLE lake.main.t ALTER COLUMN a TYPE BIGINT")
     lake.sql("ALTER TABLE lake.main.t DROP COLUMN c")
@@ -66,7 +70,9 @@ def test_schema_evolution(lake):
     lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE")
     lake.sql("ALTER TABLE lake.main.t ADD COLUMN c INTEGER DEFAULT 42")
     lake.sql("ALTER TABLE lake.main.t ADD COLUMN d VARCHAR DEFAULT 'dflt'")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'new', {'x2': i, 'z': 7}, 1.5, i, 'nd' FROM range(100, 130) r(i)")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'new', {'x2': i, 'z': 7}, 1.5, i, 'nd' FROM range(100, 130) r(i)"
+    )
     lake.sql("INSERT INTO lake.main.t VALUES (7, 'inl', {'x2': 1, 'z': 2}, 2.5, 3, 'i')")
     check(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT b2, c FROM lake.main.t WHERE a < 10 OR a > 120")
@@ -180,7 +186,9 @@ def test_add_data_files_name_mapping(lake, tmp_path):
     if lake.spec.storage != "local":
         pytest.skip("external files are written locally")
     path = tmp_path / "external.parquet"
-    pq.write_table(pa.table({"ID": [1, 2, 3], "Name": ["a", "b", None], "extra": [0.1, 0.2, 0.3]}), path)
+    pq.write_table(
+        pa.table({"ID": [1, 2, 3], "Name": ["a", "b", None], "extra": [0.1, 0.2, 0.3]}), path
+    )
     lake.sql("CREATE TABLE lake.main.ext (id BIGINT, name VARCHAR, later INTEGER)")
     lake.sql(
         f"CALL ducklake_add_data_files('lake', 'ext', '{path}', allow_missing => true, "

@@ -33,7 +33,9 @@ def _objects(s3, lake) -> list[str]:
 
 def test_reads_match_duckdb(s3_lake):
     check(s3_lake, "SELECT * FROM lake.main.t")
-    check(s3_lake, "SELECT count(*) AS n, max(id) AS s, min(s) AS m FROM lake.main.t WHERE id > 300")
+    check(
+        s3_lake, "SELECT count(*) AS n, max(id) AS s, min(s) AS m FROM lake.main.t WHERE id > 300"
+    )
 
 
 @pytest.fixture
@@ -52,14 +54,21 @@ def s3_auth(s3):
     server, endpoint = start_moto()
     try:
         iam = boto3.client(
-            "iam", endpoint_url=endpoint.endpoint_url, aws_access_key_id="x",
-            aws_secret_access_key="x", region_name="us-east-1",
+            "iam",
+            endpoint_url=endpoint.endpoint_url,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            region_name="us-east-1",
         )
         iam.create_user(UserName="lake")
         policy = iam.create_policy(
             PolicyName="all",
-            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
-                {"Effect": "Allow", "Action": "*", "Resource": "*"}]}),
+            PolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+                }
+            ),
         )
         iam.attach_user_policy(UserName="lake", PolicyArn=policy["Policy"]["Arn"])
         key = iam.create_access_key(UserName="lake")["AccessKey"]
@@ -76,7 +85,8 @@ def _moto_auth(endpoint, count: str) -> None:
     import urllib.request
 
     request = urllib.request.Request(
-        endpoint.endpoint_url + "/moto-api/reset-auth", data=count.encode(),
+        endpoint.endpoint_url + "/moto-api/reset-auth",
+        data=count.encode(),
         headers={"Content-Type": "text/plain"},
     )
     urllib.request.urlopen(request).read()
@@ -104,7 +114,9 @@ def test_wrong_credentials(s3_auth, tmp_path):
 def test_missing_bucket(s3_lake):
     args = s3_lake.reader_args()
     catalog = DuckLakeCatalog(
-        args["metadata"], data_path="s3://no-such-bucket-dl/x/", storage_options=args["storage_options"]
+        args["metadata"],
+        data_path="s3://no-such-bucket-dl/x/",
+        storage_options=args["storage_options"],
     )
     with pytest.raises((errors.StorageError, errors.DataFileMissingError)) as info:
         catalog.table("main", "t").to_arrow()

@@ -3,4 +3,4 @@
 from . import _metadata as metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
 
-__all__ = ["MetadataBackend", "MetadataSession", "open_backend", "metadata"]
+__all__ = ["MetadataBackend", "MetadataSession", "metadata", "open_backend"]

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError
 
-__all__ = ["MetadataSession", "MetadataBackend", "open_backend"]
+__all__ = ["MetadataBackend", "MetadataSession", "open_backend"]
 
 
 @runtime_checkable
@@ -63,8 +63,7 @@ def open_backend(metadata: str) -> MetadataBackend:
             f"'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'; got {metadata!r}"
         )
     text = metadata.strip()
-    if text.startswith("ducklake:"):
-        text = text[len("ducklake:") :]
+    text = text.removeprefix("ducklake:")
     lowered = text.lower()
     if lowered.startswith("sqlite:"):
         from ._sqlite import SQLiteBackend
@@ -73,7 +72,9 @@ def open_backend(metadata: str) -> MetadataBackend:
     if lowered.startswith(("postgres:", "postgresql:")):
         from ._postgres import PostgresBackend
 
-        dsn = text if lowered.startswith(("postgres://", "postgresql://")) else text.split(":", 1)[1]
+        dsn = (
+            text if lowered.startswith(("postgres://", "postgresql://")) else text.split(":", 1)[1]
+        )
         return PostgresBackend(dsn)
     if lowered.startswith("duckdb:"):
         text = text[len("duckdb:") :]

@@ -17,7 +17,12 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
-from ..errors import CatalogError, CatalogLockedError, CatalogNotFoundError, NotADuckLakeCatalogError
+from ..errors import (
+    CatalogError,
+    CatalogLockedError,
+    CatalogNotFoundError,
+    NotADuckLakeCatalogError,
+)
 
 __all__ = ["DuckDBBackend"]
 

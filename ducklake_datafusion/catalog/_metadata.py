@@ -30,16 +30,16 @@ from ._models import (
 
 __all__ = [
     "SUPPORTED_VERSIONS",
-    "read_settings",
-    "latest_snapshot",
-    "snapshot_by_id",
-    "snapshot_at_time",
-    "list_snapshots",
-    "list_schemas",
-    "list_tables",
     "find_table",
+    "latest_snapshot",
+    "list_schemas",
+    "list_snapshots",
+    "list_tables",
     "read_columns",
+    "read_settings",
     "read_table_files",
+    "snapshot_at_time",
+    "snapshot_by_id",
 ]
 
 SUPPORTED_VERSIONS = ("1.0",)
@@ -196,8 +196,7 @@ def read_columns(session: MetadataSession, table_id: int, snapshot: int) -> tupl
         [table_id, snapshot, snapshot],
     )
     return tuple(
-        ColumnEntry(int(r[0]), r[1], r[2], r[3], _opt_int(r[4]), int(r[5]), int(r[6]))
-        for r in rows
+        ColumnEntry(int(r[0]), r[1], r[2], r[3], _opt_int(r[4]), int(r[5]), int(r[6])) for r in rows
     )
 
 
@@ -266,7 +265,8 @@ def read_table_files(
     """
     tid = table.table_id
     files = tuple(
-        _data_file(r) for r in session.rows(_FILES_SQL, [tid, snapshot, snapshot, tid, snapshot, snapshot])
+        _data_file(r)
+        for r in session.rows(_FILES_SQL, [tid, snapshot, snapshot, tid, snapshot, snapshot])
     )
     return TableFiles(
         files=files,
@@ -279,7 +279,9 @@ def read_table_files(
     )
 
 
-def _inlined_deletes(session: MetadataSession, table_id: int, snapshot: int) -> dict[int, tuple[int, ...]]:
+def _inlined_deletes(
+    session: MetadataSession, table_id: int, snapshot: int
+) -> dict[int, tuple[int, ...]]:
     name = f"ducklake_inlined_delete_{int(table_id)}"
     if not session.has_table(name):
         return {}
@@ -318,7 +320,9 @@ def _inlined_rows(session: MetadataSession, table_id: int, snapshot: int):
     return tuple(result)
 
 
-def _name_mappings(session: MetadataSession, mapping_ids: set) -> dict[int, tuple[NameMappingNode, ...]]:
+def _name_mappings(
+    session: MetadataSession, mapping_ids: set
+) -> dict[int, tuple[NameMappingNode, ...]]:
     mappings = {}
     for mapping_id in sorted(mapping_ids):
         rows = session.rows(
@@ -344,7 +348,12 @@ def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int]):
     stats: dict[int, dict[int, ColumnStatsEntry]] = {}
     for r in rows:
         entry = ColumnStatsEntry(
-            int(r[1]), _opt_int(r[2]), _opt_int(r[3]), r[4], r[5], None if r[6] is None else _bool(r[6])
+            int(r[1]),
+            _opt_int(r[2]),
+            _opt_int(r[3]),
+            r[4],
+            r[5],
+            None if r[6] is None else _bool(r[6]),
         )
         stats.setdefault(int(r[0]), {})[entry.column_id] = entry
     return stats
@@ -358,7 +367,9 @@ def _partition_columns(session: MetadataSession, table_id: int):
     )
     specs: dict[int, list[PartitionColumnEntry]] = {}
     for r in rows:
-        specs.setdefault(int(r[0]), []).append(PartitionColumnEntry(int(r[0]), int(r[1]), int(r[2]), r[3]))
+        specs.setdefault(int(r[0]), []).append(
+            PartitionColumnEntry(int(r[0]), int(r[1]), int(r[2]), r[3])
+        )
     return {k: tuple(v) for k, v in specs.items()}
 
 

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 __all__ = [
-    "SnapshotInfo",
-    "SchemaEntry",
-    "TableEntry",
     "ColumnEntry",
-    "DeleteFileEntry",
+    "ColumnStatsEntry",
     "DataFileEntry",
+    "DeleteFileEntry",
     "InlinedTableEntry",
     "NameMappingNode",
-    "ColumnStatsEntry",
     "PartitionColumnEntry",
+    "SchemaEntry",
+    "SnapshotInfo",
+    "TableEntry",
     "TableFiles",
 ]
 

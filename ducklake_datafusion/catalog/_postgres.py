@@ -23,7 +23,16 @@ from ._rows import rows_to_arrow
 __all__ = ["PostgresBackend"]
 
 _AS_TEXT = (
-    "numeric", "interval", "time", "timetz", "date", "timestamp", "timestamptz", "uuid", "json", "jsonb",
+    "numeric",
+    "interval",
+    "time",
+    "timetz",
+    "date",
+    "timestamp",
+    "timestamptz",
+    "uuid",
+    "json",
+    "jsonb",
 )
 _SECRET = re.compile(r"(password\s*=\s*)('[^']*'|\S+)|(://[^:/@]+:)([^@]+)(@)", re.IGNORECASE)
 
@@ -62,7 +71,10 @@ class _PostgresSession:
     def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
         cursor = self._execute(sql, params)
         names = [d.name for d in cursor.description]
-        rows = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in cursor.fetchall()]
+        rows = [
+            tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+            for row in cursor.fetchall()
+        ]
         return rows_to_arrow(names, rows)
 
     def has_table(self, name: str) -> bool:

@@ -16,7 +16,12 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 
-from ..errors import CatalogError, CatalogLockedError, CatalogNotFoundError, NotADuckLakeCatalogError
+from ..errors import (
+    CatalogError,
+    CatalogLockedError,
+    CatalogNotFoundError,
+    NotADuckLakeCatalogError,
+)
 from ._rows import rows_to_arrow
 
 __all__ = ["SQLiteBackend"]
@@ -62,7 +67,9 @@ class SQLiteBackend:
                     f"{self.description} does not exist; pass 'sqlite:<path of the catalog file>'"
                 )
             uri = "file:" + urllib.parse.quote(self.path) + "?mode=ro"
-            connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
             self._local.connection = connection
         return connection
 

@@ -186,7 +186,9 @@ class DuckLakeSchema(SchemaProvider):
         with backend.session() as session:
             metadata.read_settings(session, backend.description)
             snap = self._catalog.resolve_snapshot(session)
-            return {t.table_name for t in metadata.list_tables(session, snap.snapshot_id, self._name)}
+            return {
+                t.table_name for t in metadata.list_tables(session, snap.snapshot_id, self._name)
+            }
 
     def table(self, name: str) -> Table | None:
         try:

@@ -23,12 +23,12 @@ from ..types import ColumnSpec, duckdb_type_for
 
 __all__ = [
     "FIELD_ID",
-    "field_id",
-    "with_field_id",
-    "conform",
-    "default_array",
     "annotate_by_names",
     "annotate_by_position",
+    "conform",
+    "default_array",
+    "field_id",
+    "with_field_id",
 ]
 
 FIELD_ID = b"PARQUET:field_id"
@@ -109,7 +109,9 @@ def _conform_list(array: pa.Array, source: pa.Field, target: ColumnSpec) -> pa.A
     offsets = array.offsets
     if pa.types.is_large_list(array.type):
         offsets = offsets.cast(pa.int32())
-    return pa.ListArray.from_arrays(offsets, values, type=target.arrow_type, mask=_valid_mask(array))
+    return pa.ListArray.from_arrays(
+        offsets, values, type=target.arrow_type, mask=_valid_mask(array)
+    )
 
 
 def _conform_map(array: pa.Array, source: pa.Field, target: ColumnSpec) -> pa.Array:

@@ -71,13 +71,15 @@ class DuckLakeFragment:
         return DuckLakeScanner(self.plan, self.tasks, columns, filter)
 
     def __repr__(self) -> str:
-        return f"DuckLakeFragment({self.plan.table}@{self.plan.snapshot_id}, tasks={len(self.tasks)})"
+        return (
+            f"DuckLakeFragment({self.plan.table}@{self.plan.snapshot_id}, tasks={len(self.tasks)})"
+        )
 
 
 class DuckLakeDataset(ds.Dataset):
     """A DuckLake table as a pyarrow Dataset, planned lazily per scan."""
 
-    def __init__(self, table) -> None:  # noqa: D107 - base __init__ deliberately not called
+    def __init__(self, table) -> None:
         self._table = table
         self.last_plan: ScanPlan | None = None
 

@@ -25,7 +25,9 @@ SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
 _DV_MAGIC = b"\xd1\xd3\x39\x64"
 
 
-def deleted_positions(source: DeleteSource | None, snapshot: int, open_file, what: str) -> np.ndarray:
+def deleted_positions(
+    source: DeleteSource | None, snapshot: int, open_file, what: str
+) -> np.ndarray:
     """Sorted unique deleted positions (int64) visible at ``snapshot``.
 
     Args:
@@ -50,7 +52,7 @@ def deleted_positions(source: DeleteSource | None, snapshot: int, open_file, wha
             if not isinstance(exc, pa.ArrowInvalid):
                 raise translate_storage_error(exc, what=f"delete file {source.file.url} of {what}")
             raise _unreadable(source, what, exc) from exc
-        except Exception as exc:  # noqa: BLE001 - any failure means the deletes are unknown
+        except Exception as exc:
             raise _unreadable(source, what, exc) from exc
     return np.unique(np.concatenate(parts))
 

@@ -15,16 +15,42 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
 from ..pathres import parse_location
-from ._filters import NotRebuildable, decode_expression, nan_ordered, referenced_columns, to_expression
+from ._filters import (
+    NotRebuildable,
+    decode_expression,
+    nan_ordered,
+    referenced_columns,
+    to_expression,
+)
 from ._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
 from ._reader import ROW_ID, ReadRequest, read_data_file, scan_clean_files
 
-__all__ = ["execute_tasks", "read_request", "execute_plan"]
+__all__ = ["execute_plan", "execute_tasks", "read_request"]
 
 # Types whose Parquet representation a plain by-name Parquet scan reads as the table type.
 _FAST_TYPES = frozenset(
-    "boolean int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 varchar blob "
-    "date time timestamp timestamp_us timestamp_ms timestamp_ns timestamptz".split()
+    [
+        "boolean",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
+        "varchar",
+        "blob",
+        "date",
+        "time",
+        "timestamp",
+        "timestamp_us",
+        "timestamp_ms",
+        "timestamp_ns",
+        "timestamptz",
+    ]
 )
 
 
@@ -76,7 +102,8 @@ def read_request(
 def _nan_ordered_filter(filter, tree, plan: ScanPlan, names: frozenset[str]) -> pc.Expression:
     """DataFusion and DuckDB order NaN above all numbers; pyarrow's kernels do not."""
     floats = {
-        c.name for c in plan.columns
+        c.name
+        for c in plan.columns
         if c.name in names and c.type_name.lower() in ("float32", "float64")
     }
     if not floats:
@@ -129,10 +156,15 @@ def execute_plan(
 ) -> pa.Table:
     """Run every task of a plan in this process and collect an Arrow table."""
     request = read_request(plan, columns, with_row_ids=with_row_ids)
-    schema = plan.output_schema if columns is None else pa.schema(
-        [plan.table_schema.field(n) for n in request.output]
+    schema = (
+        plan.output_schema
+        if columns is None
+        else pa.schema([plan.table_schema.field(n) for n in request.output])
     )
     if with_row_ids:
         schema = schema.append(pa.field(ROW_ID, pa.int64()))
-    batches = [b.cast(schema) if b.schema != schema else b for b in execute_tasks(plan, plan.tasks, request)]
+    batches = [
+        b.cast(schema) if b.schema != schema else b
+        for b in execute_tasks(plan, plan.tasks, request)
+    ]
     return pa.Table.from_batches(batches, schema=schema)

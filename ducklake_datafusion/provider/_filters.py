@@ -17,22 +17,21 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
+from pyarrow import ipc
 
 __all__ = [
+    "Call",
     "Field",
     "Literal",
-    "Call",
     "Node",
+    "NotRebuildable",
     "decode_expression",
+    "nan_ordered",
     "referenced_columns",
     "to_expression",
-    "nan_ordered",
-    "NotRebuildable",
 ]
 
 
@@ -57,7 +56,7 @@ class Call:
     options: dict | None = None
 
 
-Node = Union[Field, Literal, Call]
+Node = Field | Literal | Call
 
 
 class _ArrowSchema(ctypes.Structure):
@@ -105,7 +104,7 @@ def _ordered_metadata(schema: pa.Schema) -> list[tuple[str, str]]:
 
 def decode_expression(expression: pc.Expression) -> Node:
     """Turn a pyarrow Expression into a :data:`Node` tree."""
-    reducer, args = expression.__reduce__()
+    _, args = expression.__reduce__()
     reader = ipc.open_file(pa.py_buffer(args[0]))
     tokens = _ordered_metadata(reader.schema)
     batch = reader.read_all()

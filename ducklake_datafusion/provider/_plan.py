@@ -9,7 +9,6 @@ column mapping), so an executor never opens the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,13 +18,13 @@ from ..pathres import StorageOptions
 from ..types import ColumnSpec
 
 __all__ = [
-    "FileRef",
-    "DeleteSource",
     "DataFileTask",
+    "DeleteSource",
+    "FileRef",
     "InlinedRowsTask",
-    "ScanTask",
     "PlanStats",
     "ScanPlan",
+    "ScanTask",
 ]
 
 
@@ -89,7 +88,7 @@ class InlinedRowsTask:
         return self.rows.nbytes
 
 
-ScanTask = Union[DataFileTask, InlinedRowsTask]
+ScanTask = DataFileTask | InlinedRowsTask
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +141,9 @@ class ScanPlan:
             return schema
         return pa.schema([schema.field(name) for name in self.projection])
 
-    def groups(self, partitions: int, *, target_bytes: int | None = None) -> list[tuple[ScanTask, ...]]:
+    def groups(
+        self, partitions: int, *, target_bytes: int | None = None
+    ) -> list[tuple[ScanTask, ...]]:
         """Split the tasks into balanced groups (greedy by bytes, largest first).
 
         Args:

@@ -23,6 +23,7 @@ __all__ = ["build_scan_plan", "table_directory"]
 
 log = logging.getLogger("ducklake_datafusion")
 
+
 def table_directory(data_path: str, table: TableEntry) -> str:
     """data_path -> schema dir -> table dir (read-path notes, c.1)."""
     schema_dir = join_path(data_path, table.schema_path, table.schema_path_is_relative)
@@ -78,8 +79,15 @@ def build_scan_plan(
     log.debug(
         "plan %s.%s@%d: %d of %d files to read (%d skipped by stats, %d by partition), "
         "%d with deletes, %d inlined rows",
-        table.schema_name, table.table_name, snapshot_id, stats.files_scanned, stats.files_total,
-        skipped_stats, skipped_partition, with_deletes, inlined,
+        table.schema_name,
+        table.table_name,
+        snapshot_id,
+        stats.files_scanned,
+        stats.files_total,
+        skipped_stats,
+        skipped_partition,
+        with_deletes,
+        inlined,
     )
     return ScanPlan(
         table=f"{table.schema_name}.{table.table_name}",

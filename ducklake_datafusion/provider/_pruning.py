@@ -21,8 +21,14 @@ from ._filters import Call, Field, Literal, Node, decode_expression
 
 __all__ = ["FilePruner", "stats_columns"]
 
-_FLIP = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
-         "greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
+_FLIP = {
+    "less": "greater",
+    "less_equal": "greater_equal",
+    "greater": "less",
+    "greater_equal": "less_equal",
+    "equal": "equal",
+    "not_equal": "not_equal",
+}
 _MAX_TEXT_BOUND = 256  # the writer truncates long string statistics at 256 characters
 _TEMPORAL = {"year", "month", "day", "hour"}
 
@@ -30,7 +36,7 @@ _TEMPORAL = {"year", "month", "day", "hour"}
 class _Bounds:
     """Decoded statistics of one column in one file."""
 
-    __slots__ = ("low", "high", "nulls", "rows", "exact")
+    __slots__ = ("exact", "high", "low", "nulls", "rows")
 
     def __init__(self, low, high, nulls, rows, exact=False):
         self.low, self.high, self.nulls, self.rows, self.exact = low, high, nulls, rows, exact
@@ -97,9 +103,11 @@ class FilePruner:
         stats = self.files.stats.get(entry.data_file_id, {})
         if stats and not self._might_match(self.node, lambda c: self._stat_bounds(c, stats, entry)):
             return "stats"
-        if entry.partition_id is not None and self.files.partition_values:
-            if not self._might_match(self.node, lambda c: self._partition_bounds(c, entry)):
-                return "partition"
+        partitioned = entry.partition_id is not None and self.files.partition_values
+        if partitioned and not self._might_match(
+            self.node, lambda c: self._partition_bounds(c, entry)
+        ):
+            return "partition"
         return None
 
     def _stat_bounds(self, column: ColumnSpec, stats: dict, entry: DataFileEntry) -> _Bounds | None:
@@ -112,7 +120,9 @@ class FilePruner:
         low, high = _parse(s.min_value, kind), _parse(s.max_value, kind)
         if kind == "varchar" and s.max_value is not None and len(s.max_value) >= _MAX_TEXT_BOUND:
             high = None
-        if kind == "date" and (s.min_value in ("infinity", "-infinity") or s.max_value in ("infinity", "-infinity")):
+        if kind == "date" and (
+            s.min_value in ("infinity", "-infinity") or s.max_value in ("infinity", "-infinity")
+        ):
             return None
         return _Bounds(low, high, s.null_count, entry.record_count)
 
@@ -141,10 +151,14 @@ class FilePruner:
                     return None
                 year = int(text)
                 if kind == "date":
-                    return _Bounds(_dt.date(year, 1, 1), _dt.date(year, 12, 31), None, entry.record_count)
+                    return _Bounds(
+                        _dt.date(year, 1, 1), _dt.date(year, 12, 31), None, entry.record_count
+                    )
                 return _Bounds(
-                    _dt.datetime(year, 1, 1), _dt.datetime(year, 12, 31, 23, 59, 59, 999999),
-                    None, entry.record_count,
+                    _dt.datetime(year, 1, 1),
+                    _dt.datetime(year, 12, 31, 23, 59, 59, 999999),
+                    None,
+                    entry.record_count,
                 )
         return None
 

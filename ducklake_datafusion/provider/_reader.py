@@ -28,7 +28,14 @@ from ._conform import annotate_by_position, conform, default_array, field_id, wi
 from ._deletes import deleted_positions, keep_mask
 from ._plan import DataFileTask, FileRef
 
-__all__ = ["ReadRequest", "read_data_file", "scan_clean_files", "open_file", "ROW_ID", "SNAPSHOT_FIELD_ID"]
+__all__ = [
+    "ROW_ID",
+    "SNAPSHOT_FIELD_ID",
+    "ReadRequest",
+    "open_file",
+    "read_data_file",
+    "scan_clean_files",
+]
 
 SNAPSHOT_FIELD_ID = 2147483539
 ROW_ID_FIELD_ID = 2147483540
@@ -237,8 +244,17 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
     read_names = list(dict.fromkeys(read_names))
     partition_values = _mapped_partitions(task, request)
 
-    starts = np.concatenate([[0], np.cumsum([parquet.metadata.row_group(i).num_rows
-                                             for i in range(parquet.metadata.num_row_groups)])])
+    starts = np.concatenate(
+        [
+            [0],
+            np.cumsum(
+                [
+                    parquet.metadata.row_group(i).num_rows
+                    for i in range(parquet.metadata.num_row_groups)
+                ]
+            ),
+        ]
+    )
     for rg in _row_groups(fragment, parquet, request, physical):
         offset = int(starts[rg])
         for batch in parquet.iter_batches(
