@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
+from ._session import SessionBase
 from ..errors import (
     CatalogError,
     CatalogLockedError,
@@ -29,8 +30,11 @@ __all__ = ["DuckDBBackend"]
 IDLE_CLOSE_SECONDS = 0.5
 
 
-class _DuckDBSession:
-    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+class _DuckDBSession(SessionBase):
+    TABLES_SQL = "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, cache: dict) -> None:
+        super().__init__(cache)
         self._cursor = cursor
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
@@ -38,12 +42,6 @@ class _DuckDBSession:
 
     def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
         return self._cursor.execute(sql, list(params)).to_arrow_table()
-
-    def has_table(self, name: str) -> bool:
-        found = self._cursor.execute(
-            "SELECT 1 FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main'", [name]
-        ).fetchall()
-        return bool(found)
 
 
 class DuckDBBackend:
@@ -58,6 +56,7 @@ class DuckDBBackend:
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._users = 0
         self._timer: threading.Timer | None = None
+        self._cache: dict = {}
 
     def __reduce__(self):
         return (DuckDBBackend, (self.path,))
@@ -69,7 +68,8 @@ class DuckDBBackend:
                 "(or 'sqlite:...' / 'postgres:...' for other catalog databases)"
             )
         try:
-            return duckdb.connect(self.path, read_only=True)
+            # Metadata queries are tiny; one thread avoids DuckDB's per-query fan-out cost.
+            return duckdb.connect(self.path, read_only=True, config={"threads": 1})
         except duckdb.Error as exc:
             text = str(exc)
             if "lock" in text.lower() or "Unique file handle conflict" in text:
@@ -96,7 +96,7 @@ class DuckDBBackend:
             self._users += 1
             cursor = self._connection.cursor()
         try:
-            yield _DuckDBSession(cursor)
+            yield _DuckDBSession(cursor, self._cache)
         finally:
             cursor.close()
             with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import time
 from collections.abc import Iterable
 
 from ..errors import NotADuckLakeCatalogError, UnsupportedFeatureError, UnsupportedVersionError
@@ -69,12 +70,33 @@ def _timestamp(value: object) -> _dt.datetime:
     match = re.match(r"^(.*?)([+-]\d{2})(:?\d{2})?$", text)
     if match and "T" in match.group(1):
         text = match.group(1) + match.group(2) + ":" + (match.group(3) or "00").lstrip(":")
+    # Python 3.10's fromisoformat wants exactly 3 or 6 fraction digits.
+    text = re.sub(r"\.(\d{1,6})\d*", lambda m: "." + m.group(1).ljust(6, "0"), text, count=1)
     parsed = _dt.datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.timezone.utc)
 
 
+SETTINGS_TTL_SECONDS = 60.0
+
+
 def read_settings(session: MetadataSession, description: str) -> dict[str, str]:
-    """Step 0: global settings; checks the format version and refuses encrypted lakes."""
+    """Step 0: global settings; checks the format version and refuses encrypted lakes.
+
+    The validated settings are kept in the backend's cache for ``SETTINGS_TTL_SECONDS``:
+    they change only when the catalog is migrated, and re-reading them would cost two
+    queries on every schema, table and scan look-up.
+    """
+    cache = getattr(session, "cache", None)
+    cached = cache.get("settings") if cache is not None else None
+    if cached is not None and time.monotonic() - cached[0] < SETTINGS_TTL_SECONDS:
+        return cached[1]
+    settings = _read_settings(session, description)
+    if cache is not None:
+        cache["settings"] = (time.monotonic(), settings)
+    return settings
+
+
+def _read_settings(session: MetadataSession, description: str) -> dict[str, str]:
     if not session.has_table("ducklake_metadata"):
         raise NotADuckLakeCatalogError(
             f"{description} has no ducklake_metadata table, so it is not a DuckLake catalog; "
@@ -104,15 +126,15 @@ def _snapshot(row: tuple) -> SnapshotInfo:
 
 def latest_snapshot(session: MetadataSession) -> SnapshotInfo:
     rows = session.rows(
-        "SELECT snapshot_id, snapshot_time, schema_version FROM ducklake_snapshot "
-        "WHERE snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)"
+        "SELECT snapshot_id, CAST(snapshot_time AS VARCHAR), schema_version FROM ducklake_snapshot "
+        "ORDER BY snapshot_id DESC LIMIT 1"
     )
     return _snapshot(rows[0])
 
 
 def snapshot_by_id(session: MetadataSession, snapshot_id: int) -> SnapshotInfo | None:
     rows = session.rows(
-        "SELECT snapshot_id, snapshot_time, schema_version FROM ducklake_snapshot "
+        "SELECT snapshot_id, CAST(snapshot_time AS VARCHAR), schema_version FROM ducklake_snapshot "
         "WHERE snapshot_id = ?",
         [int(snapshot_id)],
     )
@@ -121,7 +143,7 @@ def snapshot_by_id(session: MetadataSession, snapshot_id: int) -> SnapshotInfo |
 
 def list_snapshots(session: MetadataSession) -> list[SnapshotInfo]:
     rows = session.rows(
-        "SELECT snapshot_id, snapshot_time, schema_version FROM ducklake_snapshot "
+        "SELECT snapshot_id, CAST(snapshot_time AS VARCHAR), schema_version FROM ducklake_snapshot "
         "ORDER BY snapshot_id"
     )
     return [_snapshot(r) for r in rows]
@@ -188,6 +210,21 @@ def find_table(
     return _table(rows[0]) if rows else None
 
 
+def table_by_id(session: MetadataSession, snapshot: int, table_id: int) -> TableEntry | None:
+    """The table with this id live at the snapshot (under the name it had then), if any.
+
+    The change feed follows one table through renames, so it looks tables up by id.
+    """
+    rows = session.rows(
+        "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
+        "s.path, s.path_is_relative, t.path, t.path_is_relative "
+        "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
+        f"WHERE {live('t')} AND {live('s')} AND t.table_id = ?",
+        [snapshot] * 4 + [int(table_id)],
+    )
+    return _table(rows[0]) if rows else None
+
+
 def read_columns(session: MetadataSession, table_id: int, snapshot: int) -> tuple[ColumnEntry, ...]:
     """Step 4: every column version live at the snapshot, all nesting levels."""
     rows = session.rows(
@@ -249,6 +286,14 @@ def _data_file(r: tuple) -> DataFileEntry:
     )
 
 
+def read_data_files(
+    session: MetadataSession, table_id: int, snapshot: int
+) -> tuple[DataFileEntry, ...]:
+    """Step 5 alone: live data files with their live delete file (for file listings)."""
+    params = [table_id, snapshot, snapshot, table_id, snapshot, snapshot]
+    return tuple(_data_file(r) for r in session.rows(_FILES_SQL, params))
+
+
 def read_table_files(
     session: MetadataSession,
     table: TableEntry,
@@ -294,14 +339,23 @@ def _inlined_deletes(
 
 
 def _inlined_tables(session: MetadataSession, table_id: int) -> list[InlinedTableEntry]:
+    """Inlined-data tables of a table with the snapshot their column layout began.
+
+    A layout without a ``ducklake_schema_versions`` row is the table's first one (tables
+    never altered), as in the extension.
+    """
     rows = session.rows(
-        "SELECT i.table_name, i.schema_version, COALESCE("
-        " (SELECT v.begin_snapshot FROM ducklake_schema_versions v"
-        "  WHERE v.table_id = i.table_id AND v.schema_version = i.schema_version),"
-        " (SELECT min(t.begin_snapshot) FROM ducklake_table t WHERE t.table_id = i.table_id))"
-        " FROM ducklake_inlined_data_tables i WHERE i.table_id = ? ORDER BY i.schema_version",
+        "SELECT i.table_name, i.schema_version, v.begin_snapshot "
+        "FROM ducklake_inlined_data_tables i LEFT JOIN ducklake_schema_versions v "
+        "ON v.table_id = i.table_id AND v.schema_version = i.schema_version "
+        "WHERE i.table_id = ? ORDER BY i.schema_version",
         [table_id],
     )
+    if any(r[2] is None for r in rows):
+        first = session.rows(
+            "SELECT min(begin_snapshot) FROM ducklake_table WHERE table_id = ?", [table_id]
+        )[0][0]
+        rows = [(r[0], r[1], first if r[2] is None else r[2]) for r in rows]
     return [InlinedTableEntry(r[0], int(r[1]), int(r[2])) for r in rows]
 
 

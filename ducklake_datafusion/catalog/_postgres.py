@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ..errors import CatalogError, CatalogNotFoundError, InvalidOptionError
 from ._rows import rows_to_arrow
+from ._session import SessionBase
 
 __all__ = ["PostgresBackend"]
 
@@ -56,8 +57,14 @@ def _import_psycopg():
     return psycopg
 
 
-class _PostgresSession:
-    def __init__(self, connection) -> None:
+class _PostgresSession(SessionBase):
+    TABLES_SQL = (
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_schema = ANY (current_schemas(false))"
+    )
+
+    def __init__(self, connection, cache: dict) -> None:
+        super().__init__(cache)
         self._connection = connection
 
     def _execute(self, sql: str, params: Sequence[object]):
@@ -77,14 +84,6 @@ class _PostgresSession:
         ]
         return rows_to_arrow(names, rows)
 
-    def has_table(self, name: str) -> bool:
-        return bool(
-            self.rows(
-                "SELECT 1 FROM information_schema.tables WHERE table_name = ? "
-                "AND table_schema = ANY (current_schemas(false))",
-                [name],
-            )
-        )
 
 
 class PostgresBackend:
@@ -96,6 +95,7 @@ class PostgresBackend:
         self._dsn = dsn.strip()
         self.description = f"PostgreSQL catalog {_redact(self._dsn)}"
         self._local = threading.local()
+        self._cache: dict = {}
 
     def __reduce__(self):
         return (PostgresBackend, (self._dsn,))
@@ -130,7 +130,7 @@ class PostgresBackend:
         psycopg = _import_psycopg()
         connection = self._connection()
         try:
-            yield _PostgresSession(connection)
+            yield _PostgresSession(connection, self._cache)
         except psycopg.Error as exc:
             raise CatalogError(f"{self.description}: {_redact(str(exc)).strip()}") from None
         finally:

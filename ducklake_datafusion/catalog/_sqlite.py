@@ -23,12 +23,16 @@ from ..errors import (
     NotADuckLakeCatalogError,
 )
 from ._rows import rows_to_arrow
+from ._session import SessionBase
 
 __all__ = ["SQLiteBackend"]
 
 
-class _SQLiteSession:
-    def __init__(self, connection: sqlite3.Connection) -> None:
+class _SQLiteSession(SessionBase):
+    TABLES_SQL = "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+    def __init__(self, connection: sqlite3.Connection, cache: dict) -> None:
+        super().__init__(cache)
         self._connection = connection
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
@@ -38,12 +42,6 @@ class _SQLiteSession:
         cursor = self._connection.execute(sql, list(params))
         names = [d[0] for d in cursor.description]
         return rows_to_arrow(names, cursor.fetchall())
-
-    def has_table(self, name: str) -> bool:
-        found = self._connection.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]
-        ).fetchall()
-        return bool(found)
 
 
 class SQLiteBackend:
@@ -55,6 +53,7 @@ class SQLiteBackend:
         self.path = os.path.abspath(os.path.expanduser(path))
         self.description = f"SQLite catalog {self.path}"
         self._local = threading.local()
+        self._cache: dict = {}
 
     def __reduce__(self):
         return (SQLiteBackend, (self.path,))
@@ -82,7 +81,7 @@ class SQLiteBackend:
             self._local.connection = None
             raise self._translate(exc) from exc
         try:
-            yield _SQLiteSession(connection)
+            yield _SQLiteSession(connection, self._cache)
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from exc
         finally:

@@ -54,7 +54,20 @@ def deleted_positions(
             raise _unreadable(source, what, exc) from exc
         except Exception as exc:
             raise _unreadable(source, what, exc) from exc
-    return np.unique(np.concatenate(parts))
+    return _sorted_unique(parts)
+
+
+def _sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
+    """Union of position arrays; cheap when there is one already-sorted source (the
+    common case: a delete file's ``pos`` column is strictly increasing)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    merged = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if len(parts) > 1 or not bool(np.all(merged[1:] > merged[:-1])):
+        merged = np.sort(merged)
+        merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+    return merged
 
 
 def _unreadable(source: DeleteSource, what: str, exc: Exception) -> DeleteFileError:
