@@ -17,7 +17,6 @@ from ..errors import NotADuckLakeCatalogError, UnsupportedFeatureError, Unsuppor
 from ._backend import MetadataSession
 from ._models import (
     ColumnEntry,
-    ColumnStatsEntry,
     DataFileEntry,
     DeleteFileEntry,
     InlinedTableEntry,
@@ -210,21 +209,6 @@ def find_table(
     return _table(rows[0]) if rows else None
 
 
-def table_by_id(session: MetadataSession, snapshot: int, table_id: int) -> TableEntry | None:
-    """The table with this id live at the snapshot (under the name it had then), if any.
-
-    The change feed follows one table through renames, so it looks tables up by id.
-    """
-    rows = session.rows(
-        "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
-        "s.path, s.path_is_relative, t.path, t.path_is_relative "
-        "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
-        f"WHERE {live('t')} AND {live('s')} AND t.table_id = ?",
-        [snapshot] * 4 + [int(table_id)],
-    )
-    return _table(rows[0]) if rows else None
-
-
 def read_columns(session: MetadataSession, table_id: int, snapshot: int) -> tuple[ColumnEntry, ...]:
     """Step 4: every column version live at the snapshot, all nesting levels."""
     rows = session.rows(
@@ -237,12 +221,36 @@ def read_columns(session: MetadataSession, table_id: int, snapshot: int) -> tupl
     )
 
 
+FILE_COLUMNS = (
+    "data_file_id", "path", "path_is_relative", "file_format", "record_count",
+    "file_size_bytes", "footer_size", "row_id_start", "begin_snapshot", "partial_max",
+    "mapping_id", "partition_id", "encrypted", "delete_file_id", "delete_path",
+    "delete_path_is_relative", "delete_format", "delete_count", "delete_size",
+    "delete_footer_size", "delete_begin_snapshot", "delete_encrypted",
+)  # fmt: skip
+
 _FILES_SQL = (
     "SELECT d.data_file_id, d.path, d.path_is_relative, d.file_format, d.record_count, "
     "d.file_size_bytes, d.footer_size, d.row_id_start, d.begin_snapshot, d.partial_max, "
     "d.mapping_id, d.partition_id, d.encryption_key, "
     "x.delete_file_id, x.path, x.path_is_relative, x.format, x.delete_count, "
     "x.file_size_bytes, x.footer_size, x.begin_snapshot, x.encryption_key "
+    "FROM ducklake_data_file d LEFT JOIN ("
+    f"  SELECT * FROM ducklake_delete_file WHERE table_id = ? AND {live()}"
+    ") x ON x.data_file_id = d.data_file_id "
+    f"WHERE d.table_id = ? AND {live('d')} ORDER BY d.data_file_id"
+)
+
+# The same rows, columnar and with stable names, for the planner (10,000 files in ~ms).
+_FILE_TABLE_SQL = (
+    "SELECT d.data_file_id, d.path, d.path_is_relative, d.file_format, d.record_count, "
+    "d.file_size_bytes, d.footer_size, d.row_id_start, d.begin_snapshot, d.partial_max, "
+    "d.mapping_id, d.partition_id, "
+    "CASE WHEN d.encryption_key IS NULL THEN 0 ELSE 1 END AS encrypted, "
+    "x.delete_file_id, x.path AS delete_path, x.path_is_relative AS delete_path_is_relative, "
+    "x.format AS delete_format, x.delete_count, x.file_size_bytes AS delete_size, "
+    "x.footer_size AS delete_footer_size, x.begin_snapshot AS delete_begin_snapshot, "
+    "CASE WHEN x.encryption_key IS NULL THEN 0 ELSE 1 END AS delete_encrypted "
     "FROM ducklake_data_file d LEFT JOIN ("
     f"  SELECT * FROM ducklake_delete_file WHERE table_id = ? AND {live()}"
     ") x ON x.data_file_id = d.data_file_id "
@@ -286,14 +294,6 @@ def _data_file(r: tuple) -> DataFileEntry:
     )
 
 
-def read_data_files(
-    session: MetadataSession, table_id: int, snapshot: int
-) -> tuple[DataFileEntry, ...]:
-    """Step 5 alone: live data files with their live delete file (for file listings)."""
-    params = [table_id, snapshot, snapshot, table_id, snapshot, snapshot]
-    return tuple(_data_file(r) for r in session.rows(_FILES_SQL, params))
-
-
 def read_table_files(
     session: MetadataSession,
     table: TableEntry,
@@ -304,23 +304,25 @@ def read_table_files(
 ) -> TableFiles:
     """Steps 5-11 for one table at one snapshot.
 
+    Files, statistics and partition values come back as Arrow tables so that planning and
+    pruning a table of 10,000 files stays in vectorised code.
+
     Args:
         stats_columns: column ids whose file statistics the pruner wants (none: skip).
         with_partitions: read partition specs and file partition values.
     """
     tid = table.table_id
-    files = tuple(
-        _data_file(r)
-        for r in session.rows(_FILES_SQL, [tid, snapshot, snapshot, tid, snapshot, snapshot])
-    )
+    params = [tid, snapshot, snapshot, tid, snapshot, snapshot]
+    file_table = session.arrow(_FILE_TABLE_SQL, params).rename_columns(list(FILE_COLUMNS))
+    mapping_ids = {m for m in file_table.column("mapping_id").to_pylist() if m is not None}
     return TableFiles(
-        files=files,
+        file_table=file_table,
         inlined_deletes=_inlined_deletes(session, tid, snapshot),
         inlined_rows=_inlined_rows(session, tid, snapshot),
-        name_mappings=_name_mappings(session, {f.mapping_id for f in files} - {None}),
+        name_mappings=_name_mappings(session, mapping_ids),
         stats=_file_stats(session, tid, sorted(set(stats_columns))),
         partition_columns=_partition_columns(session, tid) if with_partitions else {},
-        partition_values=_partition_values(session, tid) if with_partitions else {},
+        partition_values=_partition_values(session, tid) if with_partitions else None,
     )
 
 
@@ -391,26 +393,16 @@ def _name_mappings(
 
 
 def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int]):
+    """Step 10 as an Arrow table (data_file_id, column_id, counts, min/max text, contains_nan)."""
     if not column_ids:
-        return {}
+        return None
     marks = ", ".join("?" for _ in column_ids)
-    rows = session.rows(
+    return session.arrow(
         "SELECT data_file_id, column_id, value_count, null_count, min_value, max_value, "
-        f"contains_nan FROM ducklake_file_column_stats WHERE table_id = ? AND column_id IN ({marks})",
+        "contains_nan FROM ducklake_file_column_stats "
+        f"WHERE table_id = ? AND column_id IN ({marks})",
         [table_id, *column_ids],
     )
-    stats: dict[int, dict[int, ColumnStatsEntry]] = {}
-    for r in rows:
-        entry = ColumnStatsEntry(
-            int(r[1]),
-            _opt_int(r[2]),
-            _opt_int(r[3]),
-            r[4],
-            r[5],
-            None if r[6] is None else _bool(r[6]),
-        )
-        stats.setdefault(int(r[0]), {})[entry.column_id] = entry
-    return stats
 
 
 def _partition_columns(session: MetadataSession, table_id: int):
@@ -428,12 +420,9 @@ def _partition_columns(session: MetadataSession, table_id: int):
 
 
 def _partition_values(session: MetadataSession, table_id: int):
-    rows = session.rows(
+    """Partition values of every file of the table, as an Arrow table."""
+    return session.arrow(
         "SELECT data_file_id, partition_key_index, partition_value "
         "FROM ducklake_file_partition_value WHERE table_id = ?",
         [table_id],
     )
-    values: dict[int, dict[int, str | None]] = {}
-    for r in rows:
-        values.setdefault(int(r[0]), {})[int(r[1])] = r[2]
-    return values

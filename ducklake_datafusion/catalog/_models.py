@@ -7,6 +7,7 @@ executors, Spark) works from them and never runs SQL. They are plain, picklable 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ __all__ = [
     "SnapshotInfo",
     "TableEntry",
     "TableFiles",
+    "data_file_entry",
 ]
 
 
@@ -155,21 +157,67 @@ class TableFiles:
     """Everything the planner needs about one table at one snapshot, read in one transaction.
 
     Attributes:
-        files: live data files with their live delete file.
+        file_table: live data files with their live delete file, one row per file, columns
+            ``catalog._metadata.FILE_COLUMNS`` (columnar so 10,000 files plan in
+            milliseconds); :attr:`files` gives the same rows as :class:`DataFileEntry`.
         inlined_deletes: data_file_id -> sorted deleted positions from
             ``ducklake_inlined_delete_<T>`` (physical positions in the file).
         inlined_rows: one Arrow table per inlined-data table with live rows, paired with
             the column layout (column entries at the layout snapshot) it was written with.
         name_mappings: mapping_id -> nodes.
-        stats: data_file_id -> column_id -> statistics.
+        stats: file statistics of the requested columns (``ducklake_file_column_stats``
+            columns), or None when none were requested.
         partition_columns: partition_id -> keys of that spec.
-        partition_values: data_file_id -> partition_key_index -> value text.
+        partition_values: ``data_file_id, partition_key_index, partition_value`` rows, or
+            None when not requested.
     """
 
-    files: tuple[DataFileEntry, ...]
+    file_table: pa.Table
     inlined_deletes: dict[int, tuple[int, ...]] = field(default_factory=dict)
     inlined_rows: tuple[tuple[pa.Table, tuple[ColumnEntry, ...]], ...] = ()
     name_mappings: dict[int, tuple[NameMappingNode, ...]] = field(default_factory=dict)
-    stats: dict[int, dict[int, ColumnStatsEntry]] = field(default_factory=dict)
+    stats: pa.Table | None = None
     partition_columns: dict[int, tuple[PartitionColumnEntry, ...]] = field(default_factory=dict)
-    partition_values: dict[int, dict[int, str | None]] = field(default_factory=dict)
+    partition_values: pa.Table | None = None
+
+    @functools.cached_property
+    def files(self) -> tuple[DataFileEntry, ...]:
+        """The file rows as dataclasses (convenient, slower than :attr:`file_table`)."""
+        return tuple(data_file_entry(row) for row in self.file_table.to_pylist())
+
+
+def _opt_int(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def data_file_entry(row: dict) -> DataFileEntry:
+    """A :class:`DataFileEntry` from one row of a file table (see ``FILE_COLUMNS``)."""
+    delete = None
+    if row["delete_file_id"] is not None:
+        delete = DeleteFileEntry(
+            delete_file_id=int(row["delete_file_id"]),
+            path=row["delete_path"],
+            path_is_relative=bool(row["delete_path_is_relative"]),
+            format=(row["delete_format"] or "parquet").lower(),
+            delete_count=_opt_int(row["delete_count"]),
+            file_size_bytes=_opt_int(row["delete_size"]),
+            footer_size=_opt_int(row["delete_footer_size"]),
+            begin_snapshot=int(row["delete_begin_snapshot"]),
+            encrypted=bool(row["delete_encrypted"]),
+        )
+    return DataFileEntry(
+        data_file_id=int(row["data_file_id"]),
+        path=row["path"],
+        path_is_relative=bool(row["path_is_relative"]),
+        file_format=(row["file_format"] or "parquet").lower(),
+        record_count=int(row["record_count"]),
+        file_size_bytes=_opt_int(row["file_size_bytes"]),
+        footer_size=_opt_int(row["footer_size"]),
+        row_id_start=_opt_int(row["row_id_start"]),
+        begin_snapshot=int(row["begin_snapshot"]),
+        partial_max=_opt_int(row["partial_max"]),
+        mapping_id=_opt_int(row["mapping_id"]),
+        partition_id=_opt_int(row["partition_id"]),
+        encrypted=bool(row["encrypted"]),
+        delete_file=delete,
+    )
