@@ -18,7 +18,12 @@ __version__ = "0.1.0"
 def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
     """Register ``lake`` in a DataFusion ``SessionContext`` under ``name``.
 
-    Returns the catalog so calls can be chained.
+    Also registers the table functions of :mod:`ducklake_datafusion.functions`
+    (``ducklake_snapshots``, ``ducklake_table_changes`` ...), which find the lake by this
+    name. Returns the catalog so calls can be chained.
     """
+    from .functions import register_table_functions
+
     ctx.register_catalog_provider(name, lake)
+    register_table_functions(ctx)
     return lake

@@ -141,7 +141,11 @@ class DuckLakeCatalog(CatalogProvider):
             return {s.schema_name for s in metadata.list_schemas(session, snap.snapshot_id)}
 
     def schema(self, name: str):
-        names = self.schema_names()
+        try:
+            names = self.schema_names()
+        except SnapshotNotFoundError:
+            # DataFusion drops exceptions raised here; let table() raise it visibly.
+            return DuckLakeSchema(self, name)
         if name in names:
             return DuckLakeSchema(self, name)
         matches = [n for n in names if n.lower() == name.lower()]
@@ -194,14 +198,27 @@ class DuckLakeSchema(SchemaProvider):
         try:
             table = self._catalog.table(self._name, name)
         except TableNotFoundError:
-            return None
+            # "orders@v12" / "orders@2024-05-01T12:00:00": time travel (see _timetravel);
+            # a bad suffix, snapshot or table raises our error so the message says why.
+            from ._timetravel import suffixed_table
+
+            table = suffixed_table(self._catalog, self._name, name)
+            if table is None:
+                if self._catalog._snapshot is not None or self._catalog._snapshot_time is not None:
+                    raise  # pinned: say the table did not exist at that snapshot
+                return None
         return Table(table.dataset())
 
     def table_exist(self, name: str) -> bool:
         backend = self._catalog.backend
         with backend.session() as session:
             snap = self._catalog.resolve_snapshot(session)
-            return _find(session, snap.snapshot_id, self._name, name) is not None
+            found = _find(session, snap.snapshot_id, self._name, name) is not None
+        if found or "@" not in name:
+            return found
+        from ._timetravel import suffixed_table_exists
+
+        return suffixed_table_exists(self._catalog, self._name, name)
 
     def register_table(self, name, table) -> None:
         raise NotImplementedError("DuckLake tables are read-only here; create tables in DuckDB")

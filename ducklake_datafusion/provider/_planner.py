@@ -133,10 +133,13 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                 begin_snapshot=begin,
                 deletes=deletes,
                 name_mapping=files.name_mappings.get(mapping_id) if mapping_id is not None else None,
+                # Rewritten and merged files (row_id_start NULL) keep the layout of their
+                # sources but begin later, so only files with row_id_start qualify.
                 fast=(
                     deletes is None
                     and partial_max is None
                     and mapping_id is None
+                    and c["row_id_start"][i] is not None
                     and begin >= stable_since
                 ),
             )

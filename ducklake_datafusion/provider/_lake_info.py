@@ -1,0 +1,217 @@
+"""Lake inspection as Arrow tables, shaped like DuckDB's ducklake functions.
+
+* :func:`snapshots_table` = ``ducklake_snapshots('lake')``: one row per existing snapshot;
+  ``changes`` is DuckDB's ``MAP(VARCHAR, VARCHAR[])``, here an Arrow
+  ``map<string, list<string>>`` with DuckDB's keys (``tables_inserted_into`` ...), key
+  order and name quoting.
+* :func:`table_info_table` = ``ducklake_table_info('lake')``: live files per table.
+* :func:`list_files_table` = ``ducklake_list_files('lake', 'table', schema => ...)``: the
+  data files of a table with their delete file, as full paths.
+
+Types follow DuckDB's Arrow export of those functions (UUID as string, sizes of the file
+listing as uint64, encryption keys as binary).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pyarrow as pa
+
+from ..catalog import metadata
+from ..catalog._change_tokens import ChangeToken, split_quoted_names
+from ..catalog._history import list_file_rows, list_snapshot_records, table_sizes
+from ..errors import TableNotFoundError
+from ..pathres import join_path, resolve_data_path
+from ._planner import table_directory
+from ._timetravel import SnapshotRef, resolve_snapshot_ref
+
+__all__ = [
+    "LIST_FILES_SCHEMA",
+    "SNAPSHOTS_SCHEMA",
+    "TABLE_INFO_SCHEMA",
+    "changes_map",
+    "list_files_table",
+    "snapshots_table",
+    "table_info_table",
+]
+
+SNAPSHOTS_SCHEMA = pa.schema(
+    [
+        ("snapshot_id", pa.int64()),
+        ("snapshot_time", pa.timestamp("us", tz="UTC")),
+        ("schema_version", pa.int64()),
+        ("changes", pa.map_(pa.string(), pa.list_(pa.string()))),
+        ("author", pa.string()),
+        ("commit_message", pa.string()),
+        ("commit_extra_info", pa.string()),
+    ]
+)
+TABLE_INFO_SCHEMA = pa.schema(
+    [
+        ("table_name", pa.string()),
+        ("schema_id", pa.int64()),
+        ("table_id", pa.int64()),
+        ("table_uuid", pa.string()),
+        ("file_count", pa.int64()),
+        ("file_size_bytes", pa.int64()),
+        ("delete_file_count", pa.int64()),
+        ("delete_file_size_bytes", pa.int64()),
+    ]
+)
+LIST_FILES_SCHEMA = pa.schema(
+    [
+        ("data_file", pa.string()),
+        ("data_file_size_bytes", pa.uint64()),
+        ("data_file_footer_size", pa.uint64()),
+        ("data_file_encryption_key", pa.binary()),
+        ("delete_file", pa.string()),
+        ("delete_file_size_bytes", pa.uint64()),
+        ("delete_file_footer_size", pa.uint64()),
+        ("delete_file_encryption_key", pa.binary()),
+    ]
+)
+
+# DuckDB's display key per token kind, in the order DuckDB lists them. Kinds that carry
+# names are shown by name, all others as id lists. Unknown kinds follow under their own name.
+_KEYS = (
+    ("created_schema", "schemas_created"),
+    ("dropped_schema", "schemas_dropped"),
+    ("created_table", "tables_created"),
+    ("created_view", "views_created"),
+    ("created_scalar_macro", "scalar_macros_created"),
+    ("created_table_macro", "table_macros_created"),
+    ("dropped_table", "tables_dropped"),
+    ("altered_table", "tables_altered"),
+    ("inserted_into_table", "tables_inserted_into"),
+    ("deleted_from_table", "tables_deleted_from"),
+    ("dropped_view", "views_dropped"),
+    ("dropped_scalar_macro", "scalar_macros_dropped"),
+    ("dropped_table_macro", "table_macros_dropped"),
+    ("altered_view", "views_altered"),
+    ("inlined_insert", "inlined_insert"),
+    ("inlined_delete", "inlined_delete"),
+    ("inline_flush", "flushed_inlined"),
+    ("flushed_inlined", "flushed_inlined"),
+    ("merge_adjacent", "merge_adjacent"),
+    ("rewrite_delete", "rewrite_delete"),
+)
+_KEY_OF = dict(_KEYS)
+_KEY_ORDER = {key: index for index, (_, key) in enumerate(_KEYS)}
+_HIDDEN = frozenset({"compacted_table"})  # parsed by DuckDB but not shown
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@functools.lru_cache(maxsize=1)
+def _keywords() -> frozenset[str]:
+    import duckdb
+
+    with duckdb.connect() as con:
+        return frozenset(
+            r[0] for r in con.execute("SELECT keyword_name FROM duckdb_keywords()").fetchall()
+        )
+
+
+def _identifier(name: str) -> str:
+    """DuckDB's optional quoting: plain identifiers that are not keywords stay bare."""
+    if _PLAIN.match(name) and name.lower() not in _keywords():
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _display(token: ChangeToken) -> str:
+    if token.kind == "created_schema":
+        return split_quoted_names(token.value)[0]
+    if token.kind.startswith("created_"):
+        return ".".join(_identifier(n) for n in split_quoted_names(token.value))
+    return token.value
+
+
+def changes_map(tokens) -> list[tuple[str, list[str]]]:
+    """``changes_made`` tokens -> DuckDB's ``changes`` map entries (key, values)."""
+    grouped: dict[str, list[str]] = {}
+    for token in tokens or ():
+        if token.kind in _HIDDEN:
+            continue
+        key = _KEY_OF.get(token.kind, token.kind)
+        values = grouped.setdefault(key, [])
+        value = _display(token)
+        if value not in values:
+            values.append(value)
+    for key, values in grouped.items():
+        if all(v.isdigit() for v in values):
+            values.sort(key=int)
+    return sorted(grouped.items(), key=lambda kv: _KEY_ORDER.get(kv[0], len(_KEY_ORDER)))
+
+
+def snapshots_table(lake) -> pa.Table:
+    """Every existing snapshot with what it changed and its commit message."""
+    backend = lake.backend
+    with backend.session() as session:
+        metadata.read_settings(session, backend.description)
+        records = list_snapshot_records(session)
+    return pa.table(
+        {
+            "snapshot_id": [r.snapshot_id for r in records],
+            "snapshot_time": [r.snapshot_time for r in records],
+            "schema_version": [r.schema_version for r in records],
+            "changes": [changes_map(r.changes) for r in records],
+            "author": [r.author for r in records],
+            "commit_message": [r.commit_message for r in records],
+            "commit_extra_info": [r.commit_extra_info for r in records],
+        },
+        schema=SNAPSHOTS_SCHEMA,
+    )
+
+
+def table_info_table(lake) -> pa.Table:
+    """Tables at the lake's snapshot (pinned, else latest) with live file counts and sizes."""
+    backend = lake.backend
+    with backend.session() as session:
+        metadata.read_settings(session, backend.description)
+        snap = lake.resolve_snapshot(session)
+        sizes = table_sizes(session, snap.snapshot_id)
+    columns = {name: [getattr(s, name) for s in sizes] for name in TABLE_INFO_SCHEMA.names}
+    return pa.table(columns, schema=TABLE_INFO_SCHEMA)
+
+
+def list_files_table(
+    lake, schema: str, table: str, snapshot: SnapshotRef | None = None
+) -> pa.Table:
+    """Data files of ``schema.table`` with their live delete file, at a snapshot."""
+    from ._catalog_provider import _existing, _find
+
+    access = lake._access
+    backend = access.backend
+    with backend.session() as session:
+        settings = metadata.read_settings(session, backend.description)
+        if snapshot is None:
+            snap = lake.resolve_snapshot(session)
+        else:
+            snap = resolve_snapshot_ref(session, snapshot, backend.description)
+        entry = _find(session, snap.snapshot_id, schema, table)
+        if entry is None:
+            raise TableNotFoundError(
+                f"{backend.description} has no table {schema}.{table} at snapshot "
+                f"{snap.snapshot_id}; tables then: {_existing(session, snap.snapshot_id, schema)}"
+            )
+        files = list_file_rows(session, entry.table_id, snap.snapshot_id)
+    root = resolve_data_path(access.data_path_override or settings.get("data_path", ""))
+    directory = table_directory(root, entry)
+    rows = [
+        {
+            "data_file": join_path(directory, f.path, f.path_is_relative),
+            "data_file_size_bytes": f.file_size_bytes,
+            "data_file_footer_size": f.footer_size,
+            "data_file_encryption_key": None,  # encrypted lakes are refused when opened
+            "delete_file": None
+            if f.delete_path is None
+            else join_path(directory, f.delete_path, f.delete_path_is_relative),
+            "delete_file_size_bytes": f.delete_file_size_bytes,
+            "delete_file_footer_size": f.delete_footer_size,
+            "delete_file_encryption_key": None,
+        }
+        for f in files
+    ]
+    return pa.Table.from_pylist(rows, schema=LIST_FILES_SCHEMA)

@@ -1,0 +1,173 @@
+"""Time travel by table name: ``lake.main."orders@v12"`` and ``"orders@2024-05-01T12:00:00"``.
+
+DataFusion's SQL parser has no ``AT``/``AS OF`` clause, so the snapshot rides in the
+table name, as Delta Lake allows for paths. A name is only read as ``table@snapshot``
+when no table of that literal name exists, so tables whose names contain ``@`` stay
+readable. Every failure raises a typed error that says which part was wrong, because a
+``None`` from ``SchemaProvider.table`` would only give DataFusion's bare "table not found".
+
+Snapshot semantics are DuckDB's ``AT (VERSION => n)`` / ``AT (TIMESTAMP => ts)``: the id
+must exist (expired ids are an error), a time selects the latest snapshot taken at or
+before it, and a time without a timezone is UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+
+from ..catalog import MetadataSession, metadata
+from ..catalog._models import SnapshotInfo
+from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
+from ..types import build_column_tree
+from ._table import DuckLakeTable
+
+__all__ = [
+    "SnapshotRef",
+    "parse_snapshot_ref",
+    "parse_time",
+    "resolve_snapshot_ref",
+    "snapshot_bounds",
+    "split_table_suffix",
+    "suffixed_table",
+    "suffixed_table_exists",
+]
+
+_VERSION = re.compile(r"^[vV](\d+)$")
+_SUFFIX_HELP = (
+    "after '@' write v<snapshot id> (orders@v12) or an ISO timestamp "
+    "(orders@2024-05-01T12:00:00, UTC unless it carries an offset)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRef:
+    """A snapshot named by id or by time (exactly one is set)."""
+
+    snapshot_id: int | None = None
+    time: _dt.datetime | None = None
+
+    def __str__(self) -> str:
+        return f"v{self.snapshot_id}" if self.time is None else self.time.isoformat()
+
+
+def parse_time(text: str) -> _dt.datetime | None:
+    """An ISO date or date-time as an aware UTC-based datetime; ``None`` if not ISO.
+
+    Accepts ``T`` or a space between date and time, a fraction, ``Z`` or a ``+hh:mm``
+    offset. A time without offset is UTC, like DuckDB's TIMESTAMPTZ cast in a UTC session.
+    """
+    text = text.strip()
+    if not re.match(r"^\d{4}-\d{2}-\d{2}", text):
+        return None
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.timezone.utc)
+
+
+def parse_snapshot_ref(text: str) -> SnapshotRef | None:
+    """``v12`` -> id 12; an ISO timestamp -> that time; anything else -> ``None``."""
+    match = _VERSION.match(text.strip())
+    if match:
+        return SnapshotRef(snapshot_id=int(match.group(1)))
+    when = parse_time(text)
+    return SnapshotRef(time=when) if when is not None else None
+
+
+def split_table_suffix(name: str) -> tuple[str, SnapshotRef | None] | None:
+    """``orders@v12`` -> ``('orders', ref)``; ``None`` when the name has no ``@`` suffix.
+
+    The reference is ``None`` when the text after the last ``@`` is neither form.
+    """
+    base, sep, tail = name.rpartition("@")
+    if not sep or not base:
+        return None
+    return base, parse_snapshot_ref(tail)
+
+
+def snapshot_bounds(session: MetadataSession) -> str:
+    """Which snapshots exist, for error messages about ones that do not."""
+    snapshots = metadata.list_snapshots(session)
+    if not snapshots:
+        return "the catalog has no snapshots"
+    first, last = snapshots[0], snapshots[-1]
+    gaps = last.snapshot_id - first.snapshot_id + 1 != len(snapshots)
+    return (
+        f"existing snapshots run from {first.snapshot_id} ({first.snapshot_time.isoformat()}) "
+        f"to {last.snapshot_id} ({last.snapshot_time.isoformat()})"
+        + (", with gaps where snapshots were expired" if gaps else "")
+        + "; list them with ducklake_snapshots()"
+    )
+
+
+def resolve_snapshot_ref(
+    session: MetadataSession, ref: SnapshotRef, description: str
+) -> SnapshotInfo:
+    """The snapshot ``ref`` names; raises SnapshotNotFoundError saying what exists."""
+    if ref.time is None:
+        found = metadata.snapshot_by_id(session, int(ref.snapshot_id))
+        if found is None:
+            raise SnapshotNotFoundError(
+                f"{description} has no snapshot {ref.snapshot_id} (never written, or expired "
+                f"by ducklake_expire_snapshots); {snapshot_bounds(session)}"
+            )
+        return found
+    found = metadata.snapshot_at_time(session, ref.time)
+    if found is None:
+        raise SnapshotNotFoundError(
+            f"{description} has no snapshot at or before {ref.time.isoformat()} (that is "
+            f"before the first snapshot kept); {snapshot_bounds(session)}"
+        )
+    return found
+
+
+def _table_at(catalog, schema: str, name: str, ref: SnapshotRef) -> DuckLakeTable:
+    from ._catalog_provider import _existing, _find
+
+    access = catalog._access
+    backend = access.backend
+    with backend.session() as session:
+        metadata.read_settings(session, backend.description)
+        snap = resolve_snapshot_ref(session, ref, backend.description)
+        entry = _find(session, snap.snapshot_id, schema, name)
+        if entry is None:
+            raise TableNotFoundError(
+                f"{backend.description} has no table {schema}.{name} at snapshot "
+                f"{snap.snapshot_id} ({snap.snapshot_time.isoformat()}, asked for as @{ref}); "
+                f"tables then: {_existing(session, snap.snapshot_id, schema)}"
+            )
+        entries = metadata.read_columns(session, entry.table_id, snap.snapshot_id)
+    return DuckLakeTable(access, entry, snap, entries, build_column_tree(entries))
+
+
+def suffixed_table(catalog, schema: str, name: str) -> DuckLakeTable | None:
+    """Resolve ``table@snapshot`` in ``schema``; ``None`` if ``name`` has no suffix.
+
+    Raises:
+        InvalidOptionError: the suffix is neither ``v<id>`` nor an ISO timestamp.
+        SnapshotNotFoundError: no such snapshot id, or the time is before the first one.
+        TableNotFoundError: the table did not exist at that snapshot.
+    """
+    split = split_table_suffix(name)
+    if split is None:
+        return None
+    base, ref = split
+    if ref is None:
+        raise InvalidOptionError(
+            f"{catalog.description} has no table {schema}.{name}, and {name!r} is not a valid "
+            f"time-travel name: {_SUFFIX_HELP}"
+        )
+    return _table_at(catalog, schema, base, ref)
+
+
+def suffixed_table_exists(catalog, schema: str, name: str) -> bool:
+    """Whether ``table@snapshot`` resolves (any error means it does not)."""
+    try:
+        return suffixed_table(catalog, schema, name) is not None
+    except (InvalidOptionError, SnapshotNotFoundError, TableNotFoundError):
+        return False
