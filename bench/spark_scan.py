@@ -1,0 +1,182 @@
+"""Spark benchmark: our ``ducklake`` data source vs Spark's own Parquet reader, same files.
+
+    .venv/bin/python bench/spark_scan.py            # 10M rows in 40 files (the scan.py lake)
+    .venv/bin/python bench/spark_scan.py --quick    # 1M rows in 8 files
+
+The lake is ``bench/scan.py``'s table ``t`` (k BIGINT clustered by file, g, v, s, d; 10% of
+the rows of every odd file deleted), built once by the reference writer and cached under
+``./bench_lakes/``. Spark runs ``local[2]``. Readers, each timed on the same queries
+round-robin (median of ``--repeat`` runs after one warm-up):
+
+* ``ducklake``: ``read_table(spark, lake, "main.t")`` (the ``ducklake`` format with filter
+  pushdown), all five columns: a Python data source cannot prune columns by itself;
+* ``ducklake+schema``: the same with ``schema="k BIGINT, v DOUBLE"``, the projection this
+  source honours;
+* ``parquet``: ``spark.read.parquet(*files)`` over the very same data files, deletes ignored
+  (so it counts more rows), with Spark's column pruning and row-group filters.
+
+Answers of the ``ducklake`` readers are checked against DuckDB's reader of the same lake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    attach,
+    cached_lake,
+    connect,
+    environment,
+    load_average,
+    markdown_table,
+    measure_interleaved,
+    ratio,
+    seconds,
+)
+from scan import FULL, QUICK, build_scan_lake
+
+QUERIES = {
+    "full aggregate": ("count(*) AS n, sum(v) AS sv, max(k) AS mk", None),
+    "selective 0.5%": ("count(*) AS n, sum(v) AS sv", "k BETWEEN {lo} AND {hi}"),
+}
+
+
+def _spark(partitions: int):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master(f"local[{partitions}]")
+        .appName("ducklake-spark-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _duckdb_answer(lake, select: str, where: str | None) -> tuple:
+    con = connect(lake.kind)
+    try:
+        attach(con, lake, read_only=True)
+        sql = f"SELECT {select} FROM lake.main.t" + (f" WHERE {where}" if where else "")
+        row = con.execute(sql).fetchone()
+        files = [
+            r[0]
+            for r in con.execute(
+                "SELECT data_file FROM ducklake_list_files('lake', 't')"
+            ).fetchall()
+        ]
+        con.execute("DETACH lake")
+        return row, files
+    finally:
+        con.close()
+
+
+def _query(df, select: str):
+    """One timed run: the aggregate collected to the driver."""
+    columns = select.split(", ")
+    return lambda: tuple(df.selectExpr(*columns).collect()[0])
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return all(
+        abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(y))) if x is not None else y is None
+        for x, y in zip(a, b)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1M rows in 8 files")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs (default 5, quick 3)")
+    parser.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
+    parser.add_argument(
+        "--partition-bytes", default=None, help="the source's partition_bytes (default 128 MiB)"
+    )
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else FULL
+    repeat = args.repeat or (3 if args.quick else 5)
+    print(environment())
+    print(f"repeats:  {repeat} timed runs after 1 warm-up; medians in seconds\n")
+    started = time.perf_counter()
+
+    lake, built = cached_lake(
+        "scan", {"files": sizes.files, "rows": sizes.rows}, lambda con: build_scan_lake(con, sizes)
+    )
+    print(f"lake {lake.metadata}: " + (f"built in {built:.1f} s" if built else "cached"))
+    mid = (sizes.files // 2) | 1  # an odd file: its deletes apply
+    lo = mid * sizes.rows + sizes.rows // 4
+    hi = lo + sizes.total // 200 - 1
+
+    spark = _spark(args.cores)
+    import pyspark
+
+    from ducklake_datafusion.spark import read_table
+
+    print(f"spark:    pyspark {pyspark.__version__}, local[{args.cores}]")
+    options = {"partition_bytes": args.partition_bytes}
+    readers = {
+        "ducklake": read_table(spark, lake.metadata, "main.t", **options),
+        "ducklake+schema": read_table(
+            spark, lake.metadata, "main.t", schema="k BIGINT, v DOUBLE", **options
+        ),
+    }
+    timing_rows = []
+    for name, (select, where) in QUERIES.items():
+        condition = where.format(lo=lo, hi=hi) if where else None
+        expected, files = _duckdb_answer(lake, select, condition)
+        frames = dict(readers, parquet=spark.read.parquet(*files))
+        if condition:
+            frames = {k: df.where(condition) for k, df in frames.items()}
+        runs = {k: _query(df, select) for k, df in frames.items()}
+        timed = measure_interleaved(runs, repeat=repeat)
+        native = timed["parquet"][0].median
+        for reader, (timing, answer) in timed.items():
+            if reader == "parquet":
+                check = f"deletes ignored: n={answer[0]:,}"
+            else:
+                check = "ok" if _same(answer, expected) else f"MISMATCH {answer} != {expected}"
+            timing_rows.append(
+                [
+                    name,
+                    reader,
+                    seconds(timing.median),
+                    seconds(timing.best),
+                    ratio(timing.median, native),
+                    str(frames[reader].rdd.getNumPartitions()),
+                    check,
+                ]
+            )
+    print(f"\n## {sizes.total:,} rows in {sizes.files} files; 10% deleted in half of them\n")
+    for name, (select, where) in QUERIES.items():
+        where_text = f" WHERE {where.format(lo=lo, hi=hi)}" if where else ""
+        print(f"- {name}: SELECT {select} FROM t{where_text}")
+    print()
+    print(
+        markdown_table(
+            ["query", "reader", "median s", "best s", "vs parquet", "partitions", "answer"],
+            timing_rows,
+        )
+    )
+    print(
+        "\nvs parquet = median time / spark.read.parquet's median on the same query and files. "
+        "Spark times include planning (catalog read and file pruning for ducklake)."
+    )
+    print(
+        f"load average now: {load_average()}; total bench time {time.perf_counter() - started:.0f} s"
+    )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
