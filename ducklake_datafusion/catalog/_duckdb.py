@@ -17,13 +17,13 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
-from ._session import SessionBase
 from ..errors import (
     CatalogError,
     CatalogLockedError,
     CatalogNotFoundError,
     NotADuckLakeCatalogError,
 )
+from ._session import SessionBase
 
 __all__ = ["DuckDBBackend"]
 
