@@ -78,11 +78,7 @@ class _PostgresSession(SessionBase):
     def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
         cursor = self._execute(sql, params)
         names = [d.name for d in cursor.description]
-        rows = [
-            tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
-            for row in cursor.fetchall()
-        ]
-        return rows_to_arrow(names, rows)
+        return rows_to_arrow(names, cursor.fetchall())
 
 
 

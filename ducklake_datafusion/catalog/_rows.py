@@ -18,6 +18,9 @@ def rows_to_arrow(names: Sequence[str], rows: Sequence[tuple]) -> pa.Table:
     columns = []
     for index, _ in enumerate(names):
         values = [row[index] for row in rows]
+        sample = next((v for v in values if v is not None), None)
+        if isinstance(sample, memoryview):  # some drivers hand out binary values as views
+            values = [None if v is None else bytes(v) for v in values]
         try:
             columns.append(pa.array(values))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):

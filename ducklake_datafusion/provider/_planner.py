@@ -98,38 +98,43 @@ def build_scan_plan(
     )
 
 
+_TASK_COLUMNS = (
+    "data_file_id", "path", "path_is_relative", "record_count", "file_size_bytes",
+    "footer_size", "row_id_start", "begin_snapshot", "partial_max", "mapping_id",
+    "delete_file_id", "delete_path", "delete_path_is_relative", "delete_format",
+    "delete_size", "delete_footer_size",
+)  # fmt: skip
+
+
 def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> list[DataFileTask]:
-    """One task per kept file row, built column-wise (10,000 files in a few milliseconds)."""
-    c = {name: kept.column(name).to_pylist() for name in kept.column_names}
+    """One task per kept file row, built from columns (10,000 files in ~30 ms)."""
+    prefix = table_dir if table_dir.endswith("/") else table_dir + "/"
+
+    def location(path: str, relative) -> str:
+        # join_path for the common case (relative file, directory already normalised)
+        return prefix + path if relative else join_path(prefix, path, relative)
+
+    columns = [kept.column(name).to_pylist() for name in _TASK_COLUMNS]
     tasks = []
-    for i in range(kept.num_rows):
-        file_id = c["data_file_id"][i]
+    for (
+        file_id, path, relative, record_count, size, footer, row_id_start, begin, partial_max,
+        mapping_id, delete_id, delete_path, delete_relative, delete_format, delete_size,
+        delete_footer,
+    ) in zip(*columns):  # fmt: skip
         inlined_positions = files.inlined_deletes.get(file_id, ())
         deletes = None
-        delete_id = c["delete_file_id"][i]
         if delete_id is not None or inlined_positions:
             delete_ref = None
             if delete_id is not None:
-                delete_ref = FileRef(
-                    join_path(table_dir, c["delete_path"][i], bool(c["delete_path_is_relative"][i])),
-                    c["delete_size"][i],
-                    c["delete_footer_size"][i],
-                )
-            delete_format = (c["delete_format"][i] or "parquet").lower()
+                delete_ref = FileRef(location(delete_path, delete_relative), delete_size, delete_footer)
+            delete_format = (delete_format or "parquet").lower()
             deletes = DeleteSource(delete_ref, delete_format, tuple(inlined_positions))
-        mapping_id = c["mapping_id"][i]
-        partial_max = c["partial_max"][i]
-        begin = c["begin_snapshot"][i]
         tasks.append(
             DataFileTask(
                 data_file_id=file_id,
-                file=FileRef(
-                    join_path(table_dir, c["path"][i], bool(c["path_is_relative"][i])),
-                    c["file_size_bytes"][i],
-                    c["footer_size"][i],
-                ),
-                record_count=c["record_count"][i],
-                row_id_start=c["row_id_start"][i],
+                file=FileRef(location(path, relative), size, footer),
+                record_count=record_count,
+                row_id_start=row_id_start,
                 begin_snapshot=begin,
                 deletes=deletes,
                 name_mapping=files.name_mappings.get(mapping_id) if mapping_id is not None else None,
@@ -139,7 +144,7 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                     deletes is None
                     and partial_max is None
                     and mapping_id is None
-                    and c["row_id_start"][i] is not None
+                    and row_id_start is not None
                     and begin >= stable_since
                 ),
             )

@@ -1,0 +1,36 @@
+"""Read DuckLake tables from Apache Spark (PySpark >= 4.1) with the same scan plan.
+
+    >>> from ducklake_datafusion.spark import register_spark
+    >>> register_spark(spark)
+    >>> df = (spark.read.format("ducklake")
+    ...         .option("metadata", "lake.ducklake")
+    ...         .option("snapshot", "12")
+    ...         .load("main.orders"))
+
+The driver plans the scan once (catalog metadata, files pruned with the filters Spark
+pushes down) and ships task groups of about ``partition_bytes`` each to the executors,
+which read Parquet with the very executor DataFusion uses: positional deletes, inlined
+rows and schema evolution included. Executors never open the catalog.
+
+Importing :mod:`ducklake_datafusion` does not import pyspark; only this subpackage does.
+"""
+
+from __future__ import annotations
+
+from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
+from ._reader import DuckLakeReader, ScanPartition
+from ._source import PUSHDOWN_CONF, DuckLakeDataSource, read_table, register_spark
+from ._types import spark_schema, spark_type
+
+__all__ = [
+    "DEFAULT_PARTITION_BYTES",
+    "PUSHDOWN_CONF",
+    "DuckLakeDataSource",
+    "DuckLakeReader",
+    "ScanPartition",
+    "SourceOptions",
+    "read_table",
+    "register_spark",
+    "spark_schema",
+    "spark_type",
+]

@@ -1,0 +1,256 @@
+"""The ``.option(...)`` strings of ``spark.read.format("ducklake")``, validated once.
+
+Spark hands a data source its options as a case-insensitive mapping of strings. Unknown
+keys are errors (a mistyped credential would otherwise surface much later as "access
+denied"): a key is either one of :data:`SOURCE_KEYS` or a storage option accepted by
+:class:`~ducklake_datafusion.pathres.StorageOptions` (same names as the ``storage_options``
+of ``DuckLakeCatalog``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..errors import InvalidOptionError
+from ..pathres import ACCEPTED_KEYS, StorageOptions
+
+__all__ = [
+    "DEFAULT_PARTITION_BYTES",
+    "GUARD_OPTION",
+    "SOURCE_KEYS",
+    "SourceOptions",
+    "split_table_name",
+]
+
+DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
+GUARD_OPTION = "scan_guard"  # set by read_table(); see _reader.py
+SOURCE_KEYS = (
+    "path",
+    "table",
+    "metadata",
+    "snapshot",
+    "snapshot_time",
+    "data_path",
+    "partition_bytes",
+    "min_partitions",
+    "pushdown",
+    GUARD_OPTION,
+)
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """What one ``load()`` reads: which lake, table and snapshot, and how to split it.
+
+    Plain, picklable data: it travels inside the data source and reader objects that
+    Spark pickles between its Python workers.
+    """
+
+    metadata: str
+    schema_name: str
+    table_name: str
+    snapshot: int | None = None
+    snapshot_time: _dt.datetime | None = None
+    data_path: str | None = None
+    storage: StorageOptions = dataclasses.field(default_factory=StorageOptions)
+    partition_bytes: int = DEFAULT_PARTITION_BYTES
+    min_partitions: int = 1
+    pushdown: bool = False
+    guard: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Validate Spark's option strings.
+
+        Raises:
+            InvalidOptionError: a missing or malformed option, or an unknown key.
+        """
+        values = {str(k).lower(): v for k, v in options.items() if v is not None}
+        storage = {k: v for k, v in values.items() if k not in SOURCE_KEYS}
+        unknown = [k for k in storage if k not in ACCEPTED_KEYS]
+        if unknown:
+            raise InvalidOptionError(
+                f"unknown option(s) {unknown} for format 'ducklake'; options are "
+                f"{', '.join(SOURCE_KEYS)} and the storage options {', '.join(ACCEPTED_KEYS)}"
+            )
+        metadata = values.get("metadata")
+        if not metadata:
+            raise InvalidOptionError(
+                "format 'ducklake' needs .option('metadata', <catalog>), e.g. 'lake.ducklake', "
+                "'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'"
+            )
+        schema_name, table_name = split_table_name(_table_option(values))
+        snapshot = _snapshot(values.get("snapshot"))
+        snapshot_time = _snapshot_time(values.get("snapshot_time"))
+        if snapshot is not None and snapshot_time is not None:
+            raise InvalidOptionError("pass either the 'snapshot' or the 'snapshot_time' option")
+        return cls(
+            metadata=metadata,
+            schema_name=schema_name,
+            table_name=table_name,
+            snapshot=snapshot,
+            snapshot_time=snapshot_time,
+            data_path=values.get("data_path") or None,
+            storage=StorageOptions.from_user(storage),
+            partition_bytes=_size(values.get("partition_bytes")),
+            min_partitions=_count(values.get("min_partitions")),
+            pushdown=_flag(values, "pushdown"),
+            guard=_flag(values, GUARD_OPTION),
+        )
+
+    @property
+    def table_label(self) -> str:
+        return f"{self.schema_name}.{self.table_name}"
+
+    def pinned(self, snapshot_id: int) -> SourceOptions:
+        """The same read, fixed to one snapshot id (so later plans see the same table)."""
+        return dataclasses.replace(self, snapshot=snapshot_id, snapshot_time=None)
+
+    @contextmanager
+    def open_table(self) -> Iterator:
+        """Resolve the table in the catalog; the catalog handle is released on exit.
+
+        Only the Spark driver's planning workers call this; executors never do.
+        """
+        from ..provider import DuckLakeCatalog
+
+        catalog = DuckLakeCatalog(
+            self.metadata,
+            data_path=self.data_path,
+            snapshot=self.snapshot,
+            snapshot_time=self.snapshot_time,
+            storage_options=self.storage,
+        )
+        try:
+            yield catalog.table(self.schema_name, self.table_name)
+        finally:
+            close = getattr(catalog.backend, "close", None)
+            if close is not None:
+                close()  # a DuckDB catalog file would otherwise stay locked for a while
+
+
+def _table_option(values: Mapping[str, str]) -> str:
+    path, table = values.get("path"), values.get("table")
+    if path and table and path != table:
+        raise InvalidOptionError(
+            f"load({path!r}) and .option('table', {table!r}) name different tables; pass one"
+        )
+    name = path or table
+    if not name:
+        raise InvalidOptionError(
+            "format 'ducklake' needs a table: .load('main.orders') or .option('table', ...)"
+        )
+    return name
+
+
+def split_table_name(text: str) -> tuple[str, str]:
+    """``schema.table`` (or ``table`` in ``main``) -> (schema, table).
+
+    Parts may be double-quoted to contain dots or spaces: ``"my schema"."a.b"``.
+    """
+    text = text.strip()
+    parts: list[str] = []
+    current, quoted, i = "", False, 0
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            if ch == '"' and text[i + 1 : i + 2] == '"':
+                current += '"'
+                i += 1
+            elif ch == '"':
+                quoted = False
+            else:
+                current += ch
+        elif ch == '"':
+            quoted = True
+        elif ch == ".":
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    parts.append(current)
+    if quoted or len(parts) > 2 or not all(parts):
+        raise InvalidOptionError(
+            f"table name {text!r} must be 'schema.table' or 'table' (quote parts containing "
+            'dots with double quotes: \'"my schema"."my.table"\')'
+        )
+    return ("main", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+
+
+def _snapshot(text: str | None) -> int | None:
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InvalidOptionError(
+            f"option 'snapshot' must be a snapshot id (an integer), got {text!r}"
+        )
+    return value
+
+
+def _snapshot_time(text: str | None) -> _dt.datetime | None:
+    if text is None or str(text).strip() == "":
+        return None
+    try:
+        return _dt.datetime.fromisoformat(str(text).strip())
+    except ValueError:
+        raise InvalidOptionError(
+            f"option 'snapshot_time' must be an ISO timestamp such as "
+            f"'2024-05-01T12:00:00+00:00' (no offset means UTC), got {text!r}"
+        ) from None
+
+
+def _count(text: str | None) -> int:
+    if text is None or str(text).strip() == "":
+        return 1
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidOptionError(
+            f"option 'min_partitions' must be a positive integer, got {text!r}"
+        )
+    return value
+
+
+def _flag(values: Mapping[str, str], key: str) -> bool:
+    text = str(values.get(key, "false")).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidOptionError(f"option {key!r} must be 'true' or 'false', got {text!r}")
+    return text == "true"
+
+
+def _size(text: str | None) -> int:
+    if text is None or str(text).strip() == "":
+        return DEFAULT_PARTITION_BYTES
+    match = _SIZE.match(str(text).lower())
+    if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
+        raise InvalidOptionError(
+            f"option 'partition_bytes' must be a positive size such as 134217728, '64m' or "
+            f"'1g', got {text!r}"
+        )
+    return int(match.group(1)) * _UNITS[match.group(2)]

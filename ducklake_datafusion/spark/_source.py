@@ -1,0 +1,144 @@
+"""The ``ducklake`` Python data source, its registration, and ``read_table``.
+
+pyspark creates the data source in a planning worker, calls :meth:`schema` there (unless
+the user gave a schema) and pickles the object back to the JVM; every later plan of the
+same DataFrame unpickles that object. :meth:`schema` therefore records the snapshot it
+read, so all actions on one DataFrame read one snapshot even while writers commit.
+
+``read_table`` is the recommended entry point: it turns filter pushdown on and adds the
+guard that keeps pushdown correct on pyspark 4.1 (see ``_reader.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from ._options import GUARD_OPTION, SourceOptions
+from ._reader import GUARD_COLUMN, DuckLakeReader, guard_field
+from ._types import spark_schema
+
+__all__ = ["PUSHDOWN_CONF", "DuckLakeDataSource", "read_table", "register_spark"]
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+class DuckLakeDataSource(DataSource):
+    """``spark.read.format("ducklake")``: a DuckLake table at one snapshot.
+
+    Options: ``metadata`` (catalog string, required), the table as ``load("schema.table")``
+    or ``.option("table", ...)``, ``snapshot`` or ``snapshot_time``, ``data_path``,
+    ``partition_bytes``, ``pushdown`` (default false; see ``read_table``), and any storage
+    option of ``DuckLakeCatalog``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "ducklake"
+
+    def _source_options(self) -> SourceOptions:
+        options = SourceOptions.parse(self.options)
+        pinned = getattr(self, "_snapshot_id", None)
+        return options.pinned(pinned) if pinned is not None else options
+
+    def schema(self) -> StructType:
+        options = self._source_options()
+        with options.open_table() as table:
+            self._snapshot_id = table.snapshot_id
+            schema = spark_schema(table.columns)
+        return schema.add(guard_field()) if options.guard else schema
+
+    def reader(self, schema: StructType) -> DuckLakeReader:
+        options = self._source_options()
+        with options.open_table() as table:
+            return DuckLakeReader(options.pinned(table.snapshot_id), schema, table.columns)
+
+
+def register_spark(spark) -> None:
+    """Register the ``ducklake`` format in ``spark`` and enable Python filter pushdown.
+
+    pyspark 4.1 refuses to run a data source that implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is off, so this turns it on for the session.
+    """
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(DuckLakeDataSource)
+
+
+def read_table(
+    spark,
+    metadata: str,
+    table: str,
+    *,
+    snapshot: int | None = None,
+    snapshot_time: _dt.datetime | str | None = None,
+    data_path: str | None = None,
+    partition_bytes: int | str | None = None,
+    storage_options: Mapping[str, object] | None = None,
+    schema: StructType | str | None = None,
+    pushdown: bool = True,
+    min_partitions: int | None = None,
+    **options: object,
+):
+    """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
+
+    Filters on the DataFrame are pushed down (files pruned with catalog statistics) and
+    stay correct when the DataFrame is reused across queries, thanks to the scan guard.
+
+    Args:
+        spark: the ``SparkSession``.
+        metadata: the catalog, as for ``DuckLakeCatalog``.
+        table: ``"schema.table"`` (or ``"table"`` in ``main``).
+        snapshot / snapshot_time: time travel (an id, or a datetime / ISO string).
+        data_path: override the catalog's data path.
+        partition_bytes: target bytes per Spark input partition (default 128 MiB).
+        min_partitions: split the scan into at least this many partitions (as far as it
+            has files); default: Spark's default parallelism, so small tables still use
+            every core.
+        storage_options: storage options as for ``DuckLakeCatalog``; may also be passed
+            as keyword arguments.
+        schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
+        pushdown: push filters down to the scan (default true).
+    """
+    register_spark(spark)
+    values: dict[str, object] = {
+        "metadata": metadata,
+        "snapshot": snapshot,
+        "snapshot_time": snapshot_time,
+        "data_path": data_path,
+        "partition_bytes": partition_bytes,
+        "pushdown": pushdown,
+        "min_partitions": min_partitions or _default_parallelism(spark),
+        GUARD_OPTION: True,
+    }
+    values.update(storage_options or {})
+    values.update(options)
+    reader = spark.read.format(DuckLakeDataSource.name())
+    for key, value in values.items():
+        if value is not None:
+            reader = reader.option(key, _option_text(value))
+    if isinstance(schema, str):
+        reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
+    elif schema is not None:
+        reader = reader.schema(StructType([*schema.fields, guard_field()]))
+    from pyspark.sql import functions as F
+
+    return reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
+
+
+def _default_parallelism(spark) -> int | None:
+    """``spark.sparkContext.defaultParallelism`` (None on Spark Connect, which has none)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext
+        return None
+
+
+def _option_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,148 @@
+"""DuckLake column types (as this package's Arrow types) -> Spark SQL types.
+
+Spark reads the batches a Python data source yields without converting them: each Arrow
+column must already have the exact type Spark derives from the declared Spark type
+(``pyspark.sql.pandas.types.to_arrow_type``), or the JVM misreads or rejects it. So the
+mapping is decided once here, from the Arrow type the core reader produces, and
+:func:`spark_arrow_type` gives the Arrow type every batch is cast to.
+
+Choices (Spark has no unsigned integers, no nanosecond timestamps, no 128-bit integers):
+
+=============================  ==========================  ===================================
+DuckLake                       Arrow (core reader)         Spark
+=============================  ==========================  ===================================
+utinyint / usmallint / uint    uint8 / uint16 / uint32     smallint / int / bigint (widened)
+ubigint                        uint64                      decimal(20,0)
+hugeint / uhugeint             decimal128(38,0)            decimal(38,0)
+uuid, json                     string                      string
+time, timetz                   time64[us]                  time(6)
+timestamp_s/_ms/(us)           timestamp[s/ms/us]          timestamp_ntz (exact)
+timestamp_ns                   timestamp[ns]               timestamp_ntz (truncated to us)
+timestamptz                    timestamp[us, UTC]          timestamp
+interval                       month_day_nano_interval     not supported (UnsupportedTypeError)
+=============================  ==========================  ===================================
+
+Spark's ``interval`` (CalendarIntervalType) cannot be returned through Arrow by a Python
+data source (pyspark 4.1: "CalendarIntervalType() is not supported in conversion to
+Arrow"), and ``interval day to second`` cannot hold months, so an INTERVAL column is
+refused by name instead of being read wrongly.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    TimeType,
+)
+
+from ..errors import UnsupportedTypeError
+from ..types import ColumnSpec
+
+__all__ = ["spark_arrow_type", "spark_schema", "spark_type"]
+
+_MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType limit
+
+_SIMPLE: dict[pa.DataType, DataType] = {
+    pa.bool_(): BooleanType(),
+    pa.int8(): ByteType(),
+    pa.int16(): ShortType(),
+    pa.int32(): IntegerType(),
+    pa.int64(): LongType(),
+    pa.uint8(): ShortType(),
+    pa.uint16(): IntegerType(),
+    pa.uint32(): LongType(),
+    pa.uint64(): DecimalType(20, 0),
+    pa.float32(): FloatType(),
+    pa.float64(): DoubleType(),
+    pa.string(): StringType(),
+    pa.large_string(): StringType(),
+    pa.string_view(): StringType(),
+    pa.binary(): BinaryType(),
+    pa.large_binary(): BinaryType(),
+    pa.binary_view(): BinaryType(),
+    pa.date32(): DateType(),
+}
+
+
+def spark_type(arrow_type: pa.DataType, column: str) -> DataType:
+    """The Spark type of a column the core reader returns as ``arrow_type``.
+
+    Args:
+        arrow_type: the Arrow type of the column (``ColumnSpec.arrow_type``).
+        column: the column's name or dotted path, for the error message.
+
+    Raises:
+        UnsupportedTypeError: Spark cannot hold the values faithfully (INTERVAL).
+    """
+    simple = _SIMPLE.get(arrow_type)
+    if simple is not None:
+        return simple
+    if pa.types.is_decimal(arrow_type) and arrow_type.precision <= _MAX_DECIMAL_PRECISION:
+        return DecimalType(arrow_type.precision, arrow_type.scale)
+    if pa.types.is_timestamp(arrow_type):
+        return TimestampType() if arrow_type.tz is not None else TimestampNTZType()
+    if pa.types.is_time(arrow_type):
+        return TimeType(6)
+    if pa.types.is_struct(arrow_type):
+        return StructType(
+            [
+                StructField(f.name, spark_type(f.type, f"{column}.{f.name}"), nullable=True)
+                for f in arrow_type
+            ]
+        )
+    if pa.types.is_map(arrow_type):
+        return MapType(
+            spark_type(arrow_type.key_type, f"{column}.key"),
+            spark_type(arrow_type.item_type, f"{column}.value"),
+            valueContainsNull=True,
+        )
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return ArrayType(spark_type(arrow_type.value_type, f"{column}.element"), containsNull=True)
+    if pa.types.is_interval(arrow_type):
+        raise UnsupportedTypeError(
+            f"column {column!r} is an INTERVAL (months, days and nanoseconds together); Spark "
+            "cannot receive that type from a Python data source. Read the other columns by "
+            "passing a schema without it, e.g. spark.read.schema('id BIGINT, name STRING'), "
+            "or cast it in DuckDB (e.g. to VARCHAR) before reading"
+        )
+    raise UnsupportedTypeError(
+        f"column {column!r} has Arrow type {arrow_type}, which has no Spark equivalent here; "
+        "read the other columns by passing a schema without it (spark.read.schema(...))"
+    )
+
+
+def spark_schema(columns: tuple[ColumnSpec, ...]) -> StructType:
+    """The Spark schema of a table: one nullable field per top-level column."""
+    return StructType(
+        [StructField(c.name, spark_type(c.arrow_type, c.name), nullable=True) for c in columns]
+    )
+
+
+def spark_arrow_type(data_type: DataType, column: str) -> pa.DataType:
+    """The Arrow type Spark expects in the batches for a column declared as ``data_type``."""
+    try:
+        return to_arrow_type(data_type)
+    except Exception as exc:  # pyspark raises its own TypeError subclasses
+        raise UnsupportedTypeError(
+            f"column {column!r} is declared as {data_type.simpleString()}, which Spark cannot "
+            f"receive from a Python data source ({exc})"
+        ) from exc
