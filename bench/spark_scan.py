@@ -13,7 +13,11 @@ round-robin (median of ``--repeat`` runs after one warm-up):
 * ``ducklake+schema``: the same with ``schema="k BIGINT, v DOUBLE"``, the projection this
   source honours;
 * ``parquet``: ``spark.read.parquet(*files)`` over the very same data files, deletes ignored
-  (so it counts more rows), with Spark's column pruning and row-group filters.
+  (so it counts more rows), with Spark's column pruning and row-group filters;
+* ``memory source`` (full aggregate only): a trivial Python data source yielding the same
+  number of rows of the same five columns from memory, without reading anything. It is the
+  floor of pyspark's Python data source path (Arrow batches through a Python worker into the
+  JVM, then rows), which no Python data source can beat.
 
 Answers of the ``ducklake`` readers are checked against DuckDB's reader of the same lake.
 """
@@ -40,6 +44,57 @@ from common import (
     seconds,
 )
 from scan import FULL, QUICK, build_scan_lake
+
+BATCH_ROWS = 131_072
+
+
+def _memory_source():
+    """A Python data source of ``rows`` rows shaped like ``t``, generated in the workers."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    def batch() -> pa.RecordBatch:
+        k = pa.array(np.arange(BATCH_ROWS, dtype=np.int64))
+        return pa.record_batch(
+            {
+                "k": k,
+                "g": pa.array((np.arange(BATCH_ROWS) % 97).astype(np.int32)),
+                "v": pa.array(np.random.default_rng(0).random(BATCH_ROWS)),
+                "s": pc.binary_join_element_wise(
+                    "item_", pc.cast(pc.bit_wise_and(k, 8191), pa.string()), ""
+                ),
+                "d": pc.cast(pc.cast(pc.bit_wise_and(k, 1023), pa.int32()), pa.date32()),
+            }
+        )
+
+    class Reader(DataSourceReader):
+        def __init__(self, rows: int, parts: int) -> None:
+            self.rows, self.parts = rows, parts
+
+        def partitions(self):
+            return [InputPartition(self.rows // self.parts) for _ in range(self.parts)]
+
+        def read(self, partition):
+            one, left = batch(), partition.value
+            while left > 0:
+                yield one.slice(0, min(left, BATCH_ROWS))
+                left -= BATCH_ROWS
+
+    class Memory(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_memory"
+
+        def schema(self) -> str:
+            return "k BIGINT, g INT, v DOUBLE, s STRING, d DATE"
+
+        def reader(self, schema):
+            return Reader(int(self.options["rows"]), int(self.options["partitions"]))
+
+    return Memory
+
 
 QUERIES = {
     "full aggregate": ("count(*) AS n, sum(v) AS sv, max(k) AS mk", None),
@@ -131,6 +186,7 @@ def main() -> None:
             spark, lake.metadata, "main.t", schema="k BIGINT, v DOUBLE", **options
         ),
     }
+    spark.dataSource.register(_memory_source())
     timing_rows = []
     for name, (select, where) in QUERIES.items():
         condition = where.format(lo=lo, hi=hi) if where else None
@@ -138,12 +194,21 @@ def main() -> None:
         frames = dict(readers, parquet=spark.read.parquet(*files))
         if condition:
             frames = {k: df.where(condition) for k, df in frames.items()}
+        else:
+            frames["memory source"] = (
+                spark.read.format("bench_memory")
+                .option("rows", expected[0])
+                .option("partitions", args.cores)
+                .load()
+            )
         runs = {k: _query(df, select) for k, df in frames.items()}
         timed = measure_interleaved(runs, repeat=repeat)
         native = timed["parquet"][0].median
         for reader, (timing, answer) in timed.items():
             if reader == "parquet":
                 check = f"deletes ignored: n={answer[0]:,}"
+            elif reader == "memory source":
+                check = f"floor: n={answer[0]:,}, no reading"
             else:
                 check = "ok" if _same(answer, expected) else f"MISMATCH {answer} != {expected}"
             timing_rows.append(

@@ -15,14 +15,19 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidOptionError
 from ..pathres import ACCEPTED_KEYS, StorageOptions
+
+if TYPE_CHECKING:
+    from ..provider import DuckLakeCatalog, DuckLakeTable
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
     "GUARD_OPTION",
     "SOURCE_KEYS",
+    "OpenTable",
     "SourceOptions",
     "split_table_name",
 ]
@@ -125,9 +130,8 @@ class SourceOptions:
         """The same read, fixed to one snapshot id (so later plans see the same table)."""
         return dataclasses.replace(self, snapshot=snapshot_id, snapshot_time=None)
 
-    @contextmanager
-    def open_table(self) -> Iterator:
-        """Resolve the table in the catalog; the catalog handle is released on exit.
+    def resolve(self) -> OpenTable:
+        """Resolve the table in the catalog; release the handle with ``close()``.
 
         Only the Spark driver's planning workers call this; executors never do.
         """
@@ -141,11 +145,33 @@ class SourceOptions:
             storage_options=self.storage,
         )
         try:
-            yield catalog.table(self.schema_name, self.table_name)
+            return OpenTable(catalog.table(self.schema_name, self.table_name), catalog)
+        except BaseException:
+            OpenTable(None, catalog).close()
+            raise
+
+    @contextmanager
+    def open_table(self) -> Iterator:
+        """:meth:`resolve` as a context manager: yields the table, then releases the handle."""
+        opened = self.resolve()
+        try:
+            yield opened.table
         finally:
-            close = getattr(catalog.backend, "close", None)
-            if close is not None:
-                close()  # a DuckDB catalog file would otherwise stay locked for a while
+            opened.close()
+
+
+@dataclass
+class OpenTable:
+    """A resolved ``DuckLakeTable`` and the catalog whose database handle it uses."""
+
+    table: DuckLakeTable | None
+    catalog: DuckLakeCatalog
+
+    def close(self) -> None:
+        """Release the catalog database now (a DuckDB file would stay locked a while)."""
+        close = getattr(self.catalog.backend, "close", None)
+        if close is not None:
+            close()
 
 
 def _table_option(values: Mapping[str, str]) -> str:

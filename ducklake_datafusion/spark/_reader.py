@@ -5,12 +5,14 @@ planning worker on the driver it calls ``DataSource.reader(schema)``, then
 ``pushFilters(filters)``, then pickles the reader for the executors, then calls
 ``partitions()``. So:
 
-* the reader holds plain data only (options, column specs, the target Arrow schema, the
-  accepted filter), never a catalog handle: it is pickled *before* ``partitions()``;
-* ``partitions()`` opens the catalog once, builds the :class:`ScanPlan` with the accepted
-  filter (files pruned by statistics), splits its tasks into groups of about
-  ``partition_bytes`` each, and returns one :class:`ScanPartition` per group: the plan
-  restricted to that group, which is everything an executor needs;
+* the reader pickles as plain data (options, column specs, the target Arrow schema, the
+  accepted filter); the catalog handle it keeps between ``reader()`` and ``partitions()``
+  in the planning worker is dropped by ``__getstate__``, since it is pickled *before*
+  ``partitions()`` runs;
+* ``partitions()`` builds the :class:`ScanPlan` with the accepted filter (files pruned by
+  statistics) in one catalog transaction, releases the catalog, splits the tasks into
+  groups of about ``partition_bytes`` each, and returns one :class:`ScanPartition` per
+  group: the plan restricted to that group, which is everything an executor needs;
 * ``read(partition)`` runs the core executor on that group and casts the batches to the
   Arrow schema Spark expects. Executors never open the catalog.
 
@@ -39,7 +41,7 @@ from ..provider import ScanPlan, execute_tasks, read_request
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._filters import FilterColumn, combine, translate_filter
-from ._options import SourceOptions
+from ._options import OpenTable, SourceOptions
 from ._types import spark_arrow_type, spark_type
 
 __all__ = ["GUARD_COLUMN", "DuckLakeReader", "ScanPartition", "guard_field"]
@@ -84,7 +86,8 @@ class DuckLakeReader(DataSourceReader):
         schema: the Spark schema to produce: the table's derived schema, or the schema the
             user gave with ``spark.read.schema(...)``, whose fields select (and may re-type)
             table columns by name.
-        columns: the table's columns at that snapshot.
+        opened: the table at that snapshot, resolved by the data source in this planning
+            worker; kept (never pickled) so that ``partitions()`` reuses it.
 
     Raises:
         InvalidOptionError: the schema names a column the table lacks, or declares a type
@@ -92,11 +95,11 @@ class DuckLakeReader(DataSourceReader):
         UnsupportedTypeError: a requested column has a type Spark cannot receive.
     """
 
-    def __init__(
-        self, options: SourceOptions, schema: StructType, columns: tuple[ColumnSpec, ...]
-    ) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType, opened: OpenTable) -> None:
         self.options = options
-        self.columns = columns
+        self.columns: tuple[ColumnSpec, ...] = opened.table.columns
+        self._opened: OpenTable | None = opened
+        columns = self.columns
         requested = list(schema.fields)
         self.guarded = options.guard and bool(requested) and requested[-1].name == GUARD_COLUMN
         if self.guarded:
@@ -146,9 +149,21 @@ class DuckLakeReader(DataSourceReader):
         return combine(self.pushed)
 
     def scan_plan(self) -> ScanPlan:
-        """Plan the scan now (reads the catalog): files pruned with the accepted filters."""
-        with self.options.open_table() as table:
-            return table.scan_plan(filter=self.filter, columns=list(self.projection))
+        """Plan the scan now (reads the catalog): files pruned with the accepted filters.
+
+        The catalog handle is released afterwards; a later call opens it again.
+        """
+        opened, self._opened = self._opened or self.options.resolve(), None
+        try:
+            return opened.table.scan_plan(filter=self.filter, columns=list(self.projection))
+        finally:
+            opened.close()
+
+    def __getstate__(self) -> dict:
+        """Pickle plain data only: the catalog handle stays in the planning worker."""
+        state = dict(self.__dict__)
+        state["_opened"] = None
+        return state
 
     def partitions(self) -> Sequence[ScanPartition]:
         """One partition per ~``partition_bytes`` of tasks, at least ``min_partitions``.

@@ -31,8 +31,8 @@ class DuckLakeDataSource(DataSource):
 
     Options: ``metadata`` (catalog string, required), the table as ``load("schema.table")``
     or ``.option("table", ...)``, ``snapshot`` or ``snapshot_time``, ``data_path``,
-    ``partition_bytes``, ``pushdown`` (default false; see ``read_table``), and any storage
-    option of ``DuckLakeCatalog``.
+    ``partition_bytes``, ``min_partitions``, ``pushdown`` (default false; see
+    ``read_table``), and any storage option of ``DuckLakeCatalog``.
     """
 
     @classmethod
@@ -53,8 +53,12 @@ class DuckLakeDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DuckLakeReader:
         options = self._source_options()
-        with options.open_table() as table:
-            return DuckLakeReader(options.pinned(table.snapshot_id), schema, table.columns)
+        opened = options.resolve()  # kept open for partitions(), in this same worker
+        try:
+            return DuckLakeReader(options.pinned(opened.table.snapshot_id), schema, opened)
+        except BaseException:
+            opened.close()
+            raise
 
 
 def register_spark(spark) -> None:
