@@ -7,12 +7,28 @@
     >>> ctx.sql("SELECT count(*) FROM lake.main.orders").show()
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import errors
 from .errors import DuckLakeError
-from .provider import DuckLakeCatalog, DuckLakeTable, ScanPlan
+from .provider import DuckLakeTable, ScanPlan
+
+if TYPE_CHECKING:
+    from .provider._catalog_provider import DuckLakeCatalog
 
 __all__ = ["DuckLakeCatalog", "DuckLakeError", "DuckLakeTable", "ScanPlan", "errors", "register"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # DuckLakeCatalog subclasses datafusion's CatalogProvider; import datafusion on first use.
+    if name == "DuckLakeCatalog":
+        from .provider._catalog_provider import DuckLakeCatalog
+
+        return DuckLakeCatalog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:

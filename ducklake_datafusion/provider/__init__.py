@@ -1,6 +1,9 @@
-"""Planning and execution: metadata -> ScanPlan -> Arrow batches, and the DataFusion adapter."""
+"""Planning and execution: metadata -> ScanPlan -> Arrow batches, and the DataFusion adapter.
 
-from ._catalog_provider import DuckLakeCatalog, DuckLakeSchema
+The DataFusion catalog providers are imported on first use, so Spark executors (which only
+run ``execute_tasks``) never pay for importing ``datafusion``.
+"""
+
 from ._dataset import DuckLakeDataset
 from ._executor import execute_plan, execute_tasks, read_request
 from ._plan import (
@@ -30,3 +33,11 @@ __all__ = [
     "execute_tasks",
     "read_request",
 ]
+
+
+def __getattr__(name: str):
+    if name in ("DuckLakeCatalog", "DuckLakeSchema"):
+        from . import _catalog_provider
+
+        return getattr(_catalog_provider, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -270,7 +270,7 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
             for column in request.columns:
                 source = sources[column.column_id]
                 if source is not None:
-                    arrays.append(conform(batch.column(source.name), source, column))
+                    arrays.append(_convert(batch.column(source.name), source, column, what))
                 elif column.name in partition_values:
                     arrays.append(_constant(partition_values[column.name], column, length))
                 else:
@@ -288,6 +288,19 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
             out = _finish(out, request)
             if out is not None and out.num_rows:
                 yield out
+
+
+def _convert(array: pa.Array, source: pa.Field, column: ColumnSpec, what: str) -> pa.Array:
+    """conform() with an error that names the column instead of blaming the file."""
+    try:
+        return conform(array, source, column)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise DataFileError(
+            f"column {column.name!r} of {what} holds values that cannot be read as "
+            f"{column.type_name} ({exc}); e.g. HUGEINT values beyond 1e38 are stored as "
+            "doubles by the writer and do not fit decimal(38, 0). Select other columns, "
+            "or cast the column in DuckDB"
+        ) from exc
 
 
 def _empty(length: int) -> pa.RecordBatch:
