@@ -20,8 +20,6 @@ from ..errors import NotADuckLakeCatalogError, UnsupportedFeatureError, Unsuppor
 from ._backend import MetadataSession
 from ._models import (
     ColumnEntry,
-    DataFileEntry,
-    DeleteFileEntry,
     InlinedTableEntry,
     NameMappingNode,
     PartitionColumnEntry,
@@ -232,19 +230,7 @@ FILE_COLUMNS = (
     "delete_footer_size", "delete_begin_snapshot", "delete_encrypted",
 )  # fmt: skip
 
-_FILES_SQL = (
-    "SELECT d.data_file_id, d.path, d.path_is_relative, d.file_format, d.record_count, "
-    "d.file_size_bytes, d.footer_size, d.row_id_start, d.begin_snapshot, d.partial_max, "
-    "d.mapping_id, d.partition_id, d.encryption_key, "
-    "x.delete_file_id, x.path, x.path_is_relative, x.format, x.delete_count, "
-    "x.file_size_bytes, x.footer_size, x.begin_snapshot, x.encryption_key "
-    "FROM ducklake_data_file d LEFT JOIN ("
-    f"  SELECT * FROM ducklake_delete_file WHERE table_id = ? AND {live()}"
-    ") x ON x.data_file_id = d.data_file_id "
-    f"WHERE d.table_id = ? AND {live('d')} ORDER BY d.data_file_id"
-)
-
-# The same rows, columnar, for the planner: files and delete files are read with two plain
+# Live data files with their live delete file, columnar for the planner: read with two plain
 # queries and joined in Arrow (SQLite builds a temporary index for the SQL join every time).
 _DATA_FILES_SQL = (
     "SELECT data_file_id, path, path_is_relative, file_format, record_count, file_size_bytes, "
@@ -279,38 +265,6 @@ def read_file_table(session: MetadataSession, table_id: int, snapshot: int) -> p
 
 def _opt_int(value: object) -> int | None:
     return None if value is None else int(value)
-
-
-def _data_file(r: tuple) -> DataFileEntry:
-    delete = None
-    if r[13] is not None:
-        delete = DeleteFileEntry(
-            delete_file_id=int(r[13]),
-            path=r[14],
-            path_is_relative=_bool(r[15]),
-            format=(r[16] or "parquet").lower(),
-            delete_count=_opt_int(r[17]),
-            file_size_bytes=_opt_int(r[18]),
-            footer_size=_opt_int(r[19]),
-            begin_snapshot=int(r[20]),
-            encrypted=r[21] is not None,
-        )
-    return DataFileEntry(
-        data_file_id=int(r[0]),
-        path=r[1],
-        path_is_relative=_bool(r[2]),
-        file_format=(r[3] or "parquet").lower(),
-        record_count=int(r[4]),
-        file_size_bytes=_opt_int(r[5]),
-        footer_size=_opt_int(r[6]),
-        row_id_start=_opt_int(r[7]),
-        begin_snapshot=int(r[8]),
-        partial_max=_opt_int(r[9]),
-        mapping_id=_opt_int(r[10]),
-        partition_id=_opt_int(r[11]),
-        encrypted=r[12] is not None,
-        delete_file=delete,
-    )
 
 
 def read_table_files(

@@ -10,30 +10,48 @@
     >>> from ducklake_datafusion.spark import read_table
     >>> df = read_table(spark, "lake.ducklake", "main.orders")   # + filter pushdown
 
+    >>> from ducklake_datafusion.spark import read_changes       # the change feed
+    >>> changes = read_changes(spark, "lake.ducklake", "main.orders", 3, 7)
+    >>> # = spark.read.format("ducklake").option("metadata", ...)
+    >>> #       .option("read_changes", "3,7").load("main.orders")
+
 The driver plans the scan once (catalog metadata, files pruned with the filters Spark
 pushes down) and ships task groups of about ``partition_bytes`` each to the executors,
 which read Parquet with the very executor DataFusion uses: positional deletes, inlined
 rows and schema evolution included. Executors never open the catalog. Filter pushdown is
 on in ``read_table`` and opt-in on the format (``.option("pushdown", "true")``), because of
-a pyspark 4.1 bug that ``read_table`` works around (see ``_reader.py``).
+a pyspark 4.1 bug that ``read_table`` works around (see ``_reader.py``). The change feed
+is computed on the driver with ``table_changes`` and shipped to executors as Arrow batches
+(see ``_changes.py``).
 
 Importing :mod:`ducklake_datafusion` does not import pyspark; only this subpackage does.
 """
 
 from __future__ import annotations
 
+from ._changes import ChangesPartition, DuckLakeChangesReader, changes_schema
 from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
 from ._reader import DuckLakeReader, ScanPartition
-from ._source import PUSHDOWN_CONF, DuckLakeDataSource, read_table, register_spark
+from ._source import (
+    PUSHDOWN_CONF,
+    DuckLakeDataSource,
+    read_changes,
+    read_table,
+    register_spark,
+)
 from ._types import spark_schema, spark_type
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
     "PUSHDOWN_CONF",
+    "ChangesPartition",
+    "DuckLakeChangesReader",
     "DuckLakeDataSource",
     "DuckLakeReader",
     "ScanPartition",
     "SourceOptions",
+    "changes_schema",
+    "read_changes",
     "read_table",
     "register_spark",
     "spark_schema",

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
 
-__all__ = ["check_castable", "to_spark_batch"]
+__all__ = ["check_castable", "to_spark_batch", "to_spark_table"]
 
 
 def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
@@ -31,6 +31,17 @@ def to_spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
         column = batch.column(index)
         arrays.append(column if column.type == field.type else _cast(column, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def to_spark_table(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """:func:`to_spark_batch` for a whole table (columns in ``target`` order)."""
+    if len(target) == 0:
+        return table.select([])
+    arrays = []
+    for index, field in enumerate(target):
+        column = table.column(index)
+        arrays.append(column if column.type == field.type else _cast(column, field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 def check_castable(source: pa.DataType, target: pa.DataType, column: str, declared: str) -> None:

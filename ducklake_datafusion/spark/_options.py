@@ -44,8 +44,12 @@ SOURCE_KEYS = (
     "partition_bytes",
     "min_partitions",
     "pushdown",
+    "read_changes",
+    "changes_start",
+    "changes_end",
     GUARD_OPTION,
 )
+CHANGE_KEYS = ("read_changes", "changes_start", "changes_end")
 _UNITS = {
     "": 1,
     "b": 1,
@@ -81,6 +85,8 @@ class SourceOptions:
     min_partitions: int = 1
     pushdown: bool = False
     guard: bool = False
+    changes_start: str | None = None
+    changes_end: str | None = None  # None: the latest snapshot
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -108,6 +114,12 @@ class SourceOptions:
         snapshot_time = _snapshot_time(values.get("snapshot_time"))
         if snapshot is not None and snapshot_time is not None:
             raise InvalidOptionError("pass either the 'snapshot' or the 'snapshot_time' option")
+        changes_start, changes_end = _change_bounds(values)
+        if changes_start is not None and (snapshot is not None or snapshot_time is not None):
+            raise InvalidOptionError(
+                "the change feed (read_changes / changes_start / changes_end) reads a range of "
+                "snapshots; it cannot be combined with 'snapshot' or 'snapshot_time'"
+            )
         return cls(
             metadata=metadata,
             schema_name=schema_name,
@@ -120,35 +132,59 @@ class SourceOptions:
             min_partitions=_count(values.get("min_partitions")),
             pushdown=_flag(values, "pushdown"),
             guard=_flag(values, GUARD_OPTION),
+            changes_start=changes_start,
+            changes_end=changes_end,
         )
 
     @property
     def table_label(self) -> str:
         return f"{self.schema_name}.{self.table_name}"
 
+    @property
+    def changes(self) -> bool:
+        """True when this load reads the change feed instead of a table state."""
+        return self.changes_start is not None
+
     def pinned(self, snapshot_id: int) -> SourceOptions:
         """The same read, fixed to one snapshot id (so later plans see the same table)."""
         return dataclasses.replace(self, snapshot=snapshot_id, snapshot_time=None)
 
-    def resolve(self) -> OpenTable:
-        """Resolve the table in the catalog; release the handle with ``close()``.
+    def pinned_changes(self, first: int, last: int) -> SourceOptions:
+        """The same change feed, its bounds fixed to the snapshot ids they resolved to."""
+        return dataclasses.replace(self, changes_start=str(first), changes_end=str(last))
 
-        Only the Spark driver's planning workers call this; executors never do.
-        """
+    def catalog(self) -> DuckLakeCatalog:
+        """The lake (pinned if ``snapshot``/``snapshot_time`` are set); see :meth:`open_catalog`."""
         from ..provider import DuckLakeCatalog
 
-        catalog = DuckLakeCatalog(
+        return DuckLakeCatalog(
             self.metadata,
             data_path=self.data_path,
             snapshot=self.snapshot,
             snapshot_time=self.snapshot_time,
             storage_options=self.storage,
         )
+
+    def resolve(self) -> OpenTable:
+        """Resolve the table in the catalog; release the handle with ``close()``.
+
+        Only the Spark driver's planning workers call this; executors never do.
+        """
+        catalog = self.catalog()
         try:
             return OpenTable(catalog.table(self.schema_name, self.table_name), catalog)
         except BaseException:
             OpenTable(None, catalog).close()
             raise
+
+    @contextmanager
+    def open_catalog(self) -> Iterator:
+        """:meth:`catalog` as a context manager: yields it, then releases its handle."""
+        catalog = self.catalog()
+        try:
+            yield catalog
+        finally:
+            OpenTable(None, catalog).close()
 
     @contextmanager
     def open_table(self) -> Iterator:
@@ -186,6 +222,43 @@ def _table_option(values: Mapping[str, str]) -> str:
             "format 'ducklake' needs a table: .load('main.orders') or .option('table', ...)"
         )
     return name
+
+
+def _change_bounds(values: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """``read_changes`` / ``changes_start`` / ``changes_end`` -> (start, end) texts.
+
+    ``read_changes`` is ``"start,end"``, or ``"true"`` with the bounds in ``changes_start``
+    and ``changes_end``; ``changes_start`` alone also turns the mode on. The bounds are
+    checked by the core when they are resolved (``table_changes``' errors).
+    """
+    mode = str(values.get("read_changes", "")).strip()
+    start = str(values.get("changes_start", "")).strip() or None
+    end = str(values.get("changes_end", "")).strip() or None
+    if mode.lower() in ("", "true", "false"):
+        if mode.lower() == "false":
+            if start or end:
+                raise InvalidOptionError(
+                    "option 'read_changes' is 'false' but 'changes_start'/'changes_end' are set"
+                )
+            return None, None
+        if start is None and (end is not None or mode.lower() == "true"):
+            raise InvalidOptionError(
+                "the change feed needs a start: .option('changes_start', <snapshot id or ISO "
+                "time>) (optionally 'changes_end'), or .option('read_changes', '<start>,<end>')"
+            )
+        return start, end
+    if start is not None or end is not None:
+        raise InvalidOptionError(
+            f"option 'read_changes' ({mode!r}) already gives both bounds; do not also pass "
+            "'changes_start' / 'changes_end'"
+        )
+    parts = [p.strip() for p in mode.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InvalidOptionError(
+            f"option 'read_changes' must be '<start>,<end>' (snapshot ids or ISO timestamps, "
+            f"e.g. '3,7' or '2024-05-01T00:00:00,2024-05-02T00:00:00'), got {mode!r}"
+        )
+    return parts[0], parts[1]
 
 
 def split_table_name(text: str) -> tuple[str, str]:

@@ -6,7 +6,8 @@ same DataFrame unpickles that object. :meth:`schema` therefore records the snaps
 read, so all actions on one DataFrame read one snapshot even while writers commit.
 
 ``read_table`` is the recommended entry point: it turns filter pushdown on and adds the
-guard that keeps pushdown correct on pyspark 4.1 (see ``_reader.py``).
+guard that keeps pushdown correct on pyspark 4.1 (see ``_reader.py``). ``read_changes``
+reads the change feed between two snapshots instead (see ``_changes.py``).
 """
 
 from __future__ import annotations
@@ -17,22 +18,26 @@ from collections.abc import Mapping
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from ._options import GUARD_OPTION, SourceOptions
+from ..errors import InvalidOptionError
+from ._changes import DuckLakeChangesReader, changes_schema, resolve_changes
+from ._options import CHANGE_KEYS, GUARD_OPTION, SourceOptions
 from ._reader import GUARD_COLUMN, DuckLakeReader, guard_field
 from ._types import spark_schema
 
-__all__ = ["PUSHDOWN_CONF", "DuckLakeDataSource", "read_table", "register_spark"]
+__all__ = ["PUSHDOWN_CONF", "DuckLakeDataSource", "read_changes", "read_table", "register_spark"]
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class DuckLakeDataSource(DataSource):
-    """``spark.read.format("ducklake")``: a DuckLake table at one snapshot.
+    """``spark.read.format("ducklake")``: a DuckLake table at one snapshot, or its changes.
 
     Options: ``metadata`` (catalog string, required), the table as ``load("schema.table")``
     or ``.option("table", ...)``, ``snapshot`` or ``snapshot_time``, ``data_path``,
     ``partition_bytes``, ``min_partitions``, ``pushdown`` (default false; see
-    ``read_table``), and any storage option of ``DuckLakeCatalog``.
+    ``read_table``), and any storage option of ``DuckLakeCatalog``. With ``read_changes``
+    (``"start,end"``) or ``changes_start`` [+ ``changes_end``] it reads the change feed
+    between two snapshots instead (see ``read_changes``).
     """
 
     @classmethod
@@ -41,18 +46,27 @@ class DuckLakeDataSource(DataSource):
 
     def _source_options(self) -> SourceOptions:
         options = SourceOptions.parse(self.options)
+        if options.changes:
+            bounds = getattr(self, "_change_range", None)
+            return options.pinned_changes(*bounds) if bounds is not None else options
         pinned = getattr(self, "_snapshot_id", None)
         return options.pinned(pinned) if pinned is not None else options
 
     def schema(self) -> StructType:
         options = self._source_options()
+        if options.changes:
+            found = resolve_changes(options)
+            self._change_range = (found.first, found.last)
+            return changes_schema(found.columns)
         with options.open_table() as table:
             self._snapshot_id = table.snapshot_id
             schema = spark_schema(table.columns)
         return schema.add(guard_field()) if options.guard else schema
 
-    def reader(self, schema: StructType) -> DuckLakeReader:
+    def reader(self, schema: StructType) -> DuckLakeReader | DuckLakeChangesReader:
         options = self._source_options()
+        if options.changes:
+            return DuckLakeChangesReader(options, schema)
         opened = options.resolve()  # kept open for partitions(), in this same worker
         try:
             return DuckLakeReader(options.pinned(opened.table.snapshot_id), schema, opened)
@@ -105,7 +119,16 @@ def read_table(
             as keyword arguments.
         schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
         pushdown: push filters down to the scan (default true).
+
+    Raises:
+        InvalidOptionError: a change-feed option was passed (use :func:`read_changes`).
     """
+    passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
+    if passed:
+        raise InvalidOptionError(
+            f"read_table reads a table state; for the change feed ({', '.join(passed)}) use "
+            "read_changes(spark, metadata, table, start, end)"
+        )
     register_spark(spark)
     values: dict[str, object] = {
         "metadata": metadata,
@@ -130,6 +153,68 @@ def read_table(
     from pyspark.sql import functions as F
 
     return reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
+
+
+def read_changes(
+    spark,
+    metadata: str,
+    table: str,
+    start: int | _dt.datetime | _dt.date | str,
+    end: int | _dt.datetime | _dt.date | str | None = None,
+    *,
+    data_path: str | None = None,
+    partition_bytes: int | str | None = None,
+    min_partitions: int | None = None,
+    storage_options: Mapping[str, object] | None = None,
+    schema: StructType | str | None = None,
+    **options: object,
+):
+    """The change feed of ``schema.table`` from ``start`` through ``end`` as a DataFrame.
+
+    The rows and columns of ``ducklake_table_changes`` / ``functions.table_changes``:
+    ``snapshot_id`` (bigint), ``rowid`` (bigint), ``change_type`` (string: ``insert``,
+    ``delete``, ``update_preimage``, ``update_postimage``), then the table's columns as of
+    the end snapshot. The driver computes the feed (once per query) and hands it to the
+    executors in Arrow batches; filters are applied by Spark (no pushdown).
+
+    Args:
+        spark: the ``SparkSession``.
+        metadata: the catalog, as for ``DuckLakeCatalog``.
+        table: ``"schema.table"`` (or ``"table"`` in ``main``).
+        start / end: inclusive bounds: snapshot ids, or times (datetime, date or ISO text;
+            no zone means UTC). A start time selects the first snapshot at or after it, an
+            end time the last at or before it. ``end=None``: the latest snapshot when the
+            DataFrame is loaded. Both are resolved once, so later actions on the DataFrame
+            read the same range.
+        data_path, partition_bytes, storage_options: as for :func:`read_table`.
+        min_partitions: split the feed into at least this many partitions (as far as it
+            has rows); default: Spark's default parallelism.
+        schema: a Spark schema (``StructType`` or DDL) selecting feed columns by name.
+
+    Raises:
+        SnapshotNotFoundError, InvalidOptionError, TableNotFoundError: bad bounds or table
+            (raised by ``load()``, inside a Spark ``AnalysisException``).
+    """
+    if start is None:
+        raise InvalidOptionError("read_changes needs a start snapshot id or time")
+    register_spark(spark)
+    values: dict[str, object] = {
+        "metadata": metadata,
+        "changes_start": start,
+        "changes_end": end,
+        "data_path": data_path,
+        "partition_bytes": partition_bytes,
+        "min_partitions": min_partitions or _default_parallelism(spark),
+    }
+    values.update(storage_options or {})
+    values.update(options)
+    reader = spark.read.format(DuckLakeDataSource.name())
+    for key, value in values.items():
+        if value is not None:
+            reader = reader.option(key, _option_text(value))
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.load(table)
 
 
 def _default_parallelism(spark) -> int | None:
