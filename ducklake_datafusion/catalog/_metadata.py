@@ -56,6 +56,29 @@ def live(alias: str = "") -> str:
     return f"{p}begin_snapshot <= ? AND ({p}end_snapshot IS NULL OR ? < {p}end_snapshot)"
 
 
+_SNAPSHOT_CACHE_SIZE = 512
+
+
+def _per_snapshot(session: MetadataSession, key: tuple, compute):
+    """Memoise a lookup whose answer is fixed once its snapshot exists.
+
+    What is live at snapshot S (schemas, tables, columns, inlined-table layouts) never
+    changes after S is committed: later commits only add rows beginning after S or end rows
+    after S. So names are still looked up on every call (the latest snapshot id is read
+    each time), but an unchanged lake costs one small query instead of four. File lists are
+    not cached: maintenance may move the rows that describe them.
+    """
+    cache = getattr(session, "cache", None)
+    if cache is None:
+        return compute()
+    memo = cache.setdefault("per_snapshot", {})
+    if key not in memo:
+        if len(memo) >= _SNAPSHOT_CACHE_SIZE:
+            memo.clear()
+        memo[key] = compute()
+    return memo[key]
+
+
 def _bool(value: object) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "t", "true")
@@ -167,12 +190,18 @@ def snapshot_at_time(
 
 
 def list_schemas(session: MetadataSession, snapshot: int) -> list[SchemaEntry]:
+    return list(
+        _per_snapshot(session, ("schemas", snapshot), lambda: _list_schemas(session, snapshot))
+    )
+
+
+def _list_schemas(session: MetadataSession, snapshot: int) -> tuple[SchemaEntry, ...]:
     rows = session.rows(
         "SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema "
         f"WHERE {live()} ORDER BY schema_id",
         [snapshot, snapshot],
     )
-    return [SchemaEntry(int(r[0]), r[1], r[2], _bool(r[3])) for r in rows]
+    return tuple(SchemaEntry(int(r[0]), r[1], r[2], _bool(r[3])) for r in rows)
 
 
 _TABLE_SQL = (
@@ -206,11 +235,23 @@ def find_table(
     session: MetadataSession, snapshot: int, schema_name: str, table_name: str
 ) -> TableEntry | None:
     params = [snapshot] * 4 + [schema_name, table_name]
-    rows = session.rows(_TABLE_SQL + " AND t.table_name = ?", params)
-    return _table(rows[0]) if rows else None
+
+    def lookup() -> TableEntry | None:
+        rows = session.rows(_TABLE_SQL + " AND t.table_name = ?", params)
+        return _table(rows[0]) if rows else None
+
+    return _per_snapshot(session, ("table", snapshot, schema_name, table_name), lookup)
 
 
 def read_columns(session: MetadataSession, table_id: int, snapshot: int) -> tuple[ColumnEntry, ...]:
+    """Step 4: every column version live at the snapshot, all nesting levels."""
+    key = ("columns", snapshot, table_id)
+    return _per_snapshot(session, key, lambda: _read_columns(session, table_id, snapshot))
+
+
+def _read_columns(
+    session: MetadataSession, table_id: int, snapshot: int
+) -> tuple[ColumnEntry, ...]:
     """Step 4: every column version live at the snapshot, all nesting levels."""
     rows = session.rows(
         "SELECT column_id, column_name, column_type, initial_default, parent_column, column_order, "
@@ -287,14 +328,17 @@ def read_table_files(
     tid = table.table_id
     file_table = read_file_table(session, tid, snapshot)
     mapping_ids = {m for m in file_table.column("mapping_id").to_pylist() if m is not None}
+    partitioned = (
+        with_partitions and file_table.column("partition_id").null_count < file_table.num_rows
+    )
     return TableFiles(
         file_table=file_table,
         inlined_deletes=_inlined_deletes(session, tid, snapshot),
         inlined_rows=_inlined_rows(session, tid, snapshot),
         name_mappings=_name_mappings(session, mapping_ids),
         stats=_file_stats(session, tid, sorted(set(stats_columns))),
-        partition_columns=_partition_columns(session, tid) if with_partitions else {},
-        partition_values=_partition_values(session, tid) if with_partitions else None,
+        partition_columns=_partition_columns(session, tid) if partitioned else {},
+        partition_values=_partition_values(session, tid) if partitioned else None,
     )
 
 
@@ -335,7 +379,10 @@ def _inlined_tables(session: MetadataSession, table_id: int) -> list[InlinedTabl
 
 def _inlined_rows(session: MetadataSession, table_id: int, snapshot: int):
     result = []
-    for entry in _inlined_tables(session, table_id):
+    tables = _per_snapshot(
+        session, ("inlined_tables", snapshot, table_id), lambda: _inlined_tables(session, table_id)
+    )
+    for entry in tables:
         if entry.layout_snapshot > snapshot or not _INLINED_DATA.match(entry.table_name):
             continue
         if not session.has_table(entry.table_name):
