@@ -22,6 +22,7 @@ pytest.importorskip("pyspark")
 import pyarrow as pa
 from lakes import LakeSpec, assert_same_rows
 from pyspark.sql.datasource import (
+    DataSourceReader,
     EqualNullSafe,
     EqualTo,
     GreaterThan,
@@ -36,10 +37,19 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from ducklake_datafusion.errors import InvalidOptionError, UnsupportedTypeError
+from ducklake_datafusion import DuckLakeCatalog
+from ducklake_datafusion.errors import (
+    InvalidOptionError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    UnsupportedTypeError,
+)
+from ducklake_datafusion.functions import table_changes
 from ducklake_datafusion.provider import DataFileTask
 from ducklake_datafusion.spark import (
+    DuckLakeChangesReader,
     DuckLakeDataSource,
+    read_changes,
     read_table,
     register_spark,
 )
@@ -597,3 +607,149 @@ def test_table_names():
     for bad in ("a.b.c", "", "a.", '"open'):
         with pytest.raises(InvalidOptionError):
             split_table_name(bad)
+
+
+# --------------------------------------------------------------------------------------------
+# The change feed (read_changes): DuckDB's ducklake_table_changes
+
+
+def _changes_history(lake) -> int:
+    """Inserts, deletes and updates in files and inlined, then schema changes (limit 5)."""
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR, v DOUBLE, l INTEGER[])")  # 1
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i, i / 2, [i] FROM range(200) r(i)")
+    lake.sql(
+        "INSERT INTO lake.main.t VALUES (1000, 'a', 1, [1]), (1001, NULL, 'nan', NULL), "
+        "(1002, 'b', NULL, [])"
+    )  # 3: inlined
+    lake.sql("DELETE FROM lake.main.t WHERE id % 10 = 3")  # 4: delete file
+    lake.sql("DELETE FROM lake.main.t WHERE id IN (5, 1000)")  # 5: file row + inlined row
+    lake.sql("UPDATE lake.main.t SET v = -v WHERE id % 25 = 7")  # 6: file update
+    lake.sql("UPDATE lake.main.t SET s = 'u' WHERE id IN (1001, 1002)")  # 7: inlined update
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN w INTEGER DEFAULT 0")  # 8
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'n', 0.5, [], i FROM range(200, 220) r(i)")
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO s2")  # 10
+    lake.sql("UPDATE lake.main.t SET w = id WHERE id BETWEEN 40 AND 59")  # 11
+    lake.sql("INSERT INTO lake.main.t VALUES (3000, 'z', 2, [3], 3)")  # 12: inlined
+    return 12
+
+
+def _duckdb_changes(lake, a, b, columns: str = "*", where: str = "true"):
+    return lake.reference(
+        f"SELECT {columns} FROM ducklake_table_changes('lake', 'main', 't', {a}, {b}) WHERE {where}"
+    )
+
+
+def test_change_feed_matches_duckdb(spark, make_lake):
+    lake = make_lake(inline_limit=5)
+    last = _changes_history(lake)
+    times = lake.reference("SELECT snapshot_id, snapshot_time FROM lake.snapshots()").to_pylist()
+    when = {r["snapshot_id"]: r["snapshot_time"] for r in times}
+    us = dt.timedelta(microseconds=1)
+    start_time, end_time = when[6] - us, when[11] + us  # -> snapshots 6 and 11
+
+    def tz(value: dt.datetime) -> str:
+        return f"TIMESTAMPTZ '{value.astimezone(dt.timezone.utc).isoformat()}'"
+
+    expected = [
+        _duckdb_changes(lake, 0, last),
+        _duckdb_changes(lake, 3, 7),  # ends before the schema changes
+        _duckdb_changes(lake, tz(start_time), tz(end_time)),  # across ADD and RENAME
+        _duckdb_changes(lake, 0, last, "id, change_type", "change_type = 'insert'"),
+    ]
+    metadata = lake.reader_args()["metadata"]
+
+    whole = read_changes(spark, metadata, "main.t", 0)  # no end: the latest snapshot at load()
+    assert whole.schema.simpleString() == (
+        "struct<snapshot_id:bigint,rowid:bigint,change_type:string,id:int,s2:string,"
+        "v:double,l:array<int>,w:int>"
+    )
+    got = whole.toArrow()
+    assert_same_rows(got, expected[0])
+    catalog = DuckLakeCatalog(metadata)
+    core = table_changes(catalog, "main", "t", 0, last)
+    catalog.backend.close()  # release the catalog file for the writer below
+    assert_same_rows(got, core, ordered=True)  # partitions keep the feed's order
+
+    df = _read(spark, lake, read_changes="3,7")
+    assert df.columns == ["snapshot_id", "rowid", "change_type", "id", "s", "v", "l"]
+    assert_same_rows(df.toArrow(), expected[1])
+
+    df = _read(spark, lake, changes_start=start_time.isoformat(), changes_end=end_time.isoformat())
+    assert_same_rows(df.toArrow(), expected[2])
+
+    # no pushdown (pyspark's default pushFilters hands every filter back): Spark filters
+    assert DuckLakeChangesReader.pushFilters is DataSourceReader.pushFilters
+    inserts = whole.filter("change_type = 'insert'")
+    assert_same_rows(inserts.select("id", "change_type").toArrow(), expected[3])
+
+    # the bounds are resolved once per DataFrame: later commits change neither rows nor schema
+    lake.sql("INSERT INTO lake.main.t VALUES (4000, 'late', 0, [], 0)")
+    lake.sql("ALTER TABLE lake.main.t DROP COLUMN l")
+    lake.detach()  # a DuckDB catalog file: no readers while the writer has it attached
+    assert inserts.count() == expected[3].num_rows and "l" in whole.columns
+    again = read_changes(spark, metadata, "t", 0)
+    assert "l" not in again.columns
+    assert again.filter("change_type = 'insert'").count() == expected[3].num_rows + 1
+    with pytest.raises(Exception, match="SnapshotNotFoundError.*no snapshot 99"):
+        _read(spark, lake, read_changes="0,99")
+
+
+def test_change_feed_partitions_projection_and_errors(make_lake):
+    """Planning without Spark: partitions, a user schema, executors without the catalog."""
+    from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructType
+
+    lake = make_lake(inline_limit=5)
+    last = _changes_history(lake)
+    expected = _duckdb_changes(lake, 2, last)
+    projected = _duckdb_changes(lake, 4, 7, 'change_type, id AS "ID", v')
+    source = pickle.loads(pickle.dumps(_source(lake, read_changes=f"2,{last}")))
+    reader = source.reader(source.schema())
+    shipped = pickle.dumps(reader)  # pyspark pickles the reader before partitions()
+    for options, count in [({}, 1), ({"min_partitions": "3"}, 3), ({"partition_bytes": "1"}, 0)]:
+        partitions = (
+            _source(lake, read_changes=f"2,{last}", **options).reader(source.schema()).partitions()
+        )
+        assert len(partitions) == (count or expected.num_rows), options
+    partitions = pickle.loads(pickle.dumps(partitions))
+    os.rename(lake.metadata, lake.metadata + ".away")  # executors must not need it
+    try:
+        executor = pickle.loads(shipped)
+        batches = [b for p in partitions for b in executor.read(p)]
+    finally:
+        os.rename(lake.metadata + ".away", lake.metadata)
+    assert_same_rows(pa.Table.from_batches(batches, schema=executor.target), expected)
+    assert list(executor.read(None)) == []
+
+    # a user schema selects feed columns by name (any case) and may widen them
+    user = StructType().add("change_type", StringType()).add("ID", LongType())
+    user = user.add("v", DoubleType())
+    reader = _source(lake, changes_start="4", changes_end="7").reader(user)
+    rows = pa.Table.from_batches(
+        [b for p in reader.partitions() for b in reader.read(p)], schema=reader.target
+    )
+    assert_same_rows(rows, projected)
+    reader = _source(lake, changes_start=str(last)).reader(user)  # no end: the latest now
+    rows = [r for p in reader.partitions() for b in reader.read(p) for r in b.to_pylist()]
+    assert len(rows) == _duckdb_changes(lake, last, last).num_rows == 1
+    with pytest.raises(InvalidOptionError, match="'nope', which is none"):
+        _source(lake, read_changes="4,7").reader(
+            StructType().add("nope", IntegerType())
+        ).partitions()
+
+    def fails(error, match, **options):
+        with pytest.raises(error, match=match):
+            _source(lake, **options).schema()
+
+    fails(InvalidOptionError, "cannot be combined", read_changes="2,4", snapshot="3")
+    fails(InvalidOptionError, "cannot be combined", changes_start="2", snapshot_time="2024-01-01")
+    fails(InvalidOptionError, "must be '<start>,<end>'", read_changes="3")
+    fails(InvalidOptionError, "already gives both", read_changes="2,4", changes_end="5")
+    fails(InvalidOptionError, "needs a start", changes_end="5")
+    fails(InvalidOptionError, "needs a start", read_changes="true")
+    fails(InvalidOptionError, "neither a snapshot id", read_changes="0,yesterday")
+    fails(SnapshotNotFoundError, "no snapshot 99", read_changes="99,100")
+    fails(SnapshotNotFoundError, "at or after", changes_start="2999-01-01T00:00:00")
+    fails(SnapshotNotFoundError, "at or before", read_changes="0,2001-01-01")
+    fails(TableNotFoundError, "no table main.t at snapshot 0", read_changes="0,0")
+    with pytest.raises(InvalidOptionError, match="use read_changes"):
+        read_table(None, lake.metadata, "main.t", read_changes="2,4")

@@ -1,0 +1,235 @@
+"""The change-feed mode of the ``ducklake`` source: ``read_changes``.
+
+``.option("read_changes", "3,7")`` (or ``changes_start`` [+ ``changes_end``]) makes the
+source return the change feed of ``ducklake_table_changes`` instead of a table state:
+``snapshot_id``, ``rowid``, ``change_type``, then the table's columns as of the end
+snapshot. How pyspark 4.1 runs it:
+
+* ``DataSource.schema()`` (planning worker, once per DataFrame) resolves both bounds to
+  snapshot ids with the core's rules (``provider._changes.resolve_bound``: a time selects
+  the first snapshot at or after it as the start, the last at or before it as the end; no
+  end means the latest snapshot) and reads the table's columns at the end snapshot. The data source keeps the two ids, so every action on the
+  DataFrame reads the same range and schema even while writers commit.
+* ``partitions()`` (planning worker, once per query) computes the feed with the core's
+  ``table_changes`` (the function behind the SQL table function), casts it to the Arrow
+  schema Spark expects, and cuts it into row ranges of about ``partition_bytes`` (at least
+  ``min_partitions``, at most one per row), each carried by its partition as Arrow IPC
+  bytes. The partitions keep the feed's order (snapshot, rowid, change type).
+* ``read()`` (executors) only decodes those bytes: executors never open the catalog and
+  never read data files.
+
+No filter is pushed down: the reader keeps pyspark's default ``pushFilters``, which hands
+every filter back to Spark (so the plan-reuse bug described in ``_reader.py`` cannot
+change any answer here: every plan of the scan returns the whole feed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from ..errors import InvalidOptionError, SnapshotNotFoundError
+from ..types import ColumnSpec
+from ._arrow import check_castable, to_spark_table
+from ._options import SourceOptions
+from ._types import spark_arrow_type, spark_schema
+
+__all__ = [
+    "CHANGE_FIELDS",
+    "ChangeRange",
+    "ChangesPartition",
+    "DuckLakeChangesReader",
+    "changes_schema",
+    "resolve_changes",
+]
+
+CHANGE_FIELDS = (
+    StructField("snapshot_id", LongType(), nullable=True),
+    StructField("rowid", LongType(), nullable=True),
+    StructField("change_type", StringType(), nullable=True),
+)
+_BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
+
+
+def changes_schema(columns: tuple[ColumnSpec, ...]) -> StructType:
+    """The Spark schema of the feed: the three change columns, then the table's columns."""
+    return StructType([*CHANGE_FIELDS, *spark_schema(columns).fields])
+
+
+@dataclass(frozen=True)
+class ChangeRange:
+    """A change feed's bounds resolved to snapshot ids, and the columns at the end one."""
+
+    first: int
+    last: int
+    columns: tuple[ColumnSpec, ...]
+
+
+def resolve_changes(options: SourceOptions) -> ChangeRange:
+    """Resolve the bounds of ``options`` and read the table's columns at the end snapshot.
+
+    Only the driver's planning workers call this.
+
+    Raises:
+        SnapshotNotFoundError: a bound names no existing snapshot (or no snapshot at or
+            after / at or before a time).
+        InvalidOptionError: a bound is neither a snapshot id nor an ISO timestamp.
+        TableNotFoundError: the table does not exist at the end snapshot.
+    """
+    with options.open_catalog() as catalog:
+        first, last = _resolve_bounds(catalog, options.changes_start, options.changes_end)
+    with options.pinned(last).open_table() as table:
+        return ChangeRange(first, last, table.columns)
+
+
+def _resolve_bounds(catalog, start: str | None, end: str | None) -> tuple[int, int]:
+    """The same resolution ``table_changes`` applies, in one catalog transaction."""
+    from ..catalog import metadata
+    from ..catalog._history import list_snapshot_records
+    from ..provider._changes import resolve_bound
+    from ..provider._timetravel import snapshot_bounds
+
+    backend = catalog.backend
+    description = backend.description
+    with backend.session() as session:
+        metadata.read_settings(session, description)
+        records = list_snapshot_records(session)
+
+        def bounds() -> str:
+            return snapshot_bounds(session)
+
+        if not records:
+            raise SnapshotNotFoundError(f"{description} has no snapshots; {bounds()}")
+        first = resolve_bound(records, start, lower=True, description=description, bounds=bounds)
+        if end is None:
+            return first, records[-1].snapshot_id
+        last = resolve_bound(records, end, lower=False, description=description, bounds=bounds)
+    return first, last
+
+
+class ChangesPartition(InputPartition):
+    """One Spark input partition of a change feed: a row range as Arrow IPC stream bytes.
+
+    Attributes:
+        index: position among the feed's partitions (= order in the feed).
+        rows: number of rows.
+        data: the rows, already in the Arrow schema Spark expects.
+    """
+
+    def __init__(self, index: int, rows: int, data: bytes) -> None:
+        self.index = index
+        self.rows = rows
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"ChangesPartition({self.index}, rows={self.rows}, bytes={len(self.data)})"
+
+
+class DuckLakeChangesReader(DataSourceReader):
+    """Reads the change feed of one table between two snapshots for Spark.
+
+    Args:
+        options: the parsed options (bounds pinned to snapshot ids when the data source
+            derived the schema).
+        schema: the Spark schema to produce: the derived one, or the schema the user gave
+            with ``spark.read.schema(...)``, whose fields select (and may re-type) feed
+            columns by name.
+
+    Raises:
+        UnsupportedTypeError: a declared type Spark cannot receive from a Python source.
+    """
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.target: pa.Schema = pa.schema(
+            [pa.field(f.name, spark_arrow_type(f.dataType, f.name)) for f in schema.fields]
+        )
+        self.declared: tuple[str, ...] = tuple(f.dataType.simpleString() for f in schema.fields)
+
+    # -- planning (driver) ---------------------------------------------------------------
+
+    def feed(self) -> pa.Table:
+        """The change feed in Spark's Arrow schema (reads the catalog and the data files).
+
+        Raises:
+            InvalidOptionError: the schema names a column the feed lacks, or declares a
+                type the column cannot be cast to.
+            SnapshotNotFoundError, TableNotFoundError: as ``table_changes``.
+        """
+        from ..functions import table_changes
+
+        options = self.options
+        with options.open_catalog() as catalog:
+            end = options.changes_end
+            if end is None:  # a user schema skipped DataSource.schema(): latest now
+                end = catalog.snapshot_id()
+            feed = table_changes(
+                catalog, options.schema_name, options.table_name, options.changes_start, end
+            )
+        return self._to_target(feed)
+
+    def _to_target(self, feed: pa.Table) -> pa.Table:
+        names = feed.schema.names
+        if self.target.names == names:  # the derived schema (even with duplicate names)
+            selected = feed
+        else:
+            indices = [_find(names, name, self.options.table_label) for name in self.target.names]
+            selected = feed.select(indices)
+        for column, field, declared in zip(selected.columns, self.target, self.declared):
+            check_castable(column.type, field.type, field.name, declared)
+        return to_spark_table(selected, self.target)
+
+    def partitions(self) -> Sequence[ChangesPartition]:
+        """Row ranges of about ``partition_bytes`` each, at least ``min_partitions``.
+
+        Both bounds are capped by the number of rows; an empty feed is one empty partition.
+        """
+        table = self.feed()
+        count = max(-(-table.nbytes // self.options.partition_bytes), self.options.min_partitions)
+        count = max(1, min(count, table.num_rows))
+        edges = [table.num_rows * i // count for i in range(count + 1)]
+        return [
+            ChangesPartition(index, hi - lo, _ipc_bytes(table.slice(lo, hi - lo)))
+            for index, (lo, hi) in enumerate(pairwise(edges))
+        ]
+
+    # -- execution (executors) -------------------------------------------------------------
+
+    def read(self, partition: ChangesPartition | None) -> Iterator[pa.RecordBatch]:
+        """Yield the rows of one partition (already in Spark's Arrow schema)."""
+        if partition is None:  # pyspark's stand-in when a scan has no partitions
+            return iter(())
+        return _batches(partition.data)
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    """An Arrow IPC stream of ``table`` (slices are written without their parent's rows)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=_BATCH_ROWS)
+    return sink.getvalue().to_pybytes()
+
+
+def _batches(data: bytes) -> Iterator[pa.RecordBatch]:
+    with pa.ipc.open_stream(data) as reader:
+        yield from reader
+
+
+def _find(names: list[str], name: str, table: str) -> int:
+    """Spark resolves names case-insensitively by default; so do we, unless ambiguous."""
+    exact = [i for i, n in enumerate(names) if n == name]
+    if len(exact) == 1:
+        return exact[0]
+    folded = [i for i, n in enumerate(names) if n.lower() == name.lower()]
+    if not exact and len(folded) == 1:
+        return folded[0]
+    problem = "which matches several" if exact or folded else "which is none"
+    raise InvalidOptionError(
+        f"the schema given for the change feed of {table} names column {name!r}, {problem} "
+        f"of the feed's columns ({', '.join(names)})"
+    )
