@@ -309,7 +309,7 @@ def test_python_api_and_errors(make_lake):
     fails(changes_sql(0, 9), errors.SnapshotNotFoundError, "no snapshot 9")
     fails(changes_sql(0, "'yesterday'"), errors.InvalidOptionError, "neither a snapshot id")
     fails(changes_sql(0, 0), errors.TableNotFoundError, r"main\.t at snapshot 0")
-    fails(changes_sql(0, 2, table="nope"), errors.TableNotFoundError, "tables then: t")
+    fails(changes_sql(0, 2, table="nope"), errors.TableNotFoundError, "tables at that snapshot: t")
     fails(
         "SELECT * FROM ducklake_list_files('lake', 'main', 'nope')",
         errors.TableNotFoundError,

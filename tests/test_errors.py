@@ -51,7 +51,7 @@ def test_not_a_ducklake_catalog(tmp_path):
 
 def test_unknown_table_and_schema(lake):
     catalog = DuckLakeCatalog(**lake.reader_args())
-    with pytest.raises(errors.TableNotFoundError, match=r"main\.nope.*existing tables: t"):
+    with pytest.raises(errors.TableNotFoundError, match=r"main\.nope.*tables at that snapshot: t"):
         catalog.table("main", "nope")
     assert catalog.schema("no_such_schema") is None
     with pytest.raises(Exception, match="nope"):

@@ -18,6 +18,7 @@ from ..catalog._models import SnapshotInfo
 from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
 from ..pathres import StorageOptions
 from ..types import build_column_tree
+from ._lookup import find_table, require_table
 from ._table import DuckLakeTable, LakeAccess
 
 __all__ = ["DuckLakeCatalog", "DuckLakeSchema"]
@@ -121,13 +122,7 @@ class DuckLakeCatalog(CatalogProvider):
         with backend.session() as session:
             metadata.read_settings(session, backend.description)
             snap = self.resolve_snapshot(session)
-            entry = _find(session, snap.snapshot_id, schema, table)
-            if entry is None:
-                raise TableNotFoundError(
-                    f"{self.description} has no table {schema}.{table} at snapshot "
-                    f"{snap.snapshot_id}; existing tables: "
-                    f"{_existing(session, snap.snapshot_id, schema)}"
-                )
+            entry = require_table(session, self.description, snap.snapshot_id, schema, table)
             entries = metadata.read_columns(session, entry.table_id, snap.snapshot_id)
         return DuckLakeTable(self._access, entry, snap, entries, build_column_tree(entries))
 
@@ -156,26 +151,6 @@ class DuckLakeCatalog(CatalogProvider):
 
     def deregister_schema(self, name, cascade) -> None:
         raise NotImplementedError("DuckLake catalogs are read-only here; drop schemas in DuckDB")
-
-
-def _find(session, snapshot: int, schema: str, table: str):
-    entry = metadata.find_table(session, snapshot, schema, table)
-    if entry is not None:
-        return entry
-    # DataFusion lower-cases unquoted identifiers; DuckDB matches names case-insensitively.
-    candidates = [
-        t
-        for s in metadata.list_schemas(session, snapshot)
-        if s.schema_name.lower() == schema.lower()
-        for t in metadata.list_tables(session, snapshot, s.schema_name)
-        if t.table_name.lower() == table.lower()
-    ]
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def _existing(session, snapshot: int, schema: str) -> str:
-    names = [t.table_name for t in metadata.list_tables(session, snapshot, schema)]
-    return ", ".join(names[:20]) or "(none in that schema)"
 
 
 class DuckLakeSchema(SchemaProvider):
@@ -213,7 +188,7 @@ class DuckLakeSchema(SchemaProvider):
         backend = self._catalog.backend
         with backend.session() as session:
             snap = self._catalog.resolve_snapshot(session)
-            found = _find(session, snap.snapshot_id, self._name, name) is not None
+            found = find_table(session, snap.snapshot_id, self._name, name) is not None
         if found or "@" not in name:
             return found
         from ._timetravel import suffixed_table_exists

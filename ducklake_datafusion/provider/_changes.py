@@ -39,11 +39,12 @@ from ..catalog import MetadataSession, metadata
 from ..catalog._change_tokens import ROW_CHANGE_KINDS
 from ..catalog._history import SnapshotRecord, list_snapshot_records, table_by_id
 from ..catalog._models import ColumnEntry, DataFileEntry
-from ..errors import DuckLakeError, InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
+from ..errors import DuckLakeError, InvalidOptionError, SnapshotNotFoundError
 from ..pathres import resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._deletes import deleted_positions
 from ._executor import execute_plan
+from ._lookup import require_table
 from ._plan import DataFileTask, FileRef, ScanPlan
 from ._planner import build_scan_plan
 from ._reader import ROW_ID, open_file
@@ -339,8 +340,6 @@ def table_changes(
         SnapshotNotFoundError: a bound names no existing snapshot.
         TableNotFoundError: the table does not exist at the end snapshot.
     """
-    from ._catalog_provider import _existing, _find
-
     access = lake._access
     backend = access.backend
     description = backend.description
@@ -353,12 +352,9 @@ def table_changes(
 
         first = resolve_bound(records, start, lower=True, description=description, bounds=bounds)
         last = resolve_bound(records, end, lower=False, description=description, bounds=bounds)
-        entry = _find(session, last, schema, table)
-        if entry is None:
-            raise TableNotFoundError(
-                f"{description} has no table {schema}.{table} at snapshot {last}, the end of "
-                f"the change feed; tables then: {_existing(session, last, schema)}"
-            )
+        entry = require_table(
+            session, description, last, schema, table, context=", the end of the change feed"
+        )
         column_entries = metadata.read_columns(session, entry.table_id, last)
         columns = build_column_tree(column_entries)
         out_schema = change_schema(columns)

@@ -22,8 +22,8 @@ import pyarrow as pa
 from ..catalog import metadata
 from ..catalog._change_tokens import ChangeToken, split_quoted_names
 from ..catalog._history import list_file_rows, list_snapshot_records, table_sizes
-from ..errors import TableNotFoundError
 from ..pathres import join_path, resolve_data_path
+from ._lookup import require_table
 from ._planner import table_directory
 from ._timetravel import SnapshotRef, resolve_snapshot_ref
 
@@ -180,8 +180,6 @@ def list_files_table(
     lake, schema: str, table: str, snapshot: SnapshotRef | None = None
 ) -> pa.Table:
     """Data files of ``schema.table`` with their live delete file, at a snapshot."""
-    from ._catalog_provider import _existing, _find
-
     access = lake._access
     backend = access.backend
     with backend.session() as session:
@@ -190,12 +188,7 @@ def list_files_table(
             snap = lake.resolve_snapshot(session)
         else:
             snap = resolve_snapshot_ref(session, snapshot, backend.description)
-        entry = _find(session, snap.snapshot_id, schema, table)
-        if entry is None:
-            raise TableNotFoundError(
-                f"{backend.description} has no table {schema}.{table} at snapshot "
-                f"{snap.snapshot_id}; tables then: {_existing(session, snap.snapshot_id, schema)}"
-            )
+        entry = require_table(session, backend.description, snap.snapshot_id, schema, table)
         files = list_file_rows(session, entry.table_id, snap.snapshot_id)
     root = resolve_data_path(access.data_path_override or settings.get("data_path", ""))
     directory = table_directory(root, entry)

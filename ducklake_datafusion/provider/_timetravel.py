@@ -21,6 +21,7 @@ from ..catalog import MetadataSession, metadata
 from ..catalog._models import SnapshotInfo
 from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
 from ..types import build_column_tree
+from ._lookup import require_table
 from ._table import DuckLakeTable
 
 __all__ = [
@@ -127,20 +128,19 @@ def resolve_snapshot_ref(
 
 
 def _table_at(catalog, schema: str, name: str, ref: SnapshotRef) -> DuckLakeTable:
-    from ._catalog_provider import _existing, _find
-
     access = catalog._access
     backend = access.backend
     with backend.session() as session:
         metadata.read_settings(session, backend.description)
         snap = resolve_snapshot_ref(session, ref, backend.description)
-        entry = _find(session, snap.snapshot_id, schema, name)
-        if entry is None:
-            raise TableNotFoundError(
-                f"{backend.description} has no table {schema}.{name} at snapshot "
-                f"{snap.snapshot_id} ({snap.snapshot_time.isoformat()}, asked for as @{ref}); "
-                f"tables then: {_existing(session, snap.snapshot_id, schema)}"
-            )
+        entry = require_table(
+            session,
+            backend.description,
+            snap.snapshot_id,
+            schema,
+            name,
+            context=f" ({snap.snapshot_time.isoformat()}, asked for as @{ref})",
+        )
         entries = metadata.read_columns(session, entry.table_id, snap.snapshot_id)
     return DuckLakeTable(access, entry, snap, entries, build_column_tree(entries))
 
