@@ -148,3 +148,17 @@ def test_row_group_pruning_kept_with_deletes(make_lake, monkeypatch):
     from lakes import assert_same_rows
 
     assert_same_rows(result, expected)
+
+
+def test_explain_shows_fragments(clustered):
+    from datafusion import SessionContext
+
+    from ducklake_datafusion import register
+
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**clustered.reader_args()))
+    plan = ctx.sql("EXPLAIN SELECT count(*) FROM lake.main.t WHERE k < 1500").to_pylist()
+    physical = next(r["plan"] for r in plan if r["plan_type"] == "physical_plan")
+    # two files survive the statistics: at most one fragment per surviving file
+    match = re.search(r"number_of_fragments=(\d+)", physical)
+    assert match and 1 <= int(match.group(1)) <= 2, physical
