@@ -20,6 +20,12 @@ from ..pathres import StorageOptions
 from ..types import build_column_tree
 from ._lookup import find_table, require_table
 from ._table import DuckLakeTable, LakeAccess
+from ._timetravel import (
+    SnapshotRef,
+    resolve_snapshot_ref,
+    suffixed_table,
+    suffixed_table_exists,
+)
 
 __all__ = ["DuckLakeCatalog", "DuckLakeSchema"]
 
@@ -90,24 +96,10 @@ class DuckLakeCatalog(CatalogProvider):
 
     def resolve_snapshot(self, session) -> SnapshotInfo:
         """The snapshot this catalog reads now (pinned id/time, else the latest)."""
-        if self._snapshot is not None:
-            found = metadata.snapshot_by_id(session, self._snapshot)
-            if found is None:
-                raise SnapshotNotFoundError(
-                    f"{self.description} has no snapshot {self._snapshot} (never written, or "
-                    "expired by ducklake_expire_snapshots); list snapshots with "
-                    "ducklake_snapshots()"
-                )
-            return found
-        if self._snapshot_time is not None:
-            found = metadata.snapshot_at_time(session, self._snapshot_time)
-            if found is None:
-                raise SnapshotNotFoundError(
-                    f"{self.description} has no snapshot at or before "
-                    f"{self._snapshot_time.isoformat()} (the first snapshot is later)"
-                )
-            return found
-        return metadata.latest_snapshot(session)
+        if self._snapshot is None and self._snapshot_time is None:
+            return metadata.latest_snapshot(session)
+        ref = SnapshotRef(snapshot_id=self._snapshot, time=self._snapshot_time)
+        return resolve_snapshot_ref(session, ref, self.description)
 
     def snapshot_id(self) -> int:
         """The snapshot id a query planned now would read."""
@@ -175,7 +167,6 @@ class DuckLakeSchema(SchemaProvider):
         except TableNotFoundError:
             # "orders@v12" / "orders@2024-05-01T12:00:00": time travel (see _timetravel);
             # a bad suffix, snapshot or table raises our error so the message says why.
-            from ._timetravel import suffixed_table
 
             table = suffixed_table(self._catalog, self._name, name)
             if table is None:
@@ -191,7 +182,6 @@ class DuckLakeSchema(SchemaProvider):
             found = find_table(session, snap.snapshot_id, self._name, name) is not None
         if found or "@" not in name:
             return found
-        from ._timetravel import suffixed_table_exists
 
         return suffixed_table_exists(self._catalog, self._name, name)
 
