@@ -36,7 +36,6 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from common import (
     attach,
-    cached_lake,
     connect,
     environment,
     load_average,
@@ -45,7 +44,7 @@ from common import (
     seconds,
 )
 from datafusion import SessionConfig, SessionContext
-from scan import FULL, QUICK, build_scan_lake
+from scan import FULL, QUICK, scan_lake
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.provider import DuckLakeDataset, _dataset, read_request
@@ -314,9 +313,7 @@ def main() -> None:
     repeat = args.repeat or (3 if args.quick else 7)
     print(environment())
     print(f"repeats:  {repeat} round-robin runs after 1 warm-up; medians\n")
-    lake, _ = cached_lake(
-        "scan", {"files": sizes.files, "rows": sizes.rows}, lambda con: build_scan_lake(con, sizes)
-    )
+    lake, _ = scan_lake(sizes)
     table = DuckLakeCatalog(lake.metadata).table("main", "t")
     plan = table.scan_plan()
     print(f"query: {QUERY.format(t='t')}; {plan.stats}\n")

@@ -339,6 +339,17 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
     )
 
 
+def scan_lake(sizes: Sizes):
+    """The cached 40-file scan lake (built on first use); returns ``(lake, build seconds)``.
+
+    Shared by ``scan.py``, ``spark_scan.py`` and ``profile_scan.py`` so they measure the
+    same lake.
+    """
+    return cached_lake(
+        "scan", {"files": sizes.files, "rows": sizes.rows}, lambda con: build_scan_lake(con, sizes)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1M rows, 1,000-file table")
@@ -350,9 +361,7 @@ def main() -> None:
     print(f"repeats:  {repeat} timed runs after 1 warm-up; medians in seconds\n")
 
     started = time.perf_counter()
-    lake, built = cached_lake(
-        "scan", {"files": sizes.files, "rows": sizes.rows}, lambda con: build_scan_lake(con, sizes)
-    )
+    lake, built = scan_lake(sizes)
     print(f"lake {lake.metadata}: " + (f"built in {built:.1f} s" if built else "cached"))
     many, built = cached_lake(
         "files", {"n": sizes.many_files}, lambda con: build_many_files(con, sizes.many_files)

@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
     attach,
-    cached_lake,
     connect,
     environment,
     load_average,
@@ -43,7 +42,7 @@ from common import (
     ratio,
     seconds,
 )
-from scan import FULL, QUICK, build_scan_lake
+from scan import FULL, QUICK, scan_lake
 
 BATCH_ROWS = 131_072
 
@@ -165,9 +164,7 @@ def main() -> None:
     print(f"repeats:  {repeat} timed runs after 1 warm-up; medians in seconds\n")
     started = time.perf_counter()
 
-    lake, built = cached_lake(
-        "scan", {"files": sizes.files, "rows": sizes.rows}, lambda con: build_scan_lake(con, sizes)
-    )
+    lake, built = scan_lake(sizes)
     print(f"lake {lake.metadata}: " + (f"built in {built:.1f} s" if built else "cached"))
     mid = (sizes.files // 2) | 1  # an odd file: its deletes apply
     lo = mid * sizes.rows + sizes.rows // 4
