@@ -1,16 +1,21 @@
-"""What every backend session shares: table-existence probes and a per-catalog cache.
+"""What every backend session shares: the lake version, table probes and a shared cache.
 
-A query asks several times whether an inlined-data or inlined-delete table exists; listing
-the catalog's tables once per session turns those probes into set look-ups. ``cache`` is a
-dict owned by the backend object and shared by its sessions: it holds the validated global
-settings (format version, data_path), which only change through a catalog migration.
+``cache`` is a dict owned by the backend object and shared by all of its sessions. It holds
+the validated global settings and the metadata memos of ``_metadata`` (see
+:func:`~ducklake_datafusion.catalog._metadata.lake_version` for why they stay correct).
+
+A query asks several times whether an inlined-data or inlined-delete table exists; the
+catalog's table list is read at most once per lake version, turning those probes into set
+look-ups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["SessionBase"]
+__all__ = ["SessionBase", "per_version"]
+
+VERSION_SQL = "SELECT max(snapshot_id), count(*) FROM ducklake_snapshot"
 
 
 class SessionBase:
@@ -21,11 +26,54 @@ class SessionBase:
     def __init__(self, cache: dict) -> None:
         self.cache = cache
         self._tables: frozenset[str] | None = None
+        self._version: tuple[int, int] | None = None
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         raise NotImplementedError
 
+    def lake_version(self) -> tuple[int, int]:
+        """``(latest snapshot id, number of snapshots)``, read once per session."""
+        if self._version is None:
+            latest, count = self.rows(VERSION_SQL)[0]
+            self._version = (int(latest if latest is not None else -1), int(count))
+        return self._version
+
     def has_table(self, name: str) -> bool:
         if self._tables is None:
-            self._tables = frozenset(row[0] for row in self.rows(self.TABLES_SQL))
+            self._tables = self._table_names()
         return name in self._tables
+
+    def _table_names(self) -> frozenset[str]:
+        def read() -> frozenset[str]:
+            return frozenset(row[0] for row in self.rows(self.TABLES_SQL))
+
+        if self._version is None:  # not known to be a DuckLake catalog yet: no memo
+            return read()
+        return per_version(self, ("tables",), read)
+
+
+MEMO_ENTRIES = 256
+
+
+def per_version(session, key: tuple, compute):
+    """Memoise ``compute()`` for as long as the lake version stays the same.
+
+    Every DuckLake commit adds a ``ducklake_snapshot`` row (writes, schema changes,
+    compaction, flushing inlined data) and expiring snapshots deletes rows, so
+    ``(latest snapshot id, snapshot count)`` changes whenever any metadata row can have
+    changed. Comparing it costs one tiny query per session instead of re-reading files,
+    deletes, statistics and table lists on every query. The memo holds one version: a
+    new version drops everything read under the old one.
+    """
+    cache = getattr(session, "cache", None)
+    if cache is None:
+        return compute()
+    version = session.lake_version()
+    held = cache.get("per_version")
+    if held is None or held[0] != version or len(held[1]) >= MEMO_ENTRIES:
+        held = (version, {})
+        cache["per_version"] = held
+    memo = held[1]
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
