@@ -48,7 +48,7 @@ from scan import FULL, QUICK, scan_lake
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.provider import DuckLakeDataset, _dataset, read_request
-from ducklake_datafusion.provider._deletes import deleted_positions
+from ducklake_datafusion.provider._deletes import decoded_deletes, deleted_positions
 from ducklake_datafusion.provider._reader import open_file, read_data_file, scan_clean_files
 
 QUERY = "SELECT count(*) AS n, sum(v) AS sv, max(k) AS mk FROM {t}"
@@ -180,7 +180,16 @@ def executor_pieces(table, plan, repeat: int) -> list[list[str]]:
             "the same, one iter_batches call per row group (as ours)": lambda: sum(
                 per_row_group(u) for u in dirty_urls
             ),
-            f"deleted_positions() for the {len(dirty)} files": lambda: [
+            f"deleted_positions() for the {len(dirty)} files, decoded": lambda: [
+                (
+                    decoded_deletes.clear(),
+                    deleted_positions(
+                        t.deletes, plan.snapshot_id, lambda r: open_file(r, plan.storage), "x"
+                    ),
+                )
+                for t in dirty
+            ],
+            f"deleted_positions() for the {len(dirty)} files, cached": lambda: [
                 deleted_positions(
                     t.deletes, plan.snapshot_id, lambda r: open_file(r, plan.storage), "x"
                 )

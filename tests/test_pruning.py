@@ -128,14 +128,18 @@ def test_row_group_pruning_kept_with_deletes(make_lake, monkeypatch):
     lake.sql("CREATE TABLE lake.main.r (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.r SELECT i, 'v' || i FROM range(20000) r(i)")
     lake.sql("DELETE FROM lake.main.r WHERE k % 3 = 0")
-    read_groups = []
-    original = pq.ParquetFile.iter_batches
+    read_groups = set()
 
-    def spy(self, *args, **kwargs):
-        read_groups.extend(kwargs.get("row_groups") or [])
-        return original(self, *args, **kwargs)
+    def spy_iter(self, *args, _original=pq.ParquetFile.iter_batches, **kwargs):
+        read_groups.update(kwargs.get("row_groups") or [])
+        return _original(self, *args, **kwargs)
 
-    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    def spy_group(self, i, *args, _original=pq.ParquetFile.read_row_group, **kwargs):
+        read_groups.add(i)
+        return _original(self, i, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy_iter)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy_group)
     catalog = DuckLakeCatalog(**lake.reader_args())
     table = catalog.table("main", "r")
     plan = table.scan_plan(filter=(pc.field("k") >= 5000) & (pc.field("k") < 6500))

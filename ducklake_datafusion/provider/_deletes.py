@@ -3,13 +3,16 @@
 All delete handling lives here: the live delete file (Parquet ``file_path``/``pos``,
 optionally with per-position ``_ducklake_internal_snapshot_id``; or an Iceberg
 deletion-vector blob), unioned with the inlined deletes from the catalog. Positions are
-physical (0-based) positions in the data file; the file is read once per task.
+physical (0-based) positions in the data file. A delete file is decoded once per process
+and kept in a bounded cache (files are never rewritten in place).
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
+from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +26,51 @@ __all__ = ["deleted_positions", "keep_mask"]
 
 SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
 _DV_MAGIC = b"\xd1\xd3\x39\x64"
+
+
+class _DecodedDeletes:
+    """Delete files already decoded in this process, least recently used first out.
+
+    DuckLake never rewrites a file in place (every file has a fresh UUID name), so a delete
+    file is decoded once per (URL, size) and reused by later queries and snapshots: on
+    object storage that saves a GET per delete file per query. Bounded by
+    ``DELETE_CACHE_BYTES``; errors are never cached.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple, tuple[np.ndarray, np.ndarray | None]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: tuple, value: tuple[np.ndarray, np.ndarray | None]) -> None:
+        size = sum(a.nbytes for a in value if a is not None)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = value
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, old = self._entries.popitem(last=False)
+                self._bytes -= sum(a.nbytes for a in old if a is not None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+DELETE_CACHE_BYTES = 64 << 20
+decoded_deletes = _DecodedDeletes(DELETE_CACHE_BYTES)
 
 
 def deleted_positions(
@@ -40,21 +88,31 @@ def deleted_positions(
         return np.empty(0, dtype=np.int64)
     parts = [np.asarray(source.inlined_positions, dtype=np.int64)]
     if source.file is not None:
-        try:
-            handle = open_file(source.file)
-            if source.file_format == "puffin":
-                parts.append(_deletion_vector(handle.read()))
-            else:
-                parts.append(_parquet_positions(handle, snapshot))
-        except (UnsupportedFeatureError, DeleteFileError):
-            raise
-        except OSError as exc:
-            if not isinstance(exc, pa.ArrowInvalid):
-                raise translate_storage_error(exc, what=f"delete file {source.file.url} of {what}")
-            raise _unreadable(source, what, exc) from exc
-        except Exception as exc:
-            raise _unreadable(source, what, exc) from exc
+        key = (source.file.url, source.file.size, source.file_format)
+        decoded = decoded_deletes.get(key)
+        if decoded is None:
+            decoded = _decode(source, open_file, what)
+            decoded_deletes.put(key, decoded)
+        positions, snapshots = decoded
+        parts.append(positions if snapshots is None else positions[snapshots <= snapshot])
     return _sorted_unique(parts)
+
+
+def _decode(source: DeleteSource, open_file, what: str):
+    """``(positions, per-position snapshot ids or None)`` of one delete file."""
+    try:
+        handle = open_file(source.file)
+        if source.file_format == "puffin":
+            return _deletion_vector(handle.read()), None
+        return _parquet_positions(handle)
+    except (UnsupportedFeatureError, DeleteFileError):
+        raise
+    except OSError as exc:
+        if not isinstance(exc, pa.ArrowInvalid):
+            raise translate_storage_error(exc, what=f"delete file {source.file.url} of {what}")
+        raise _unreadable(source, what, exc) from exc
+    except Exception as exc:
+        raise _unreadable(source, what, exc) from exc
 
 
 def _sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
@@ -78,16 +136,15 @@ def _unreadable(source: DeleteSource, what: str, exc: Exception) -> DeleteFileEr
     )
 
 
-def _parquet_positions(handle, snapshot: int) -> np.ndarray:
+def _parquet_positions(handle) -> tuple[np.ndarray, np.ndarray | None]:
     parquet = pq.ParquetFile(handle)
     names = parquet.schema_arrow.names
     columns = ["pos"] + ([SNAPSHOT_COLUMN] if SNAPSHOT_COLUMN in names else [])
     table = parquet.read(columns=columns)
     positions = table.column("pos").to_numpy(zero_copy_only=False).astype(np.int64)
-    if SNAPSHOT_COLUMN in names:
-        snapshots = table.column(SNAPSHOT_COLUMN).to_numpy(zero_copy_only=False)
-        positions = positions[snapshots <= snapshot]
-    return positions
+    if SNAPSHOT_COLUMN not in names:
+        return positions, None
+    return positions, table.column(SNAPSHOT_COLUMN).to_numpy(zero_copy_only=False)
 
 
 def _deletion_vector(blob: bytes) -> np.ndarray:

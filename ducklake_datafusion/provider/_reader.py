@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from pyarrow import acero
 
 from ..errors import DataFileCorruptError, DataFileError, DeleteFileError, DuckLakeError
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
@@ -92,16 +93,6 @@ def _fail(exc: Exception, what: str) -> DuckLakeError:
 def _fragment(ref: FileRef, storage: StorageOptions):
     filesystem, path = _location(ref, storage)
     return _FORMAT.make_fragment(path, filesystem=filesystem, file_size=ref.size)
-
-
-def _finish(batch: pa.RecordBatch, request: ReadRequest) -> pa.RecordBatch | None:
-    if request.filter is not None:
-        table = pa.Table.from_batches([batch]).filter(request.filter)
-        if table.num_rows == 0:
-            return None
-        batch = table.combine_chunks().to_batches()[0] if table.num_rows else batch
-    names = list(request.output) + ([ROW_ID] if request.with_row_ids else [])
-    return batch.select(names)
 
 
 def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterator[pa.RecordBatch]:
@@ -221,6 +212,48 @@ def read_data_file(
         raise _fail(exc, what) from exc
 
 
+@dataclass(frozen=True)
+class _FileColumns:
+    """Where each requested table column comes from in one data file.
+
+    Attributes:
+        sources: column id -> physical field (None: missing, filled with default/constant).
+        snapshot_field: per-row snapshot ids of merged/flushed files (rows of later
+            snapshots are dropped).
+        row_id_field: embedded row ids (change feed), else computed from row_id_start.
+        partition_values: hive partition values of name-mapped files.
+    """
+
+    task: DataFileTask
+    request: ReadRequest
+    what: str
+    sources: dict
+    snapshot_field: pa.Field | None
+    row_id_field: pa.Field | None
+    partition_values: dict
+
+    def physical(self, columns) -> list[str]:
+        """Physical column names holding ``columns`` (table columns)."""
+        names = [self.sources[c.column_id].name for c in columns if self.sources[c.column_id]]
+        return list(dict.fromkeys(names))
+
+    def arrays(self, batch, columns, length: int) -> list[pa.Array]:
+        """``columns`` in the table types, from ``batch`` (physical names) or defaults."""
+        out = []
+        for column in columns:
+            source = self.sources[column.column_id]
+            if source is not None:
+                out.append(_convert(batch.column(source.name), source, column, self.what))
+            elif column.name in self.partition_values:
+                out.append(_constant(self.partition_values[column.name], column, length))
+            else:
+                out.append(default_array(column, length))
+        return out
+
+    def row_ids(self, batch, offset: int, length: int) -> pa.Array:
+        return _row_ids(batch, self.row_id_field, self.task, offset, length, self.what)
+
+
 def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.RecordBatch]:
     deleted = positions
     if deleted is None:
@@ -229,65 +262,172 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
         )
     fragment = _fragment(task.file, request.storage)
     parquet = pq.ParquetFile(fragment.open())
-    if parquet.metadata.num_rows != task.record_count:
+    metadata = parquet.metadata
+    if metadata.num_rows != task.record_count:
         raise DataFileCorruptError(
-            f"{what} has {parquet.metadata.num_rows} rows but the catalog records "
+            f"{what} has {metadata.num_rows} rows but the catalog records "
             f"{task.record_count}; the file was replaced or truncated. Restore it"
         )
     physical = _physical_fields(parquet, task, request.columns)
     by_id = {field_id(f): f for f in physical}
-    sources = {c.column_id: by_id.get(c.column_id) for c in request.columns}
-    snapshot_field = by_id.get(SNAPSHOT_FIELD_ID)
-    row_id_field = by_id.get(ROW_ID_FIELD_ID) if request.with_row_ids else None
-    read_names = [f.name for f in sources.values() if f is not None]
-    read_names += [f.name for f in (snapshot_field, row_id_field) if f is not None]
-    read_names = list(dict.fromkeys(read_names))
-    partition_values = _mapped_partitions(task, request)
+    layout = _FileColumns(
+        task=task,
+        request=request,
+        what=what,
+        sources={c.column_id: by_id.get(c.column_id) for c in request.columns},
+        snapshot_field=by_id.get(SNAPSHOT_FIELD_ID),
+        row_id_field=by_id.get(ROW_ID_FIELD_ID) if request.with_row_ids else None,
+        partition_values=_mapped_partitions(task, request),
+    )
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    read_row_group = _read_row_group if request.filter is None else _read_row_group_late
+    for rg in _row_groups(fragment, parquet, request, physical):
+        yield from read_row_group(parquet, rg, int(starts[rg]), layout, deleted)
 
-    starts = np.concatenate(
+
+def _visible(batch, layout: _FileColumns, deleted: np.ndarray, offset: int, length: int):
+    """Rows neither deleted nor written by a later snapshot (None: all of them)."""
+    mask = keep_mask(deleted, offset, length)
+    if layout.snapshot_field is not None:
+        visible = pc.less_equal(batch.column(layout.snapshot_field.name), layout.request.snapshot)
+        visible = visible.to_numpy(zero_copy_only=False)
+        mask = visible if mask is None else (mask & visible)
+    return mask
+
+
+def _read_row_group(parquet, rg: int, offset: int, layout: _FileColumns, deleted):
+    """No filter: decode every requested column, drop invisible rows."""
+    request = layout.request
+    names = layout.physical(request.columns)
+    names += [f.name for f in (layout.snapshot_field, layout.row_id_field) if f is not None]
+    names = list(dict.fromkeys(names))
+    for batch in parquet.iter_batches(
+        batch_size=request.batch_size, row_groups=[rg], columns=names, use_threads=True
+    ):
+        length = batch.num_rows
+        mask = _visible(batch, layout, deleted, offset, length)
+        arrays = layout.arrays(batch, request.columns, length)
+        names_out = [c.name for c in request.columns]
+        if request.with_row_ids:
+            arrays.append(layout.row_ids(batch, offset, length))
+            names_out.append(ROW_ID)
+        out = pa.RecordBatch.from_arrays(arrays, names=names_out) if arrays else _empty(length)
+        if mask is not None:
+            out = out.filter(pa.array(mask))
+        offset += length
+        if out.num_rows:
+            yield out.select(_output_names(request))
+
+
+# Rows decoded per step of the second pass: small enough that a point lookup stops decoding
+# soon after its last match, large enough that the per-batch Python cost stays negligible.
+LATE_BATCH_ROWS = 16_384
+
+
+def _read_row_group_late(parquet, rg: int, offset: int, layout: _FileColumns, deleted):
+    """Late materialisation: decode the filter columns, then only what survives.
+
+    Pass 1 decodes the columns the filter reads (and per-row snapshot ids), evaluates the
+    filter together with deletes into the positions to keep. A row group with no match
+    costs nothing more. Pass 2 decodes the other columns in small steps, takes the kept
+    positions from each, and stops after the last one, so a point lookup decodes only the
+    start of the row group for them.
+    """
+    request = layout.request
+    first = [c for c in request.columns if c.name in request.filter_columns]
+    rest = [c for c in request.columns if c.name not in request.filter_columns]
+    first_names = layout.physical(first)
+    if layout.snapshot_field is not None:
+        first_names.append(layout.snapshot_field.name)
+    table = parquet.read_row_group(rg, columns=list(dict.fromkeys(first_names)), use_threads=True)
+    length = table.num_rows
+    if length == 0:
+        return
+    batch = table.combine_chunks().to_batches()[0] if table.num_columns else _empty(length)
+    filtered = pa.table(layout.arrays(batch, first, length), names=[c.name for c in first])
+    matches = _evaluate(filtered, request.filter, length)
+    mask = _visible(batch, layout, deleted, offset, length)
+    if mask is not None:
+        matches = pc.and_(matches, pa.array(mask))
+    keep = pc.indices_nonzero(matches)
+    if len(keep) == 0:
+        return
+    everything = len(keep) == length
+    columns = {c.name: a for c, a in zip(first, filtered.columns)}
+    if not everything:
+        columns = {name: a.take(keep) for name, a in columns.items()}
+    taken = _second_pass(parquet, rg, offset, layout, rest, keep.to_numpy(), length)
+    columns.update(taken)
+    names = _output_names(request)
+    if not names:
+        yield _empty(len(keep))
+        return
+    arrays = [columns[name] for name in names]
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _second_pass(parquet, rg, offset, layout: _FileColumns, rest, keep: np.ndarray, length):
+    """Columns ``rest`` (and row ids) at positions ``keep`` of row group ``rg``."""
+    request = layout.request
+    names = layout.physical(rest)
+    if request.with_row_ids and layout.row_id_field is not None:
+        names.append(layout.row_id_field.name)
+    names = list(dict.fromkeys(names))
+    pieces: list[list[pa.Array]] = []
+    last = int(keep[-1])
+    dense = len(keep) == length
+    batches = (
+        parquet.iter_batches(
+            batch_size=request.batch_size if dense else LATE_BATCH_ROWS,
+            row_groups=[rg],
+            columns=names,
+            use_threads=True,
+        )
+        if names
+        else _empty_batches(length, LATE_BATCH_ROWS)
+    )
+    start = 0
+    for batch in batches:
+        size = batch.num_rows
+        lo, hi = np.searchsorted(keep, [start, start + size])
+        if hi > lo:
+            arrays = layout.arrays(batch, rest, size)
+            if request.with_row_ids:
+                arrays.append(layout.row_ids(batch, offset + start, size))
+            if not (lo == 0 and hi - lo == size == length):
+                positions = pa.array(keep[lo:hi] - start)
+                arrays = [a.take(positions) for a in arrays]
+            pieces.append(arrays)
+        start += size
+        if start > last:
+            break  # nothing kept further on: stop decoding
+    names_out = [c.name for c in rest] + ([ROW_ID] if request.with_row_ids else [])
+    return {name: pa.chunked_array([p[i] for p in pieces]) for i, name in enumerate(names_out)}
+
+
+def _empty_batches(length: int, step: int):
+    for start in range(0, length, step):
+        yield _empty(min(step, length - start))
+
+
+def _evaluate(table: pa.Table, expression: pc.Expression, length: int) -> pa.ChunkedArray:
+    """The filter's boolean value per row (null where it is null), without threads."""
+    if table.num_columns == 0:  # a filter on no column (a constant) still needs the rows
+        table = pa.table({"__rows": pa.nulls(length)})
+    declaration = acero.Declaration.from_sequence(
         [
-            [0],
-            np.cumsum(
-                [
-                    parquet.metadata.row_group(i).num_rows
-                    for i in range(parquet.metadata.num_row_groups)
-                ]
-            ),
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions([expression], ["match"])),
         ]
     )
-    for rg in _row_groups(fragment, parquet, request, physical):
-        offset = int(starts[rg])
-        for batch in parquet.iter_batches(
-            batch_size=request.batch_size, row_groups=[rg], columns=read_names, use_threads=True
-        ):
-            length = batch.num_rows
-            mask = keep_mask(deleted, offset, length)
-            if snapshot_field is not None:
-                visible = pc.less_equal(batch.column(snapshot_field.name), request.snapshot)
-                visible = visible.to_numpy(zero_copy_only=False)
-                mask = visible if mask is None else (mask & visible)
-            arrays, names = [], []
-            for column in request.columns:
-                source = sources[column.column_id]
-                if source is not None:
-                    arrays.append(_convert(batch.column(source.name), source, column, what))
-                elif column.name in partition_values:
-                    arrays.append(_constant(partition_values[column.name], column, length))
-                else:
-                    arrays.append(default_array(column, length))
-                names.append(column.name)
-            if request.with_row_ids:
-                arrays.append(_row_ids(batch, row_id_field, task, offset, length, what))
-                names.append(ROW_ID)
-            out = pa.RecordBatch.from_arrays(arrays, names=names) if names else _empty(length)
-            if mask is not None:
-                out = out.filter(pa.array(mask))
-            offset += length
-            if out.num_rows == 0:
-                continue
-            out = _finish(out, request)
-            if out is not None and out.num_rows:
-                yield out
+    result = declaration.to_table(use_threads=False).column(0)
+    return result if result.type == pa.bool_() else result.cast(pa.bool_())
+
+
+def _output_names(request: ReadRequest) -> list[str]:
+    return list(request.output) + ([ROW_ID] if request.with_row_ids else [])
 
 
 def _convert(array: pa.Array, source: pa.Field, column: ColumnSpec, what: str) -> pa.Array:
