@@ -181,6 +181,15 @@ class TableFiles:
     partition_values: pa.Table | None = None
 
     @functools.cached_property
+    def derived(self) -> dict:
+        """Values computed from these rows (pruning bounds, scan tasks), kept with them.
+
+        A ``TableFiles`` is memoised per lake version, so whatever is derived from it is
+        reused by every query of an unchanged lake and dropped with it.
+        """
+        return {}
+
+    @functools.cached_property
     def files(self) -> tuple[DataFileEntry, ...]:
         """The file rows as dataclasses (convenient, slower than :attr:`file_table`)."""
         return tuple(data_file_entry(row) for row in self.file_table.to_pylist())

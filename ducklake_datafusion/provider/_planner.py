@@ -55,7 +55,7 @@ def build_scan_plan(
     kept = files.file_table
     if not keep.all():
         kept = kept.take(np.flatnonzero(keep))
-    tasks: list = _data_tasks(kept, table_dir, files, stable_since)
+    tasks: list = _kept_tasks(np.flatnonzero(keep), table_dir, files, stable_since)
     with_deletes = sum(t.deletes is not None for t in tasks)
     scanned_bytes = int(pc.sum(kept.column("file_size_bytes")).as_py() or 0) if kept.num_rows else 0
     inlined = 0
@@ -104,6 +104,16 @@ _TASK_COLUMNS = (
     "delete_file_id", "delete_path", "delete_path_is_relative", "delete_format",
     "delete_size", "delete_footer_size",
 )  # fmt: skip
+
+
+def _kept_tasks(kept: np.ndarray, table_dir: str, files: TableFiles, stable_since: int) -> list:
+    """Tasks of the kept file rows; each task is built once per ``TableFiles`` and reused."""
+    built = files.derived.setdefault(("tasks", table_dir, stable_since), {})
+    missing = [int(i) for i in kept if int(i) not in built]
+    if missing:
+        rows = files.file_table.take(missing)
+        built.update(zip(missing, _data_tasks(rows, table_dir, files, stable_since)))
+    return [built[int(i)] for i in kept]
 
 
 def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> list[DataFileTask]:

@@ -37,7 +37,7 @@ _MAX_TEXT_BOUND = 256  # the writer truncates long string statistics at 256 char
 _TIMESTAMPS = ("timestamp", "timestamp_us", "timestamp_s", "timestamp_ms", "timestamp_ns")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Bounds:
     """Per-file bounds of one column: arrays aligned with the file table (null = unknown)."""
 
@@ -91,8 +91,29 @@ class FilePruner:
         self.by_name = {c.name: c for c in columns}
         self.files = files
         table = files.file_table
-        self.file_ids = table.column("data_file_id").cast(pa.int64())
-        self.rows = table.column("record_count").to_numpy(zero_copy_only=False).astype(float)
+        self.file_ids, self.rows = self._derived(
+            ("file ids, rows",),
+            lambda: (
+                table.column("data_file_id").cast(pa.int64()),
+                table.column("record_count").to_numpy(zero_copy_only=False).astype(float),
+            ),
+        )
+
+    def _derived(self, key: tuple, compute):
+        """Decoded bounds depend only on the files and the column: kept with the files."""
+        memo = self.files.derived
+        key = ("pruning", *key)
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
+
+    def _stat_bounds(self, column: ColumnSpec) -> _Bounds | None:
+        key = ("stats", column.column_id, column.type_name)
+        return self._derived(key, lambda: self._decode_stat_bounds(column))
+
+    def _partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
+        key = ("partition", column.column_id, column.type_name)
+        return self._derived(key, lambda: self._decode_partition_bounds(column))
 
     @classmethod
     def create(cls, filter, columns, files: TableFiles) -> FilePruner:
@@ -125,7 +146,7 @@ class FilePruner:
         positions = pc.index_in(self.file_ids, value_set=ids.cast(pa.int64()))
         return values.take(positions)
 
-    def _stat_bounds(self, column: ColumnSpec) -> _Bounds | None:
+    def _decode_stat_bounds(self, column: ColumnSpec) -> _Bounds | None:
         stats = self.files.stats
         rows = stats.filter(pc.equal(stats.column("column_id").cast(pa.int64()), column.column_id))
         if rows.num_rows == 0:
@@ -153,7 +174,7 @@ class FilePruner:
             self.rows,
         )
 
-    def _partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
+    def _decode_partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
         """Identity partitions give exact values; ``year`` bounds dates and timestamps."""
         values = self.files.partition_values
         partition_ids = self.files.file_table.column("partition_id").to_numpy(zero_copy_only=False)

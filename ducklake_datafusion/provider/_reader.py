@@ -320,9 +320,9 @@ def _read_row_group(parquet, rg: int, offset: int, layout: _FileColumns, deleted
             yield out.select(_output_names(request))
 
 
-# Rows decoded per step of the second pass: small enough that a point lookup stops decoding
-# soon after its last match, large enough that the per-batch Python cost stays negligible.
-LATE_BATCH_ROWS = 16_384
+# The second pass decodes rows [0, last kept] in one batch, rounded up to this many rows
+# (pyarrow's per-batch cost makes several small batches slower than one larger one).
+LATE_BATCH_ROUNDING = 8_192
 
 
 def _read_row_group_late(parquet, rg: int, offset: int, layout: _FileColumns, deleted):
@@ -330,9 +330,9 @@ def _read_row_group_late(parquet, rg: int, offset: int, layout: _FileColumns, de
 
     Pass 1 decodes the columns the filter reads (and per-row snapshot ids), evaluates the
     filter together with deletes into the positions to keep. A row group with no match
-    costs nothing more. Pass 2 decodes the other columns in small steps, takes the kept
-    positions from each, and stops after the last one, so a point lookup decodes only the
-    start of the row group for them.
+    costs nothing more. Pass 2 decodes the other columns only up to the last kept row (a
+    point lookup near the start of a row group decodes little of them) and takes the kept
+    positions.
     """
     request = layout.request
     first = [c for c in request.columns if c.name in request.filter_columns]
@@ -377,16 +377,12 @@ def _second_pass(parquet, rg, offset, layout: _FileColumns, rest, keep: np.ndarr
     names = list(dict.fromkeys(names))
     pieces: list[list[pa.Array]] = []
     last = int(keep[-1])
-    dense = len(keep) == length
+    step = -(-(last + 1) // LATE_BATCH_ROUNDING) * LATE_BATCH_ROUNDING
+    step = max(min(step, length), 1)
     batches = (
-        parquet.iter_batches(
-            batch_size=request.batch_size if dense else LATE_BATCH_ROWS,
-            row_groups=[rg],
-            columns=names,
-            use_threads=True,
-        )
+        parquet.iter_batches(batch_size=step, row_groups=[rg], columns=names, use_threads=True)
         if names
-        else _empty_batches(length, LATE_BATCH_ROWS)
+        else _empty_batches(length, step)
     )
     start = 0
     for batch in batches:
