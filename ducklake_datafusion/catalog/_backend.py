@@ -41,10 +41,13 @@ class MetadataBackend(Protocol):
         description: names the catalog for error messages; never contains credentials.
         inlined_values_are_text: True when the backend stores inlined values of most types
             as text (SQLite, PostgreSQL) so they must be parsed as DuckDB literals.
+        cache: shared by the backend's sessions: validated settings and the metadata memos
+            (per snapshot, per lake version); clearing it only costs re-reading.
     """
 
     description: str
     inlined_values_are_text: bool
+    cache: dict
 
     def session(self) -> AbstractContextManager[MetadataSession]:
         """Open one consistent read-only view; closing it ends the transaction."""

@@ -56,7 +56,7 @@ class DuckDBBackend:
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._users = 0
         self._timer: threading.Timer | None = None
-        self._cache: dict = {}
+        self.cache: dict = {}
 
     def __reduce__(self):
         return (DuckDBBackend, (self.path,))
@@ -96,7 +96,7 @@ class DuckDBBackend:
             self._users += 1
             cursor = self._connection.cursor()
         try:
-            yield _DuckDBSession(cursor, self._cache)
+            yield _DuckDBSession(cursor, self.cache)
         finally:
             cursor.close()
             with self._lock:

@@ -91,7 +91,7 @@ class PostgresBackend:
         self._dsn = dsn.strip()
         self.description = f"PostgreSQL catalog {_redact(self._dsn)}"
         self._local = threading.local()
-        self._cache: dict = {}
+        self.cache: dict = {}
 
     def __reduce__(self):
         return (PostgresBackend, (self._dsn,))
@@ -126,7 +126,7 @@ class PostgresBackend:
         psycopg = _import_psycopg()
         connection = self._connection()
         try:
-            yield _PostgresSession(connection, self._cache)
+            yield _PostgresSession(connection, self.cache)
         except psycopg.Error as exc:
             raise CatalogError(f"{self.description}: {_redact(str(exc)).strip()}") from None
         finally:

@@ -53,7 +53,7 @@ class SQLiteBackend:
         self.path = os.path.abspath(os.path.expanduser(path))
         self.description = f"SQLite catalog {self.path}"
         self._local = threading.local()
-        self._cache: dict = {}
+        self.cache: dict = {}
 
     def __reduce__(self):
         return (SQLiteBackend, (self.path,))
@@ -81,7 +81,7 @@ class SQLiteBackend:
             self._local.connection = None
             raise self._translate(exc) from exc
         try:
-            yield _SQLiteSession(connection, self._cache)
+            yield _SQLiteSession(connection, self.cache)
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from exc
         finally:

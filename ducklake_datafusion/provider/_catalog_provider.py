@@ -94,6 +94,17 @@ class DuckLakeCatalog(CatalogProvider):
             storage_options=self._access.storage,
         )
 
+    def forget_metadata(self) -> None:
+        """Drop the table metadata memoised from the catalog; the next query re-reads it.
+
+        Never needed for correctness (the memos are checked against the lake version on
+        every query); frees their memory, and lets benchmarks time planning as it is after a
+        commit. The validated global settings stay (they expire on their own).
+        """
+        cache = self._access.backend.cache
+        for key in [k for k in cache if k != "settings"]:
+            del cache[key]
+
     def resolve_snapshot(self, session) -> SnapshotInfo:
         """The snapshot this catalog reads now (pinned id/time, else the latest)."""
         if self._snapshot is None and self._snapshot_time is None:
