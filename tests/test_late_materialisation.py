@@ -59,7 +59,9 @@ def test_old_layouts_and_merged_files(lake):
     lake.sql("ALTER TABLE lake.main.t ADD COLUMN x INTEGER DEFAULT 42")
     lake.sql("ALTER TABLE lake.main.t RENAME COLUMN g TO grp")
     lake.sql("ALTER TABLE lake.main.t ALTER COLUMN grp SET DATA TYPE BIGINT")
-    lake.sql("INSERT INTO lake.main.t SELECT i, i % 5, 'n' || i, i, i % 3 FROM range(10000, 10500) r(i)")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, i % 5, 'n' || i, i, i % 3 FROM range(10000, 10500) r(i)"
+    )
     check(lake, "SELECT k, x FROM lake.main.t WHERE x = 42 AND k % 500 = 1")  # a default
     check(lake, "SELECT k, grp FROM lake.main.t WHERE grp = 4 AND k > 9000")  # renamed, promoted
     check(lake, "SELECT count(*) AS n FROM lake.main.t WHERE x <> 42")

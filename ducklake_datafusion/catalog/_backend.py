@@ -26,8 +26,14 @@ class MetadataSession(Protocol):
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         """Run a query and return its rows as tuples of Python values."""
 
-    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
-        """Run a query and return an Arrow table (used for inlined rows)."""
+    def arrow(
+        self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None
+    ) -> pa.Table:
+        """Run a query and return an Arrow table.
+
+        With ``schema`` (whose names are the query's column names) the result has exactly
+        that schema, and the backend may use a bulk path that never makes Python objects.
+        """
 
     def has_table(self, name: str) -> bool:
         """Whether a metadata table of that name exists (inlined tables come and go)."""

@@ -23,6 +23,7 @@ from ..errors import (
     CatalogNotFoundError,
     NotADuckLakeCatalogError,
 )
+from ._rows import conform_to
 from ._session import SessionBase
 
 __all__ = ["DuckDBBackend"]
@@ -40,8 +41,11 @@ class _DuckDBSession(SessionBase):
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         return self._cursor.execute(sql, list(params)).fetchall()
 
-    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
-        return self._cursor.execute(sql, list(params)).to_arrow_table()
+    def arrow(
+        self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None
+    ) -> pa.Table:
+        table = self._cursor.execute(sql, list(params)).to_arrow_table()
+        return table if schema is None else conform_to(table, schema)
 
 
 class DuckDBBackend:

@@ -297,12 +297,41 @@ _DELETE_FILES_SQL = (
 )
 _DELETE_COLUMNS = FILE_COLUMNS[13:]
 
+_I64, _TEXT, _BOOL = pa.int64(), pa.string(), pa.bool_()
+_DATA_FILES_SCHEMA = pa.schema(
+    [
+        ("data_file_id", _I64), ("path", _TEXT), ("path_is_relative", _BOOL),
+        ("file_format", _TEXT), ("record_count", _I64), ("file_size_bytes", _I64),
+        ("footer_size", _I64), ("row_id_start", _I64), ("begin_snapshot", _I64),
+        ("partial_max", _I64), ("mapping_id", _I64), ("partition_id", _I64),
+        ("encrypted", _I64),
+    ]
+)  # fmt: skip
+_DELETE_FILES_SCHEMA = pa.schema(
+    [
+        ("data_file_id", _I64), ("delete_file_id", _I64), ("path", _TEXT),
+        ("path_is_relative", _BOOL), ("format", _TEXT), ("delete_count", _I64),
+        ("file_size_bytes", _I64), ("footer_size", _I64), ("begin_snapshot", _I64),
+        ("encrypted", _I64),
+    ]
+)  # fmt: skip
+_STATS_SCHEMA = pa.schema(
+    [
+        ("data_file_id", _I64), ("column_id", _I64), ("value_count", _I64),
+        ("null_count", _I64), ("min_value", _TEXT), ("max_value", _TEXT),
+        ("contains_nan", _BOOL),
+    ]
+)  # fmt: skip
+_PARTITION_VALUES_SCHEMA = pa.schema(
+    [("data_file_id", _I64), ("partition_key_index", _I64), ("partition_value", _TEXT)]
+)
+
 
 def read_file_table(session: MetadataSession, table_id: int, snapshot: int) -> pa.Table:
     """Step 5 as one Arrow table with columns ``FILE_COLUMNS`` (sorted by data_file_id)."""
     params = [table_id, snapshot, snapshot]
-    data = session.arrow(_DATA_FILES_SQL, params).rename_columns(list(FILE_COLUMNS[:13]))
-    deletes = session.arrow(_DELETE_FILES_SQL, params)
+    data = session.arrow(_DATA_FILES_SQL, params, _DATA_FILES_SCHEMA)
+    deletes = session.arrow(_DELETE_FILES_SQL, params, _DELETE_FILES_SCHEMA)
     n = data.num_rows
     if deletes.num_rows == 0:
         columns = [pa.nulls(n, pa.int64()) for _ in _DELETE_COLUMNS]
@@ -447,6 +476,7 @@ def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int]):
         "contains_nan FROM ducklake_file_column_stats "
         f"WHERE table_id = ? AND column_id IN ({marks})",
         [table_id, *column_ids],
+        _STATS_SCHEMA,
     )
 
 
@@ -470,4 +500,5 @@ def _partition_values(session: MetadataSession, table_id: int):
         "SELECT data_file_id, partition_key_index, partition_value "
         "FROM ducklake_file_partition_value WHERE table_id = ?",
         [table_id],
+        _PARTITION_VALUES_SCHEMA,
     )

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 import pyarrow as pa
 
 from ..errors import CatalogError, CatalogNotFoundError, InvalidOptionError
-from ._rows import rows_to_arrow
+from ._bulk import parse_csv
+from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase
 
 __all__ = ["PostgresBackend"]
@@ -75,11 +76,23 @@ class _PostgresSession(SessionBase):
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         return self._execute(sql, params).fetchall()
 
-    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
+    def arrow(
+        self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None
+    ) -> pa.Table:
+        if schema is not None:
+            data = bytearray()
+            copy = f"COPY ({sql.replace('?', '%s')}) TO STDOUT (FORMAT csv)"
+            with self._connection.cursor() as cursor, cursor.copy(copy, list(params)) as stream:
+                for block in stream:
+                    data += block
+            try:
+                return parse_csv(bytes(data), schema)
+            except pa.ArrowInvalid:
+                pass  # values the CSV text cannot carry: read them row by row
         cursor = self._execute(sql, params)
         names = [d.name for d in cursor.description]
-        return rows_to_arrow(names, cursor.fetchall())
-
+        table = rows_to_arrow(names, cursor.fetchall())
+        return table if schema is None else conform_to(table, schema)
 
 
 class PostgresBackend:

@@ -1,4 +1,4 @@
-"""Rows from DB-API drivers -> Arrow tables (inlined rows of SQLite/PostgreSQL catalogs)."""
+"""Rows from DB-API drivers -> Arrow tables (SQLite/PostgreSQL catalogs)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-__all__ = ["rows_to_arrow"]
+__all__ = ["conform_to", "rows_to_arrow"]
 
 
 def rows_to_arrow(names: Sequence[str], rows: Sequence[tuple]) -> pa.Table:
@@ -26,3 +26,11 @@ def rows_to_arrow(names: Sequence[str], rows: Sequence[tuple]) -> pa.Table:
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             columns.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
     return pa.Table.from_arrays(columns, names=list(names))
+
+
+def conform_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s names and types (columns in the same order)."""
+    if table.schema.equals(schema):
+        return table
+    columns = [column.cast(field.type) for column, field in zip(table.columns, schema)]
+    return pa.Table.from_arrays(columns, schema=schema)

@@ -22,7 +22,8 @@ from ..errors import (
     CatalogNotFoundError,
     NotADuckLakeCatalogError,
 )
-from ._rows import rows_to_arrow
+from ._bulk import SQLITE_NULL, SQLITE_QUOTE, parse_csv, sqlite_csv_query
+from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase
 
 __all__ = ["SQLiteBackend"]
@@ -38,10 +39,22 @@ class _SQLiteSession(SessionBase):
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         return self._connection.execute(sql, list(params)).fetchall()
 
-    def arrow(self, sql: str, params: Sequence[object] = ()) -> pa.Table:
+    def arrow(
+        self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None
+    ) -> pa.Table:
+        if schema is not None:
+            (text,) = self._connection.execute(
+                sqlite_csv_query(sql, schema), list(params)
+            ).fetchone()
+            try:
+                data = (text or "").encode()
+                return parse_csv(data, schema, quote=SQLITE_QUOTE, null=SQLITE_NULL)
+            except pa.ArrowInvalid:
+                pass  # values the CSV text cannot carry: read them row by row
         cursor = self._connection.execute(sql, list(params))
         names = [d[0] for d in cursor.description]
-        return rows_to_arrow(names, cursor.fetchall())
+        table = rows_to_arrow(names, cursor.fetchall())
+        return table if schema is None else conform_to(table, schema)
 
 
 class SQLiteBackend:
