@@ -180,15 +180,15 @@ def executor_pieces(table, plan, repeat: int) -> list[list[str]]:
             "the same, one iter_batches call per row group (as ours)": lambda: sum(
                 per_row_group(u) for u in dirty_urls
             ),
-            f"deleted_positions() for the {len(dirty)} files, decoded": lambda: [
-                (
-                    decoded_deletes.clear(),
+            f"deleted_positions() for the {len(dirty)} files, decoded": lambda: (
+                decoded_deletes.clear(),  # decoded now, then cached for the next row
+                [
                     deleted_positions(
                         t.deletes, plan.snapshot_id, lambda r: open_file(r, plan.storage), "x"
-                    ),
-                )
-                for t in dirty
-            ],
+                    )
+                    for t in dirty
+                ],
+            ),
             f"deleted_positions() for the {len(dirty)} files, cached": lambda: [
                 deleted_positions(
                     t.deletes, plan.snapshot_id, lambda r: open_file(r, plan.storage), "x"
