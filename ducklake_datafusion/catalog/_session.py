@@ -2,7 +2,7 @@
 
 ``cache`` is a dict owned by the backend object and shared by all of its sessions. It holds
 the validated global settings and the metadata memos of ``_metadata`` (see
-:func:`~ducklake_datafusion.catalog._metadata.lake_version` for why they stay correct).
+:func:`per_version` for why they stay correct).
 
 A query asks several times whether an inlined-data or inlined-delete table exists; the
 catalog's table list is read at most once per lake version, turning those probes into set

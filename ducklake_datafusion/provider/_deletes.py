@@ -54,6 +54,9 @@ class _DecodedDeletes:
         size = sum(a.nbytes for a in value if a is not None)
         if size > self.max_bytes:
             return
+        for array in value:
+            if array is not None:
+                array.setflags(write=False)  # shared by every later reader
         with self._lock:
             if key in self._entries:
                 return

@@ -371,6 +371,8 @@ def _read_row_group_late(parquet, rg: int, offset: int, layout: _FileColumns, de
 def _second_pass(parquet, rg, offset, layout: _FileColumns, rest, keep: np.ndarray, length):
     """Columns ``rest`` (and row ids) at positions ``keep`` of row group ``rg``."""
     request = layout.request
+    if not rest and not request.with_row_ids:
+        return {}
     names = layout.physical(rest)
     if request.with_row_ids and layout.row_id_field is not None:
         names.append(layout.row_id_field.name)
