@@ -27,6 +27,7 @@ from ..pathres import StorageOptions, filesystem_for, parse_location, translate_
 from ..types import ColumnSpec
 from ._conform import annotate_by_position, conform, default_array, field_id, with_field_id
 from ._deletes import deleted_positions, keep_mask
+from ._footers import parsed_fragment
 from ._plan import DataFileTask, FileRef
 
 __all__ = [
@@ -260,9 +261,9 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
         deleted = deleted_positions(
             task.deletes, request.snapshot, lambda ref: open_file(ref, request.storage), what
         )
-    fragment = _fragment(task.file, request.storage)
-    parquet = pq.ParquetFile(fragment.open())
-    metadata = parquet.metadata
+    fragment = parsed_fragment(task.file, request.storage, _FORMAT)
+    metadata = fragment.metadata
+    parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
     if metadata.num_rows != task.record_count:
         raise DataFileCorruptError(
             f"{what} has {metadata.num_rows} rows but the catalog records "

@@ -1,0 +1,78 @@
+"""Parquet fragments with their footer parsed, kept per process.
+
+The per-file reader needs a file's footer twice: for the row-group statistics it prunes
+with, and for the row-group sizes that give physical positions. A fragment whose metadata
+is complete serves both, so a file's footer is read once, and a later query of the same
+file reads none (on object storage: one GET less per file and query). DuckLake never
+rewrites a file in place, so ``(URL, size, storage options)`` identifies the bytes.
+
+Bounded by the catalog's footer sizes (``FOOTER_CACHE_BYTES``); failures are not cached.
+The footer-size hint itself is not used to read the footer: Arrow already reads the
+last 64 KiB in one request, which holds any footer the hint could describe below that.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import pyarrow.dataset as ds
+
+from ..pathres import StorageOptions, filesystem_for, parse_location
+from ._plan import FileRef
+
+__all__ = ["FOOTER_CACHE_BYTES", "parsed_fragment", "parsed_fragments"]
+
+FOOTER_CACHE_BYTES = 64 << 20
+_UNKNOWN_FOOTER = 64 << 10  # charged when the catalog has no footer size
+
+
+class _ParsedFragments:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple, tuple[ds.ParquetFileFragment, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> ds.ParquetFileFragment | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: tuple, fragment: ds.ParquetFileFragment, size: int) -> None:
+        with self._lock:
+            if key in self._entries or size > self.max_bytes:
+                return
+            self._entries[key] = (fragment, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, old) = self._entries.popitem(last=False)
+                self._bytes -= old
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+parsed_fragments = _ParsedFragments(FOOTER_CACHE_BYTES)
+
+
+def parsed_fragment(
+    ref: FileRef, storage: StorageOptions, file_format: ds.ParquetFileFormat
+) -> ds.ParquetFileFragment:
+    """A fragment of ``ref`` whose footer is parsed (read now unless cached)."""
+    key = (ref.url, ref.size, storage)
+    fragment = parsed_fragments.get(key)
+    if fragment is None:
+        location = parse_location(ref.url)
+        filesystem = filesystem_for(location, storage)
+        fragment = file_format.make_fragment(
+            location.path, filesystem=filesystem, file_size=ref.size
+        )
+        fragment.ensure_complete_metadata()
+        parsed_fragments.put(key, fragment, ref.footer_size or _UNKNOWN_FOOTER)
+    return fragment
