@@ -166,3 +166,102 @@ def test_explain_shows_fragments(clustered):
     # two files survive the statistics: at most one fragment per surviving file
     match = re.search(r"number_of_fragments=(\d+)", physical)
     assert match and 1 <= int(match.group(1)) <= 2, physical
+
+
+
+CALENDAR_SPECS = {
+    "year": "year(c)",
+    "year_month": "year(c), month(c)",
+    "year_month_day": "year(c), month(c), day(c)",
+    "year_month_day_hour": "year(c), month(c), day(c), hour(c)",
+    "day_before_year": "day(c), year(c), month(c)",
+    "month_only": "month(c)",
+}
+CALENDAR_TYPES = ["TIMESTAMP", "DATE", "TIMESTAMP_NS", "TIMESTAMP_S"]
+# (predicate on timestamps, on dates, the same as pyarrow filters)
+CALENDAR_FILTERS = [
+    (
+        "c >= TIMESTAMP '2024-01-02 23:00:00'",
+        "c >= DATE '2024-01-02'",
+        pc.field("c") >= pa.scalar(dt.datetime(2024, 1, 2, 23)),
+        pc.field("c") >= pa.scalar(dt.date(2024, 1, 2)),
+    ),
+    (
+        "c < TIMESTAMP '2024-01-01 00:00:00'",
+        "c < DATE '2024-01-01'",
+        pc.field("c") < pa.scalar(dt.datetime(2024, 1, 1)),
+        pc.field("c") < pa.scalar(dt.date(2024, 1, 1)),
+    ),
+    (
+        "c = TIMESTAMP '2024-01-05 13:00:00'",
+        "c = DATE '2024-01-05'",
+        pc.field("c") == pa.scalar(dt.datetime(2024, 1, 5, 13)),
+        pc.field("c") == pa.scalar(dt.date(2024, 1, 5)),
+    ),
+    ("c IS NULL", "c IS NULL", pc.field("c").is_null(), pc.field("c").is_null()),
+]
+
+
+@pytest.mark.parametrize("column_type", CALENDAR_TYPES)
+@pytest.mark.parametrize("spec", list(CALENDAR_SPECS))
+def test_calendar_partitions_prune_through_the_transform(make_lake, spec, column_type):
+    """year/month/day/hour partitions bound the source column, checked without statistics.
+
+    A month, day or hour of no known year bounds nothing; answers always match DuckDB.
+    """
+    from dataclasses import replace
+
+    from ducklake_datafusion.catalog import metadata
+    from ducklake_datafusion.provider import execute_plan
+    from ducklake_datafusion.provider._pruning import FilePruner
+
+    lake = make_lake(inline_limit=0)
+    lake.sql(f"CREATE TABLE lake.main.c (c {column_type}, v INTEGER)")
+    lake.sql(f"ALTER TABLE lake.main.c SET PARTITIONED BY ({CALENDAR_SPECS[spec]})")
+    lake.sql(  # every 7 hours across a year boundary, plus the last microsecond of a day
+        f"INSERT INTO lake.main.c SELECT CAST(TIMESTAMP '2023-12-30 22:00:00' + "
+        f"INTERVAL (i * 7) HOUR AS {column_type}), i FROM range(40) r(i)"
+    )
+    lake.sql(
+        f"INSERT INTO lake.main.c VALUES (CAST(TIMESTAMP '2024-01-02 23:59:59.999999' AS "
+        f"{column_type}), 1000), (NULL, 1001)"
+    )
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    table = catalog.table("main", "c")
+    with catalog.backend.session() as session:
+        files = metadata.read_table_files(
+            session, table.entry, table.snapshot_id, with_partitions=True
+        )
+    files = replace(files, stats=None)  # partitions alone must prove every skip
+    for timestamp_sql, date_sql, timestamp_filter, date_filter in CALENDAR_FILTERS:
+        is_date = column_type == "DATE"
+        predicate = date_sql if is_date else timestamp_sql
+        expr = date_filter if is_date else timestamp_filter
+        _, by_partition = FilePruner.create(expr, table.columns, files).masks()
+        if spec == "month_only":
+            assert by_partition.all(), predicate
+        else:
+            assert not by_partition.all(), predicate
+        expected = lake.reference(f"SELECT v FROM lake.main.c WHERE {predicate}")
+        got = execute_plan(table.scan_plan(filter=expr, columns=["v"]))
+        assert sorted(got.column("v").to_pylist()) == sorted(expected.column("v").to_pylist())
+        check(lake, f"SELECT v FROM lake.main.c WHERE {predicate}")
+
+
+def test_timestamptz_calendar_partitions_never_prune(make_lake):
+    """The writer derives year/month/day/hour of a TIMESTAMPTZ in its own session time zone,
+    which the catalog does not record, so those partitions must not prune."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("SET TimeZone = 'America/New_York'")
+    lake.sql("CREATE TABLE lake.main.z (c TIMESTAMPTZ, v INTEGER)")
+    lake.sql("ALTER TABLE lake.main.z SET PARTITIONED BY (year(c), month(c), day(c), hour(c))")
+    lake.sql(  # 23:30 in New York is 03:30 UTC of the next day (and of the next year)
+        "INSERT INTO lake.main.z VALUES (TIMESTAMPTZ '2023-12-31 23:30:00-05', 1), "
+        "(TIMESTAMPTZ '2024-07-04 23:30:00-04', 2)"
+    )
+    lake.sql("RESET TimeZone")
+    check(lake, "SELECT v FROM lake.main.z WHERE c >= TIMESTAMPTZ '2024-01-01 00:00:00+00'")
+    check(lake, "SELECT v FROM lake.main.z WHERE c < TIMESTAMPTZ '2024-07-05 00:00:00+00'")
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "z")
+    expr = pc.field("c") >= pa.scalar(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+    assert table.scan_plan(filter=expr).stats.files_skipped_by_partition == 0

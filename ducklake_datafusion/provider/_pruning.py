@@ -158,7 +158,9 @@ class FilePruner:
             return None
         kind = column.type_name.lower()
         if kind in ("float32", "float64"):
-            nan_free = pc.equal(rows.column("contains_nan").combine_chunks().cast(pa.bool_()), False)
+            nan_free = pc.equal(
+                rows.column("contains_nan").combine_chunks().cast(pa.bool_()), False
+            )
             nan_free = nan_free.fill_null(False)
             low = pc.if_else(nan_free, low, None)
             high = pc.if_else(nan_free, high, None)
@@ -175,55 +177,89 @@ class FilePruner:
         )
 
     def _decode_partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
-        """Identity partitions give exact values; ``year`` bounds dates and timestamps."""
+        """Bounds from each partition spec that partitions on ``column``.
+
+        Identity partitions give exact values. The temporal transforms store calendar
+        fields (year; month of year; day of month; hour of day), so they bound a date or
+        timestamp only together with the year of the same spec: year alone gives the
+        year, year+month the month, and so on. TIMESTAMPTZ is never pruned by them: the
+        writer computes the fields in its session's time zone, which the catalog does not
+        record.
+        """
         values = self.files.partition_values
         partition_ids = self.files.file_table.column("partition_id").to_numpy(zero_copy_only=False)
-        low_parts, high_parts, null_parts = [], [], []
+        parts = []
         for spec_id, keys in self.files.partition_columns.items():
-            for key in keys:
-                if key.column_id != column.column_id:
-                    continue
-                decoded = self._partition_key_bounds(column, key, values)
-                if decoded is None:
-                    continue
-                in_spec = pa.array(partition_ids == spec_id)
-                low_parts.append((in_spec, decoded[0]))
-                high_parts.append((in_spec, decoded[1]))
-                null_parts.append((in_spec, decoded[2]))
-        if not low_parts:
+            mine = {k.transform: k for k in keys if k.column_id == column.column_id}
+            decoded = None
+            if "identity" in mine:
+                decoded = self._identity_bounds(column, mine["identity"], values)
+            if decoded is None:
+                decoded = self._calendar_bounds(column, mine, values)
+            if decoded is not None:
+                parts.append((pa.array(partition_ids == spec_id), *decoded))
+        if not parts:
             return None
         n = len(self.rows)
         low = pa.nulls(n, column.arrow_type)
         high = pa.nulls(n, column.arrow_type)
         nulls = np.full(n, np.nan)
-        for (mask, lo), (_, hi), (_, nu) in zip(low_parts, high_parts, null_parts):
+        for mask, lo, hi, nu in parts:
             low = pc.if_else(mask, lo, low)
             high = pc.if_else(mask, hi, high)
             nulls = np.where(mask.to_numpy(zero_copy_only=False), nu, nulls)
         return _Bounds(low, high, nulls, self.rows)
 
-    def _partition_key_bounds(self, column: ColumnSpec, key, values: pa.Table):
-        index = pc.equal(values.column("partition_key_index").cast(pa.int64()), key.partition_key_index)
+    def _key_values(self, key, values: pa.Table) -> tuple[pa.Array, np.ndarray]:
+        """The key's partition value text per file, and the null count it implies."""
+        index = pc.equal(
+            values.column("partition_key_index").cast(pa.int64()), key.partition_key_index
+        )
         rows = values.filter(index)
         ids = rows.column("data_file_id").combine_chunks()
         text = self._align(ids, rows.column("partition_value").combine_chunks().cast(pa.string()))
         is_null = pc.is_null(text).to_numpy(zero_copy_only=False)
-        present = pc.is_in(self.file_ids, value_set=ids.cast(pa.int64())).to_numpy(zero_copy_only=False)
-        nulls = np.where(present, np.where(is_null, self.rows, 0.0), np.nan)
-        if key.transform == "identity":
-            typed = _decode(text, column)
-            return None if typed is None else (typed, typed, nulls)
+        present = pc.is_in(self.file_ids, value_set=ids.cast(pa.int64())).to_numpy(
+            zero_copy_only=False
+        )
+        return text, np.where(present, np.where(is_null, self.rows, 0.0), np.nan)
+
+    def _identity_bounds(self, column: ColumnSpec, key, values: pa.Table):
+        text, nulls = self._key_values(key, values)
+        typed = _decode(text, column)
+        return None if typed is None else (typed, typed, nulls)
+
+    def _calendar_bounds(self, column: ColumnSpec, keys: dict, values: pa.Table):
         kind = column.type_name.lower()
-        if key.transform == "year" and (kind == "date" or kind in _TIMESTAMPS):
-            start = pc.binary_join_element_wise(text, "-01-01", "")
-            end = pc.binary_join_element_wise(text, "-12-31 23:59:59.999999", "")
-            if kind == "date":
-                end = pc.binary_join_element_wise(text, "-12-31", "")
-                return start.cast(pa.date32()), end.cast(pa.date32()), nulls
-            low = start.cast(pa.timestamp("us")).cast(column.arrow_type, safe=False)
-            high = end.cast(pa.timestamp("us")).cast(column.arrow_type, safe=False)
-            return low, high, nulls
-        return None
+        if "year" not in keys or not (kind == "date" or kind in _TIMESTAMPS):
+            return None
+        fields = ["year"]
+        for name in ("month", "day", "hour"):  # each narrows the one before it
+            if name not in keys or (name == "hour" and kind == "date"):
+                break
+            fields.append(name)
+        numbers = {}
+        for name in fields:
+            text, field_nulls = self._key_values(keys[name], values)
+            if name == "year":
+                nulls = field_nulls
+            try:
+                numbers[name] = text.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+        known = ~np.isnan(np.column_stack([numbers[f] for f in fields]).astype(float)).any(axis=1)
+        start, end = _calendar_span(
+            {
+                f: np.where(known, np.nan_to_num(numbers[f].astype(float)), 0).astype(np.int64)
+                for f in fields
+            },
+            date=kind == "date",
+            unit=None if kind == "date" else column.arrow_type.unit,
+        )
+        mask = pa.array(~known)
+        low = pc.if_else(mask, None, pa.array(start).cast(column.arrow_type))
+        high = pc.if_else(mask, None, pa.array(end).cast(column.arrow_type))
+        return low, high, nulls
 
     # -- the filter tree ----------------------------------------------------------------
 
@@ -312,3 +348,31 @@ class FilePruner:
             keep = test(pc.greater_equal(b.high, value))
         all_null = (b.nulls >= b.rows) & pc.is_null(b.low).to_numpy(zero_copy_only=False)
         return keep & ~all_null
+
+
+def _calendar_span(fields: dict, *, date: bool, unit: str | None):
+    """First and last value (dates, or timestamps in ``unit``) of calendar periods.
+
+    ``fields`` holds int arrays: ``year`` and optionally ``month`` (1-12), ``day`` (1-31),
+    ``hour`` (0-23), each narrowing the previous one.
+    """
+    year = fields["year"]
+    month = fields.get("month", np.ones_like(year))
+    months = ((year - 1970) * 12 + (month - 1)).astype("datetime64[M]")
+    if "day" in fields:
+        start = months.astype("datetime64[D]") + (fields["day"] - 1).astype("timedelta64[D]")
+        following = start + np.timedelta64(1, "D")
+    elif "month" in fields:
+        start = months.astype("datetime64[D]")
+        following = (months + np.timedelta64(1, "M")).astype("datetime64[D]")
+    else:
+        start = months.astype("datetime64[D]")
+        following = (months + np.timedelta64(12, "M")).astype("datetime64[D]")
+    if date:
+        return start, following - np.timedelta64(1, "D")
+    start = start.astype(f"datetime64[{unit}]")
+    following = following.astype(f"datetime64[{unit}]")
+    if "hour" in fields:
+        start = start + fields["hour"].astype("timedelta64[h]").astype(f"timedelta64[{unit}]")
+        following = start + np.timedelta64(1, "h").astype(f"timedelta64[{unit}]")
+    return start, following - np.timedelta64(1, unit)
