@@ -6,8 +6,9 @@ Two readers:
   pyarrow dataset scan (row-group pruning, parallel decode, pushed filter and projection).
 * :func:`read_data_file` streams one file row group by row group, tracking physical
   positions from the footer so deletes and rows of later snapshots can be dropped while
-  row groups that cannot match the filter are still skipped. Columns are matched by
-  field id, converted to the current types, and missing ones filled with defaults.
+  row groups that cannot match the filter are still skipped; with a filter, row groups
+  are late-materialised. Where each column comes from (field ids, name mapping,
+  defaults) is ``_file_columns``' job.
 """
 
 from __future__ import annotations
@@ -25,22 +26,20 @@ from pyarrow import acero
 from ..errors import DataFileCorruptError, DataFileError, DeleteFileError, DuckLakeError
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
 from ..types import ColumnSpec
-from ._conform import annotate_by_position, conform, default_array, field_id, with_field_id
+from ._conform import field_id
 from ._deletes import deleted_positions, keep_mask
+from ._file_columns import FileColumns, file_columns, physical_fields
 from ._footers import parsed_fragment
 from ._plan import DataFileTask, FileRef
 
 __all__ = [
     "ROW_ID",
-    "SNAPSHOT_FIELD_ID",
     "ReadRequest",
     "open_file",
     "read_data_file",
     "scan_clean_files",
 ]
 
-SNAPSHOT_FIELD_ID = 2147483539
-ROW_ID_FIELD_ID = 2147483540
 ROW_ID = "rowid"
 _FORMAT = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
@@ -116,71 +115,6 @@ def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterato
         raise _fail(exc, what) from exc
 
 
-def _physical_fields(parquet: pq.ParquetFile, task: DataFileTask, columns) -> pa.Schema:
-    schema = parquet.schema_arrow
-    if task.name_mapping is not None:
-        return _apply_name_mapping(schema, task.name_mapping)
-    if all(field_id(f) is None for f in schema):
-        return annotate_by_position(schema, columns)
-    return schema
-
-
-def _apply_name_mapping(schema: pa.Schema, nodes) -> pa.Schema:
-    children: dict[int | None, list] = {}
-    for node in nodes:
-        children.setdefault(node.parent_node, []).append(node)
-
-    def annotate(field: pa.Field, level: list) -> pa.Field | None:
-        match = _match_node(field.name, level)
-        if match is None:
-            return field
-        return _annotate_children(with_field_id(field, match.target_field_id), children, match)
-
-    return pa.schema([annotate(f, children.get(None, [])) for f in schema])
-
-
-def _match_node(name: str, level: list):
-    for node in level:
-        if node.source_name == name:
-            return node
-    lowered = name.lower()
-    for node in level:
-        if node.source_name.lower() == lowered:
-            return node
-    return None
-
-
-def _annotate_children(field: pa.Field, children: dict, node) -> pa.Field:
-    level = children.get(node.node_id, [])
-    if not level:
-        return field
-    t = field.type
-
-    def sub(child: pa.Field, forced=None) -> pa.Field:
-        match = forced or _match_node(child.name, level)
-        if match is None:
-            return child
-        return _annotate_children(with_field_id(child, match.target_field_id), children, match)
-
-    if pa.types.is_struct(t):
-        t = pa.struct([sub(t.field(i)) for i in range(t.num_fields)])
-    elif pa.types.is_list(t):
-        t = pa.list_(sub(t.value_field, level[0] if len(level) == 1 else None))
-    elif pa.types.is_map(t):
-        t = pa.map_(sub(t.key_field), sub(t.item_field))
-    return field.with_type(t)
-
-
-def _partition_value(url: str, name: str) -> str | None:
-    from urllib.parse import unquote
-
-    for segment in url.split("/"):
-        if segment.startswith(name + "="):
-            value = unquote(segment[len(name) + 1 :])
-            return None if value == "__HIVE_DEFAULT_PARTITION__" else value
-    return None
-
-
 def _row_groups(fragment, parquet: pq.ParquetFile, request: ReadRequest, physical) -> list[int]:
     """Row groups that may hold matching rows (statistics), all when unsure."""
     count = parquet.metadata.num_row_groups
@@ -213,48 +147,6 @@ def read_data_file(
         raise _fail(exc, what) from exc
 
 
-@dataclass(frozen=True)
-class _FileColumns:
-    """Where each requested table column comes from in one data file.
-
-    Attributes:
-        sources: column id -> physical field (None: missing, filled with default/constant).
-        snapshot_field: per-row snapshot ids of merged/flushed files (rows of later
-            snapshots are dropped).
-        row_id_field: embedded row ids (change feed), else computed from row_id_start.
-        partition_values: hive partition values of name-mapped files.
-    """
-
-    task: DataFileTask
-    request: ReadRequest
-    what: str
-    sources: dict
-    snapshot_field: pa.Field | None
-    row_id_field: pa.Field | None
-    partition_values: dict
-
-    def physical(self, columns) -> list[str]:
-        """Physical column names holding ``columns`` (table columns)."""
-        names = [self.sources[c.column_id].name for c in columns if self.sources[c.column_id]]
-        return list(dict.fromkeys(names))
-
-    def arrays(self, batch, columns, length: int) -> list[pa.Array]:
-        """``columns`` in the table types, from ``batch`` (physical names) or defaults."""
-        out = []
-        for column in columns:
-            source = self.sources[column.column_id]
-            if source is not None:
-                out.append(_convert(batch.column(source.name), source, column, self.what))
-            elif column.name in self.partition_values:
-                out.append(_constant(self.partition_values[column.name], column, length))
-            else:
-                out.append(default_array(column, length))
-        return out
-
-    def row_ids(self, batch, offset: int, length: int) -> pa.Array:
-        return _row_ids(batch, self.row_id_field, self.task, offset, length, self.what)
-
-
 def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.RecordBatch]:
     deleted = positions
     if deleted is None:
@@ -269,17 +161,8 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
             f"{what} has {metadata.num_rows} rows but the catalog records "
             f"{task.record_count}; the file was replaced or truncated. Restore it"
         )
-    physical = _physical_fields(parquet, task, request.columns)
-    by_id = {field_id(f): f for f in physical}
-    layout = _FileColumns(
-        task=task,
-        request=request,
-        what=what,
-        sources={c.column_id: by_id.get(c.column_id) for c in request.columns},
-        snapshot_field=by_id.get(SNAPSHOT_FIELD_ID),
-        row_id_field=by_id.get(ROW_ID_FIELD_ID) if request.with_row_ids else None,
-        partition_values=_mapped_partitions(task, request),
-    )
+    physical = physical_fields(parquet.schema_arrow, task, request.columns)
+    layout = file_columns(physical, task, request, what)
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     read_row_group = _read_row_group if request.filter is None else _read_row_group_late
@@ -287,7 +170,7 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
         yield from read_row_group(parquet, rg, int(starts[rg]), layout, deleted)
 
 
-def _visible(batch, layout: _FileColumns, deleted: np.ndarray, offset: int, length: int):
+def _visible(batch, layout: FileColumns, deleted: np.ndarray, offset: int, length: int):
     """Rows neither deleted nor written by a later snapshot (None: all of them)."""
     mask = keep_mask(deleted, offset, length)
     if layout.snapshot_field is not None:
@@ -297,7 +180,7 @@ def _visible(batch, layout: _FileColumns, deleted: np.ndarray, offset: int, leng
     return mask
 
 
-def _read_row_group(parquet, rg: int, offset: int, layout: _FileColumns, deleted):
+def _read_row_group(parquet, rg: int, offset: int, layout: FileColumns, deleted):
     """No filter: decode every requested column, drop invisible rows."""
     request = layout.request
     names = layout.physical(request.columns)
@@ -326,7 +209,7 @@ def _read_row_group(parquet, rg: int, offset: int, layout: _FileColumns, deleted
 LATE_BATCH_ROUNDING = 8_192
 
 
-def _read_row_group_late(parquet, rg: int, offset: int, layout: _FileColumns, deleted):
+def _read_row_group_late(parquet, rg: int, offset: int, layout: FileColumns, deleted):
     """Late materialisation: decode the filter columns, then only what survives.
 
     Pass 1 decodes the columns the filter reads (and per-row snapshot ids), evaluates the
@@ -369,7 +252,7 @@ def _read_row_group_late(parquet, rg: int, offset: int, layout: _FileColumns, de
     yield pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def _second_pass(parquet, rg, offset, layout: _FileColumns, rest, keep: np.ndarray, length):
+def _second_pass(parquet, rg, offset, layout: FileColumns, rest, keep: np.ndarray, length):
     """Columns ``rest`` (and row ids) at positions ``keep`` of row group ``rg``."""
     request = layout.request
     if not rest and not request.with_row_ids:
@@ -429,46 +312,5 @@ def _output_names(request: ReadRequest) -> list[str]:
     return list(request.output) + ([ROW_ID] if request.with_row_ids else [])
 
 
-def _convert(array: pa.Array, source: pa.Field, column: ColumnSpec, what: str) -> pa.Array:
-    """conform() with an error that names the column instead of blaming the file."""
-    try:
-        return conform(array, source, column)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise DataFileError(
-            f"column {column.name!r} of {what} holds values that cannot be read as "
-            f"{column.type_name} ({exc}); e.g. HUGEINT values beyond 1e38 are stored as "
-            "doubles by the writer and do not fit decimal(38, 0). Select other columns, "
-            "or cast the column in DuckDB"
-        ) from exc
-
-
 def _empty(length: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.nulls(length)], names=["_"]).select([])
-
-
-def _row_ids(batch, row_id_field, task, offset: int, length: int, what: str) -> pa.Array:
-    if row_id_field is not None:
-        return batch.column(row_id_field.name)
-    if task.row_id_start is None:
-        raise DataFileCorruptError(f"{what} has neither row_id_start nor embedded row ids")
-    return pa.array(np.arange(task.row_id_start + offset, task.row_id_start + offset + length))
-
-
-def _mapped_partitions(task: DataFileTask, request: ReadRequest) -> dict[str, str | None]:
-    """Hive partition values of name-mapped files whose mapping marks them ``is_partition``."""
-    if not task.name_mapping:
-        return {}
-    values = {}
-    by_target = {n.target_field_id: n for n in task.name_mapping if n.is_partition}
-    for column in request.columns:
-        node = by_target.get(column.column_id)
-        if node is not None:
-            values[column.name] = _partition_value(task.file.url, node.source_name)
-    return values
-
-
-def _constant(text: str | None, column: ColumnSpec, length: int) -> pa.Array:
-    if text is None:
-        return pa.nulls(length, column.arrow_type)
-    single = pa.array([text]).cast(column.arrow_type)
-    return single.take(pa.array(np.zeros(length, dtype=np.int32)))
