@@ -126,3 +126,21 @@ def test_unchanged_lake_reads_only_the_version(lake):
         backend.session = original
         _release(catalog)
     assert statements and all("max(snapshot_id), count(*)" in s for s in statements), statements
+
+
+def test_catalog_objects_share_one_attachment_of_a_duckdb_file(make_lake):
+    """Every catalog object of one DuckDB file reads through one attachment of it."""
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (i INTEGER)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(10) r(i)")
+    first = DuckLakeCatalog(**lake.reader_args())
+    second = DuckLakeCatalog(**lake.reader_args())
+    with first.backend.session() as outer, second.backend.session() as inner:
+        assert outer.lake_version() == inner.lake_version()
+    assert first.table("main", "t").to_arrow().num_rows == 10
+    assert second.table("main", "t").to_arrow().num_rows == 10
+    first.backend.close()  # detaches: the writer can attach again at once
+    lake.sql("INSERT INTO lake.main.t VALUES (10)")
+    lake.reader_args()  # the writer detaches
+    assert second.table("main", "t").to_arrow().num_rows == 11
+    second.backend.close()

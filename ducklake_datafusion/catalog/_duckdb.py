@@ -1,14 +1,20 @@
-"""DuckDB-file catalogs, opened read-only with the ``duckdb`` package.
+"""DuckDB-file catalogs, read through one in-process DuckDB instance.
 
 A DuckDB file is locked by the process that has it attached for writing, and our own
-read-only handle blocks writers just the same. So the handle is never kept between
-queries: it is opened on demand, shared by the metadata reads of one query (DataFusion
-asks for the schema, the table and the scan within milliseconds of each other; opening
-costs ~15 ms), and closed once it has been idle for ``IDLE_CLOSE_SECONDS``.
+read-only handle blocks writers just the same. So the file is never held between
+queries: it is ``ATTACH``-ed read-only on demand, shared by the metadata reads of one
+query (DataFusion asks for the schema, the table and the scan within milliseconds of each
+other), and ``DETACH``-ed once idle for ``IDLE_CLOSE_SECONDS``.
+
+Creating a DuckDB instance costs ~20 ms, attaching a file to a live one ~3 ms, so one
+in-memory instance (which locks nothing) lives for the whole process and every catalog
+object attaches its file there, one attachment per file however many catalog objects
+read it.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -32,11 +38,13 @@ IDLE_CLOSE_SECONDS = 0.5
 
 
 class _DuckDBSession(SessionBase):
-    TABLES_SQL = "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
-
-    def __init__(self, cursor: duckdb.DuckDBPyConnection, cache: dict) -> None:
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, alias: str, cache: dict) -> None:
         super().__init__(cache)
         self._cursor = cursor
+        self.TABLES_SQL = (
+            "SELECT table_name FROM duckdb_tables() "
+            f"WHERE database_name = '{alias}' AND schema_name = 'main'"
+        )
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         return self._cursor.execute(sql, list(params)).fetchall()
@@ -48,6 +56,111 @@ class _DuckDBSession(SessionBase):
         return table if schema is None else conform_to(table, schema)
 
 
+class _Attachment:
+    """One catalog file attached to the shared instance, detached when idle."""
+
+    def __init__(self, path: str, alias: str) -> None:
+        self.path = path
+        self.alias = alias
+        self.attached = False
+        self.users = 0
+        self.timer: threading.Timer | None = None
+        self.idle: list[duckdb.DuckDBPyConnection] = []  # cursors already ``USE``-ing it
+
+
+class _SharedInstance:
+    """The process's in-memory DuckDB instance and the catalog files attached to it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connection: duckdb.DuckDBPyConnection | None = None
+        self._files: dict[str, _Attachment] = {}
+        self._aliases = itertools.count()
+
+    def _instance(self) -> duckdb.DuckDBPyConnection:
+        if self._connection is None:
+            # Metadata queries are tiny; one thread avoids DuckDB's per-query fan-out cost.
+            self._connection = duckdb.connect(":memory:", config={"threads": 1})
+        return self._connection
+
+    @contextmanager
+    def cursor(
+        self, path: str, description: str
+    ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+        """A cursor whose default database is the attached ``path``, and its alias."""
+        with self._lock:
+            entry = self._files.get(path)
+            if entry is None:
+                entry = self._files[path] = _Attachment(
+                    path, f"ducklake_catalog_{next(self._aliases)}"
+                )
+            if entry.timer is not None:
+                entry.timer.cancel()
+                entry.timer = None
+            if not entry.attached:
+                _attach(self._instance(), entry, description)
+            entry.users += 1
+            cursor = entry.idle.pop() if entry.idle else None
+        if cursor is None:
+            cursor = self._instance().cursor()
+            cursor.execute(f"USE {entry.alias}")  # ~0.2 ms: done once per pooled cursor
+        try:
+            yield cursor, entry.alias
+        finally:
+            with self._lock:
+                entry.idle.append(cursor)
+                entry.users -= 1
+                if entry.users == 0 and entry.attached:
+                    entry.timer = threading.Timer(IDLE_CLOSE_SECONDS, self.release, args=(path,))
+                    entry.timer.daemon = True
+                    entry.timer.start()
+
+    def release(self, path: str) -> None:
+        """Detach ``path`` now if no query is using it."""
+        with self._lock:
+            entry = self._files.get(path)
+            if entry is None:
+                return
+            if entry.timer is not None:
+                entry.timer.cancel()
+                entry.timer = None
+            if entry.users == 0 and entry.attached:
+                for cursor in entry.idle:
+                    cursor.close()
+                entry.idle.clear()
+                self._instance().execute(f"DETACH {entry.alias}")
+                entry.attached = False
+
+
+def _attach(instance: duckdb.DuckDBPyConnection, entry: _Attachment, description: str) -> None:
+    if not os.path.exists(entry.path):
+        raise CatalogNotFoundError(
+            f"{description} does not exist; pass the path of the .ducklake catalog file "
+            "(or 'sqlite:...' / 'postgres:...' for other catalog databases)"
+        )
+    literal = "'" + entry.path.replace("'", "''") + "'"
+    try:
+        instance.execute(f"ATTACH {literal} AS {entry.alias} (TYPE duckdb, READ_ONLY)")
+    except duckdb.Error as exc:
+        text = str(exc)
+        if "lock" in text.lower() or "Unique file handle conflict" in text:
+            raise CatalogLockedError(
+                f"{description} is locked by another process that has it attached "
+                "(DuckDB files allow one writer process and no concurrent readers). Detach it "
+                "there, or use a SQLite or PostgreSQL catalog for concurrent access."
+            ) from exc
+        if "not a valid DuckDB database" in text:
+            raise NotADuckLakeCatalogError(
+                f"{description} is not a DuckDB database file; pass the DuckLake "
+                "catalog file (or 'sqlite:...' / 'postgres:...')"
+            ) from exc
+        raise CatalogError(f"{description} cannot be opened: {text}") from exc
+    entry.attached = True
+
+
+_SHARED = _SharedInstance()
+
+
 class DuckDBBackend:
     """A DuckLake catalog stored in a DuckDB database file."""
 
@@ -56,73 +169,16 @@ class DuckDBBackend:
     def __init__(self, path: str) -> None:
         self.path = os.path.abspath(os.path.expanduser(path))
         self.description = f"DuckDB catalog {self.path}"
-        self._lock = threading.Lock()
-        self._connection: duckdb.DuckDBPyConnection | None = None
-        self._users = 0
-        self._timer: threading.Timer | None = None
         self.cache: dict = {}
 
     def __reduce__(self):
         return (DuckDBBackend, (self.path,))
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
-        if not os.path.exists(self.path):
-            raise CatalogNotFoundError(
-                f"{self.description} does not exist; pass the path of the .ducklake catalog file "
-                "(or 'sqlite:...' / 'postgres:...' for other catalog databases)"
-            )
-        try:
-            # Metadata queries are tiny; one thread avoids DuckDB's per-query fan-out cost.
-            return duckdb.connect(self.path, read_only=True, config={"threads": 1})
-        except duckdb.Error as exc:
-            text = str(exc)
-            if "lock" in text.lower() or "Unique file handle conflict" in text:
-                raise CatalogLockedError(
-                    f"{self.description} is locked by another process that has it attached "
-                    "(DuckDB files allow one writer process and no concurrent readers). Detach it "
-                    "there, or use a SQLite or PostgreSQL catalog for concurrent access."
-                ) from exc
-            if "not a valid DuckDB database" in text:
-                raise NotADuckLakeCatalogError(
-                    f"{self.description} is not a DuckDB database file; pass the DuckLake "
-                    "catalog file (or 'sqlite:...' / 'postgres:...')"
-                ) from exc
-            raise CatalogError(f"{self.description} cannot be opened: {text}") from exc
-
     @contextmanager
     def session(self) -> Iterator[_DuckDBSession]:
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            if self._connection is None:
-                self._connection = self._open()
-            self._users += 1
-            cursor = self._connection.cursor()
-        try:
-            yield _DuckDBSession(cursor, self.cache)
-        finally:
-            cursor.close()
-            with self._lock:
-                self._users -= 1
-                if self._users == 0:
-                    self._timer = threading.Timer(IDLE_CLOSE_SECONDS, self._close_if_idle)
-                    self._timer.daemon = True
-                    self._timer.start()
-
-    def _close_if_idle(self) -> None:
-        with self._lock:
-            if self._users == 0 and self._connection is not None:
-                self._connection.close()
-                self._connection = None
-            self._timer = None
+        with _SHARED.cursor(self.path, self.description) as (cursor, alias):
+            yield _DuckDBSession(cursor, alias, self.cache)
 
     def close(self) -> None:
         """Release the file now (tests and writers that cannot wait for the idle timer)."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            if self._connection is not None and self._users == 0:
-                self._connection.close()
-                self._connection = None
+        _SHARED.release(self.path)
