@@ -144,3 +144,37 @@ def test_catalog_objects_share_one_attachment_of_a_duckdb_file(make_lake):
     lake.reader_args()  # the writer detaches
     assert second.table("main", "t").to_arrow().num_rows == 11
     second.backend.close()
+
+
+EXIT_SCRIPT = """
+import sys, time
+from ducklake_datafusion import DuckLakeCatalog
+from ducklake_datafusion.catalog import _duckdb
+DuckLakeCatalog(sys.argv[1]).table("main", "t")
+time.sleep(_duckdb.IDLE_CLOSE_SECONDS + float(sys.argv[2]))  # exit as the idle timer fires
+"""
+
+
+def test_exit_while_the_idle_timer_fires_is_clean(make_lake, tmp_path):
+    """A process that exits just as a DuckDB catalog's idle detach fires must not abort.
+
+    (A daemon timer calling into DuckDB during interpreter shutdown killed the process
+    with SIGABRT in about one run in six; the catalog now detaches at exit.)
+    """
+    import subprocess
+    import sys
+
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (i INTEGER)")
+    lake.reader_args()
+    script = tmp_path / "exit_race.py"
+    script.write_text(EXIT_SCRIPT)
+    for offset in ("-0.012", "-0.006", "-0.003", "0", "0.003", "-0.009", "-0.001", "0.001"):
+        done = subprocess.run(
+            [sys.executable, str(script), lake.metadata, offset],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (offset, done.returncode, done.stderr[-2000:])

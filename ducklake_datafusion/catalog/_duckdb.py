@@ -14,6 +14,7 @@ read it.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import threading
@@ -115,6 +116,26 @@ class _SharedInstance:
                     entry.timer.daemon = True
                     entry.timer.start()
 
+    def shutdown(self) -> None:
+        """Detach everything and close the instance before the interpreter finalises.
+
+        An idle timer firing during interpreter shutdown would call into DuckDB from a
+        daemon thread that Python is tearing down, which aborts the process.
+        """
+        with self._lock:
+            for entry in self._files.values():
+                if entry.timer is not None:
+                    entry.timer.cancel()
+                    entry.timer = None
+                for cursor in entry.idle:
+                    cursor.close()
+                entry.idle.clear()
+                entry.attached = False
+            self._files.clear()
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
     def release(self, path: str) -> None:
         """Detach ``path`` now if no query is using it."""
         with self._lock:
@@ -159,6 +180,7 @@ def _attach(instance: duckdb.DuckDBPyConnection, entry: _Attachment, description
 
 
 _SHARED = _SharedInstance()
+atexit.register(_SHARED.shutdown)
 
 
 class DuckDBBackend:

@@ -11,6 +11,7 @@ The option -> constructor-argument mapping is done by pure functions (``_s3_kwar
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from datetime import datetime, timezone
@@ -214,3 +215,8 @@ def clear_filesystem_cache() -> None:
     """Forget built filesystems, e.g. after rotating credentials held in the environment."""
     with _LOCK:
         _CACHE.clear()
+
+
+# Release S3 filesystems before pyarrow finalises its S3 subsystem at exit (atexit runs
+# the last-registered handler first; pyarrow.fs registered its own on import, above).
+atexit.register(clear_filesystem_cache)

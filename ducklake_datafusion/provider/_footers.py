@@ -13,6 +13,7 @@ last 64 KiB in one request, which holds any footer the hint could describe below
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections import OrderedDict
 
@@ -59,6 +60,9 @@ class _ParsedFragments:
 
 
 parsed_fragments = _ParsedFragments(FOOTER_CACHE_BYTES)
+# Cached fragments hold their filesystems: drop them before pyarrow finalises S3 at exit
+# (atexit runs handlers last-registered first, and pyarrow.fs registered its own earlier).
+atexit.register(parsed_fragments.clear)
 
 
 def parsed_fragment(
