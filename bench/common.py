@@ -229,6 +229,34 @@ def measure(fn: Callable[[], object], *, warmup: int = 1, repeat: int = 5) -> tu
 # Reporting
 
 
+@dataclass(frozen=True)
+class PlanningTimes:
+    """``scan_plan()`` with and without a filter, on an unchanged lake and as after a commit."""
+
+    full: Timing
+    pruned: Timing
+    full_new: Timing
+    pruned_new: Timing
+    plan_all: object  # ScanPlan of every file
+    plan_pruned: object  # ScanPlan with the filter
+
+
+def measure_planning(catalog, table, expr, *, repeat: int) -> PlanningTimes:
+    """Time planning a table; "new" drops the memoised metadata first, as a commit would."""
+
+    def after_commit(scan):
+        catalog.forget_metadata()
+        return scan()
+
+    full, plan_all = measure(lambda: table.scan_plan(), repeat=repeat)
+    pruned, plan_pruned = measure(lambda: table.scan_plan(filter=expr), repeat=repeat)
+    full_new, _ = measure(lambda: after_commit(table.scan_plan), repeat=repeat)
+    pruned_new, _ = measure(
+        lambda: after_commit(lambda: table.scan_plan(filter=expr)), repeat=repeat
+    )
+    return PlanningTimes(full, pruned, full_new, pruned_new, plan_all, plan_pruned)
+
+
 def seconds(value: float | None) -> str:
     """Seconds with three significant digits (``0.0931``, ``1.24``); ``-`` for None."""
     if value is None:

@@ -27,6 +27,7 @@ from common import (
     load_average,
     markdown_table,
     measure,
+    measure_planning,
     millis,
 )
 
@@ -57,17 +58,7 @@ def bench_backend(kind: str, files: int, repeat: int, pg: str | None) -> list[st
     cold, _ = measure(cold_lookup, repeat=repeat)
     warm, table = measure(lambda: catalog.table("main", "t"), repeat=repeat)
     resolve, _ = measure(lambda: ctx.sql("SELECT k FROM lake.main.t"), repeat=repeat)
-    full, plan = measure(lambda: table.scan_plan(), repeat=repeat)
-    pruned, kept = measure(lambda: table.scan_plan(filter=expr), repeat=repeat)
-
-    def after_commit(scan):
-        catalog.forget_metadata()  # as after a commit: nothing memoised for this version
-        return scan()
-
-    full_cold, _ = measure(lambda: after_commit(table.scan_plan), repeat=repeat)
-    pruned_cold, _ = measure(
-        lambda: after_commit(lambda: table.scan_plan(filter=expr)), repeat=repeat
-    )
+    t = measure_planning(catalog, table, expr, repeat=repeat)
     close = getattr(catalog.backend, "close", None)
     if close is not None:
         close()
@@ -76,10 +67,14 @@ def bench_backend(kind: str, files: int, repeat: int, pg: str | None) -> list[st
         millis(cold.median),
         millis(warm.median),
         millis(resolve.median),
-        f"{millis(full_cold.median)} / {millis(full.median)} ({plan.stats.files_total} files)",
-        f"{millis(pruned_cold.median)} / {millis(pruned.median)} ({kept.stats.files_scanned} kept)",
+        _new_and_unchanged(t.full_new, t.full, f"{t.plan_all.stats.files_total} files"),
+        _new_and_unchanged(t.pruned_new, t.pruned, f"{t.plan_pruned.stats.files_scanned} kept"),
         note,
     ]
+
+
+def _new_and_unchanged(new, unchanged, note: str) -> str:
+    return f"{millis(new.median)} / {millis(unchanged.median)} ({note})"
 
 
 def main() -> None:

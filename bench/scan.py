@@ -42,6 +42,7 @@ from common import (
     markdown_table,
     measure,
     measure_interleaved,
+    measure_planning,
     millis,
     ratio,
     seconds,
@@ -250,17 +251,7 @@ def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
     catalog = DuckLakeCatalog(lake.metadata)
     table = catalog.table("main", "t")
     lookup, _ = measure(lambda: catalog.table("main", "t"), repeat=repeat)
-    full, plan_all = measure(lambda: table.scan_plan(), repeat=repeat)
-    pruned, plan_sel = measure(lambda: table.scan_plan(filter=expr), repeat=repeat)
-
-    def after_commit(scan):
-        catalog.forget_metadata()  # as after a commit: nothing memoised for this version
-        return scan()
-
-    full_new, _ = measure(lambda: after_commit(table.scan_plan), repeat=repeat)
-    pruned_new, _ = measure(
-        lambda: after_commit(lambda: table.scan_plan(filter=expr)), repeat=repeat
-    )
+    t = measure_planning(catalog, table, expr, repeat=repeat)
     ctx = datafusion.SessionContext()
     register(ctx, "lake", catalog)
     df_plan, _ = measure(lambda: ctx.sql(selective).execution_plan(), repeat=repeat)
@@ -273,24 +264,24 @@ def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
             repeat=repeat,
         )
     catalog.backend.close()
-    s = plan_sel.stats
+    s = t.plan_pruned.stats
     pruning = f"{s.files_scanned} of {s.files_total} files kept"
     (ours, ours_rows), (duck, duck_rows) = timed["ours"], timed["duckdb"]
     check = "ok" if same_rows(_rows(ours_rows), _rows(duck_rows)) else "MISMATCH"
     return [
         ["table lookup: lake.table('main', 't')", millis(lookup.median), "target < 5 ms"],
         [
-            f"scan_plan() all {plan_all.stats.files_total} files, new lake version",
-            millis(full_new.median),
+            f"scan_plan() all {t.plan_all.stats.files_total} files, new lake version",
+            millis(t.full_new.median),
             "after a commit; target < 100 ms",
         ],
         [
             "scan_plan(filter) plan + prune, new lake version",
-            millis(pruned_new.median),
+            millis(t.pruned_new.median),
             f"{pruning}; target < 50 ms",
         ],
-        ["scan_plan() all files, unchanged lake", millis(full.median), "metadata memoised"],
-        ["scan_plan(filter), unchanged lake", millis(pruned.median), "metadata memoised"],
+        ["scan_plan() all files, unchanged lake", millis(t.full.median), "metadata memoised"],
+        ["scan_plan(filter), unchanged lake", millis(t.pruned.median), "metadata memoised"],
         ["DataFusion SQL -> physical plan (selective)", millis(df_plan.median), ""],
         ["selective query, ours end to end", millis(ours.median), f"answer vs DuckDB: {check}"],
         ["selective query, DuckDB end to end", millis(duck.median), ""],

@@ -547,6 +547,18 @@ def test_which_filters_are_taken(mixed):
 # Executors need the plan only
 
 
+def _read_without_catalog(lake, shipped: bytes, partitions):
+    """Unpickle the reader as an executor would and read ``partitions`` with the catalog
+    file moved away (executors need the plan only); returns the reader and its rows."""
+    os.rename(lake.metadata, lake.metadata + ".away")
+    try:
+        executor = pickle.loads(shipped)
+        batches = [b for p in partitions for b in executor.read(p)]
+    finally:
+        os.rename(lake.metadata + ".away", lake.metadata)
+    return executor, pa.Table.from_batches(batches, schema=executor.target)
+
+
 def test_reader_and_partitions_pickle_and_read_without_the_catalog(make_lake):
     lake = make_lake(inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
@@ -561,13 +573,8 @@ def test_reader_and_partitions_pickle_and_read_without_the_catalog(make_lake):
     shipped = pickle.dumps(reader)  # pyspark pickles the reader before partitions()
     partitions = pickle.loads(pickle.dumps(reader.partitions()))
     assert len(partitions) == 2
-    os.rename(lake.metadata, lake.metadata + ".away")  # executors must not need it
-    try:
-        executor = pickle.loads(shipped)
-        batches = [b for p in partitions for b in executor.read(p)]
-    finally:
-        os.rename(lake.metadata + ".away", lake.metadata)
-    assert_same_rows(pa.Table.from_batches(batches, schema=executor.target), expected)
+    executor, rows = _read_without_catalog(lake, shipped, partitions)
+    assert_same_rows(rows, expected)
     assert list(executor.read(None)) == []
 
 
@@ -711,13 +718,8 @@ def test_change_feed_partitions_projection_and_errors(make_lake):
         )
         assert len(partitions) == (count or expected.num_rows), options
     partitions = pickle.loads(pickle.dumps(partitions))
-    os.rename(lake.metadata, lake.metadata + ".away")  # executors must not need it
-    try:
-        executor = pickle.loads(shipped)
-        batches = [b for p in partitions for b in executor.read(p)]
-    finally:
-        os.rename(lake.metadata + ".away", lake.metadata)
-    assert_same_rows(pa.Table.from_batches(batches, schema=executor.target), expected)
+    executor, rows = _read_without_catalog(lake, shipped, partitions)
+    assert_same_rows(rows, expected)
     assert list(executor.read(None)) == []
 
     # a user schema selects feed columns by name (any case) and may widen them

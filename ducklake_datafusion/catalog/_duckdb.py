@@ -68,6 +68,16 @@ class _Attachment:
         self.timer: threading.Timer | None = None
         self.idle: list[duckdb.DuckDBPyConnection] = []  # cursors already ``USE``-ing it
 
+    def stop_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def close_cursors(self) -> None:
+        for cursor in self.idle:
+            cursor.close()
+        self.idle.clear()
+
 
 class _SharedInstance:
     """The process's in-memory DuckDB instance and the catalog files attached to it."""
@@ -95,9 +105,7 @@ class _SharedInstance:
                 entry = self._files[path] = _Attachment(
                     path, f"ducklake_catalog_{next(self._aliases)}"
                 )
-            if entry.timer is not None:
-                entry.timer.cancel()
-                entry.timer = None
+            entry.stop_timer()
             if not entry.attached:
                 _attach(self._instance(), entry, description)
             entry.users += 1
@@ -124,12 +132,8 @@ class _SharedInstance:
         """
         with self._lock:
             for entry in self._files.values():
-                if entry.timer is not None:
-                    entry.timer.cancel()
-                    entry.timer = None
-                for cursor in entry.idle:
-                    cursor.close()
-                entry.idle.clear()
+                entry.stop_timer()
+                entry.close_cursors()
                 entry.attached = False
             self._files.clear()
             if self._connection is not None:
@@ -142,13 +146,9 @@ class _SharedInstance:
             entry = self._files.get(path)
             if entry is None:
                 return
-            if entry.timer is not None:
-                entry.timer.cancel()
-                entry.timer = None
+            entry.stop_timer()
             if entry.users == 0 and entry.attached:
-                for cursor in entry.idle:
-                    cursor.close()
-                entry.idle.clear()
+                entry.close_cursors()
                 self._instance().execute(f"DETACH {entry.alias}")
                 entry.attached = False
 

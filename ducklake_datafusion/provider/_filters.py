@@ -16,6 +16,7 @@ release that changes the format fails loudly there.
 from __future__ import annotations
 
 import ctypes
+import functools
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -103,9 +104,19 @@ def _ordered_metadata(schema: pa.Schema) -> list[tuple[str, str]]:
 
 
 def decode_expression(expression: pc.Expression) -> Node:
-    """Turn a pyarrow Expression into a :data:`Node` tree."""
+    """Turn a pyarrow Expression into a :data:`Node` tree.
+
+    One query decodes its filter several times (file statistics, pruning, every
+    fragment's read request); the tree is memoised by the expression's serialised bytes,
+    so the same filter is parsed once. Trees are never modified after decoding.
+    """
     _, args = expression.__reduce__()
-    reader = ipc.open_file(pa.py_buffer(args[0]))
+    return _decode_serialised(args[0].to_pybytes())
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_serialised(payload: bytes) -> Node:
+    reader = ipc.open_file(pa.py_buffer(payload))
     tokens = _ordered_metadata(reader.schema)
     batch = reader.read_all()
     position = 0

@@ -140,12 +140,7 @@ def read_table(
         "min_partitions": min_partitions or _default_parallelism(spark),
         GUARD_OPTION: True,
     }
-    values.update(storage_options or {})
-    values.update(options)
-    reader = spark.read.format(DuckLakeDataSource.name())
-    for key, value in values.items():
-        if value is not None:
-            reader = reader.option(key, _option_text(value))
+    reader = _reader(spark, values, storage_options, options)
     if isinstance(schema, str):
         reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
     elif schema is not None:
@@ -206,15 +201,20 @@ def read_changes(
         "partition_bytes": partition_bytes,
         "min_partitions": min_partitions or _default_parallelism(spark),
     }
-    values.update(storage_options or {})
-    values.update(options)
-    reader = spark.read.format(DuckLakeDataSource.name())
-    for key, value in values.items():
-        if value is not None:
-            reader = reader.option(key, _option_text(value))
+    reader = _reader(spark, values, storage_options, options)
     if schema is not None:
         reader = reader.schema(schema)
     return reader.load(table)
+
+
+def _reader(spark, values: dict, storage_options, options: dict):
+    """A ``DataFrameReader`` of this format with every option that is set (as text)."""
+    merged = {**values, **(storage_options or {}), **options}
+    reader = spark.read.format(DuckLakeDataSource.name())
+    for key, value in merged.items():
+        if value is not None:
+            reader = reader.option(key, _option_text(value))
+    return reader
 
 
 def _default_parallelism(spark) -> int | None:
