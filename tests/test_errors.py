@@ -49,6 +49,24 @@ def test_not_a_ducklake_catalog(tmp_path):
         DuckLakeCatalog(str(text)).schema_names()
 
 
+def test_catalog_without_snapshots(make_lake):
+    """A catalog whose ducklake_snapshot table is empty is refused, naming the file."""
+    import sqlite3
+
+    from lakes import LakeSpec
+
+    lake = make_lake(LakeSpec("sqlite", "local"))
+    lake.sql("CREATE TABLE lake.main.t (a INTEGER)")
+    args = lake.reader_args()
+    path = args["metadata"].removeprefix("sqlite:")
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM ducklake_snapshot")
+    with pytest.raises(
+        errors.NotADuckLakeCatalogError, match=r"cat\.sqlite has an empty ducklake_snapshot"
+    ):
+        DuckLakeCatalog(**args).table("main", "t")
+
+
 def test_unknown_table_and_schema(lake):
     catalog = DuckLakeCatalog(**lake.reader_args())
     with pytest.raises(errors.TableNotFoundError, match=r"main\.nope.*tables at that snapshot: t"):

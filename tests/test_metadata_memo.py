@@ -137,13 +137,15 @@ def test_catalog_objects_share_one_attachment_of_a_duckdb_file(make_lake):
     second = DuckLakeCatalog(**lake.reader_args())
     with first.backend.session() as outer, second.backend.session() as inner:
         assert outer.lake_version() == inner.lake_version()
-    assert first.table("main", "t").to_arrow().num_rows == 10
-    assert second.table("main", "t").to_arrow().num_rows == 10
-    first.backend.close()  # detaches: the writer can attach again at once
+    before = [first.table("main", "t").to_arrow(), second.table("main", "t").to_arrow()]
+    first.backend.close()  # detaches for both: DuckDB can attach again at once
+    for table in before:
+        assert_same_rows(table, lake.reference("SELECT * FROM lake.main.t"))
     lake.sql("INSERT INTO lake.main.t VALUES (10)")
     lake.reader_args()  # the writer detaches
-    assert second.table("main", "t").to_arrow().num_rows == 11
+    after = second.table("main", "t").to_arrow()
     second.backend.close()
+    assert_same_rows(after, lake.reference("SELECT * FROM lake.main.t"))
 
 
 EXIT_SCRIPT = """

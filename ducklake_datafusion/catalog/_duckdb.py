@@ -39,8 +39,10 @@ IDLE_CLOSE_SECONDS = 0.5
 
 
 class _DuckDBSession(SessionBase):
-    def __init__(self, cursor: duckdb.DuckDBPyConnection, alias: str, cache: dict) -> None:
-        super().__init__(cache)
+    def __init__(
+        self, cursor: duckdb.DuckDBPyConnection, alias: str, cache: dict, description: str
+    ) -> None:
+        super().__init__(cache, description)
         self._cursor = cursor
         self.TABLES_SQL = (
             "SELECT table_name FROM duckdb_tables() "
@@ -199,7 +201,7 @@ class DuckDBBackend:
     @contextmanager
     def session(self) -> Iterator[_DuckDBSession]:
         with _SHARED.cursor(self.path, self.description) as (cursor, alias):
-            yield _DuckDBSession(cursor, alias, self.cache)
+            yield _DuckDBSession(cursor, alias, self.cache, self.description)
 
     def close(self) -> None:
         """Release the file now (tests and writers that cannot wait for the idle timer)."""

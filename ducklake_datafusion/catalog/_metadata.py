@@ -162,7 +162,11 @@ def latest_snapshot(session: MetadataSession) -> SnapshotInfo:
     latest, _count = session.lake_version()
     snapshot = snapshot_by_id(session, latest)
     if snapshot is None:
-        raise NotADuckLakeCatalogError("the catalog has no snapshots; it is not a DuckLake catalog")
+        raise NotADuckLakeCatalogError(
+            f"{getattr(session, 'description', 'the catalog')} has an empty ducklake_snapshot "
+            "table, so it is not a usable DuckLake catalog; pass the catalog database that "
+            "DuckDB's ATTACH 'ducklake:...' created"
+        )
     return snapshot
 
 

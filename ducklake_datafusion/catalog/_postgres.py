@@ -64,8 +64,8 @@ class _PostgresSession(SessionBase):
         "WHERE table_schema = ANY (current_schemas(false))"
     )
 
-    def __init__(self, connection, cache: dict) -> None:
-        super().__init__(cache)
+    def __init__(self, connection, cache: dict, description: str) -> None:
+        super().__init__(cache, description)
         self._connection = connection
 
     def _execute(self, sql: str, params: Sequence[object]):
@@ -139,7 +139,7 @@ class PostgresBackend:
         psycopg = _import_psycopg()
         connection = self._connection()
         try:
-            yield _PostgresSession(connection, self.cache)
+            yield _PostgresSession(connection, self.cache, self.description)
         except psycopg.Error as exc:
             raise CatalogError(f"{self.description}: {_redact(str(exc)).strip()}") from None
         finally:

@@ -23,8 +23,9 @@ class SessionBase:
 
     TABLES_SQL = ""
 
-    def __init__(self, cache: dict) -> None:
+    def __init__(self, cache: dict, description: str) -> None:
         self.cache = cache
+        self.description = description  # names the catalog in errors
         self._tables: frozenset[str] | None = None
         self._version: tuple[int, int] | None = None
 

@@ -32,8 +32,8 @@ __all__ = ["SQLiteBackend"]
 class _SQLiteSession(SessionBase):
     TABLES_SQL = "SELECT name FROM sqlite_master WHERE type = 'table'"
 
-    def __init__(self, connection: sqlite3.Connection, cache: dict) -> None:
-        super().__init__(cache)
+    def __init__(self, connection: sqlite3.Connection, cache: dict, description: str) -> None:
+        super().__init__(cache, description)
         self._connection = connection
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
@@ -94,7 +94,7 @@ class SQLiteBackend:
             self._local.connection = None
             raise self._translate(exc) from exc
         try:
-            yield _SQLiteSession(connection, self.cache)
+            yield _SQLiteSession(connection, self.cache, self.description)
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from exc
         finally:
