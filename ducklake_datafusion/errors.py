@@ -2,7 +2,8 @@
 
 Every error raised on purpose by this package derives from :class:`DuckLakeError`, so
 ``except DuckLakeError`` catches all of them. Messages name the catalog, table, snapshot
-and file involved and say what to do; they never contain credentials.
+and file involved and say what to do; they never contain credentials (each message is
+scrubbed when the error is made).
 
 Errors raised inside a DataFusion scan cross the Rust boundary and reach the user as a
 DataFusion exception whose text contains the class name and message of the original
@@ -10,6 +11,8 @@ error (see ``tests/test_errors.py``).
 """
 
 from __future__ import annotations
+
+from ._secrets import scrub
 
 __all__ = [
     "CatalogError",
@@ -32,7 +35,14 @@ __all__ = [
 
 
 class DuckLakeError(Exception):
-    """Root of every error this package raises on purpose."""
+    """Root of every error this package raises on purpose.
+
+    The message is scrubbed of every credential this process was given (and of URL
+    signatures) when the error is made, whatever path it took (see ``_secrets``).
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
 
 
 class CatalogError(DuckLakeError):

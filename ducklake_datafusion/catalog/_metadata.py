@@ -9,6 +9,7 @@ own registry, and those are checked against a strict pattern first.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import re
 import time
 from collections.abc import Iterable
@@ -20,6 +21,7 @@ from ..errors import NotADuckLakeCatalogError, UnsupportedFeatureError, Unsuppor
 from ._backend import MetadataSession
 from ._models import (
     ColumnEntry,
+    DeleteFileEntry,
     InlinedTableEntry,
     NameMappingNode,
     PartitionColumnEntry,
@@ -27,6 +29,7 @@ from ._models import (
     SnapshotInfo,
     TableEntry,
     TableFiles,
+    delete_file_entry,
 )
 from ._session import per_version
 
@@ -331,20 +334,48 @@ _PARTITION_VALUES_SCHEMA = pa.schema(
 )
 
 
-def read_file_table(session: MetadataSession, table_id: int, snapshot: int) -> pa.Table:
-    """Step 5 as one Arrow table with columns ``FILE_COLUMNS`` (sorted by data_file_id)."""
+def read_file_table(
+    session: MetadataSession, table_id: int, snapshot: int
+) -> tuple[pa.Table, dict[int, tuple[DeleteFileEntry, ...]]]:
+    """Step 5: one Arrow table with columns ``FILE_COLUMNS`` (sorted by data_file_id).
+
+    Each row carries the data file's first live delete file (lowest ``delete_file_id``).
+    A data file normally has at most one, but DuckDB's flush of inlined deletes into a
+    file written by ``ducklake_rewrite_data_files`` adds a second one with a
+    ``begin_snapshot`` in the past; any further live delete files are returned beside the
+    table, by data_file_id, so that none is lost.
+    """
     params = [table_id, snapshot, snapshot]
     data = session.arrow(_DATA_FILES_SQL, params, _DATA_FILES_SCHEMA)
     deletes = session.arrow(_DELETE_FILES_SQL, params, _DELETE_FILES_SCHEMA)
     n = data.num_rows
+    extra: dict[int, tuple[DeleteFileEntry, ...]] = {}
     if deletes.num_rows == 0:
         columns = [pa.nulls(n, pa.int64()) for _ in _DELETE_COLUMNS]
     else:
+        if deletes.num_rows > 1:
+            order = [("data_file_id", "ascending"), ("delete_file_id", "ascending")]
+            deletes = deletes.sort_by(order)
+        owners = deletes.column("data_file_id").cast(pa.int64())
+        extra = _extra_delete_files(deletes)
         ids = data.column("data_file_id").cast(pa.int64())
-        positions = pc.index_in(ids, value_set=deletes.column(0).cast(pa.int64()))
+        positions = pc.index_in(ids, value_set=owners)  # the first row of each data file
         columns = [deletes.column(i).take(positions) for i in range(1, deletes.num_columns)]
     table = pa.Table.from_arrays(list(data.columns) + columns, names=list(FILE_COLUMNS))
-    return table.sort_by("data_file_id") if n > 1 else table
+    return (table.sort_by("data_file_id") if n > 1 else table), extra
+
+
+def _extra_delete_files(deletes: pa.Table) -> dict[int, tuple[DeleteFileEntry, ...]]:
+    """Delete files after the first of their data file (``deletes`` sorted by data file)."""
+    owners = deletes.column("data_file_id").to_numpy(zero_copy_only=False)
+    if len(owners) < 2 or not (owners[1:] == owners[:-1]).any():
+        return {}
+    extra: dict[int, list[DeleteFileEntry]] = {}
+    rows = deletes.to_pylist()
+    for previous, row in itertools.pairwise(rows):
+        if row["data_file_id"] == previous["data_file_id"]:
+            extra.setdefault(int(row["data_file_id"]), []).append(delete_file_entry(row))
+    return {k: tuple(v) for k, v in extra.items()}
 
 
 def _opt_int(value: object) -> int | None:
@@ -385,13 +416,14 @@ def _read_table_files(
     stats_columns: tuple[int, ...],
     with_partitions: bool,
 ) -> TableFiles:
-    file_table = read_file_table(session, tid, snapshot)
+    file_table, extra_delete_files = read_file_table(session, tid, snapshot)
     mapping_ids = {m for m in file_table.column("mapping_id").to_pylist() if m is not None}
     partitioned = (
         with_partitions and file_table.column("partition_id").null_count < file_table.num_rows
     )
     return TableFiles(
         file_table=file_table,
+        extra_delete_files=extra_delete_files,
         inlined_deletes=_inlined_deletes(session, tid, snapshot),
         inlined_rows=_inlined_rows(session, tid, snapshot),
         name_mappings=_name_mappings(session, mapping_ids),

@@ -6,6 +6,7 @@ executors, Spark) works from them and never runs SQL. They are plain, picklable 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ class ColumnEntry:
 
 @dataclass(frozen=True, slots=True)
 class DeleteFileEntry:
-    """The live delete file of a data file (at most one per data file)."""
+    """A live delete file of a data file (usually at most one per data file)."""
 
     delete_file_id: int
     path: str
@@ -108,6 +109,7 @@ class DataFileEntry:
     partition_id: int | None
     encrypted: bool
     delete_file: DeleteFileEntry | None
+    extra_delete_files: tuple[DeleteFileEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +159,11 @@ class TableFiles:
     """Everything the planner needs about one table at one snapshot, read in one transaction.
 
     Attributes:
-        file_table: live data files with their live delete file, one row per file, columns
-            ``catalog._metadata.FILE_COLUMNS`` (columnar so 10,000 files plan in
+        file_table: live data files with their first live delete file, one row per file,
+            columns ``catalog._metadata.FILE_COLUMNS`` (columnar so 10,000 files plan in
             milliseconds); :attr:`files` gives the same rows as :class:`DataFileEntry`.
+        extra_delete_files: data_file_id -> further live delete files of that data file
+            (rare: see ``catalog._metadata.read_file_table``).
         inlined_deletes: data_file_id -> sorted deleted positions from
             ``ducklake_inlined_delete_<T>`` (physical positions in the file).
         inlined_rows: one Arrow table per inlined-data table with live rows, paired with
@@ -173,6 +177,7 @@ class TableFiles:
     """
 
     file_table: pa.Table
+    extra_delete_files: dict[int, tuple[DeleteFileEntry, ...]] = field(default_factory=dict)
     inlined_deletes: dict[int, tuple[int, ...]] = field(default_factory=dict)
     inlined_rows: tuple[tuple[pa.Table, tuple[ColumnEntry, ...]], ...] = ()
     name_mappings: dict[int, tuple[NameMappingNode, ...]] = field(default_factory=dict)
@@ -192,11 +197,34 @@ class TableFiles:
     @functools.cached_property
     def files(self) -> tuple[DataFileEntry, ...]:
         """The file rows as dataclasses (convenient, slower than :attr:`file_table`)."""
-        return tuple(data_file_entry(row) for row in self.file_table.to_pylist())
+        entries = tuple(data_file_entry(row) for row in self.file_table.to_pylist())
+        if not self.extra_delete_files:
+            return entries
+        return tuple(
+            dataclasses.replace(e, extra_delete_files=self.extra_delete_files[e.data_file_id])
+            if e.data_file_id in self.extra_delete_files
+            else e
+            for e in entries
+        )
 
 
 def _opt_int(value) -> int | None:
     return None if value is None else int(value)
+
+
+def delete_file_entry(row: dict) -> DeleteFileEntry:
+    """A :class:`DeleteFileEntry` from a ``ducklake_delete_file`` row (see ``_metadata``)."""
+    return DeleteFileEntry(
+        delete_file_id=int(row["delete_file_id"]),
+        path=row["path"],
+        path_is_relative=bool(row["path_is_relative"]),
+        format=(row["format"] or "parquet").lower(),
+        delete_count=_opt_int(row["delete_count"]),
+        file_size_bytes=_opt_int(row["file_size_bytes"]),
+        footer_size=_opt_int(row["footer_size"]),
+        begin_snapshot=int(row["begin_snapshot"]),
+        encrypted=bool(row["encrypted"]),
+    )
 
 
 def data_file_entry(row: dict) -> DataFileEntry:

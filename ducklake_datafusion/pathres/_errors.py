@@ -14,8 +14,9 @@ from __future__ import annotations
 import errno
 import re
 
+from .._secrets import remember_secret, scrub
 from ..errors import DataFileMissingError, DuckLakeError, StorageError
-from ._options import StorageOptions
+from ._options import SECRET_FIELDS, StorageOptions
 
 __all__ = ["redact", "translate_storage_error"]
 
@@ -45,11 +46,6 @@ _CREDENTIAL_HINTS = {
           "client_secret) and that they may read this container",
     "file": "check that this process may read the file and its directories",
 }
-# Credentials that can appear in URLs quoted by SDK messages (SAS tokens, presigned URLs).
-_URL_SECRETS = re.compile(
-    r"(?i)\b(sig|x-amz-signature|x-amz-credential|x-amz-security-token|access_token|"
-    r"token|code)=([^&\s'\"]+)"
-)
 _SCHEME_IN_TEXT = re.compile(r"\b(s3a?|gcs|gs|az|azure|abfss?)://([^/\s@'\"]+@)?([^/\s'\"]+)")
 _BUCKET_IN_TEXT = re.compile(r"(?:bucket|container) '([^']+)'")
 _SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs"}
@@ -58,16 +54,15 @@ _SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs"}
 def redact(text: str, options: StorageOptions | None = None) -> str:
     """Remove secret option values and URL-embedded credentials from ``text``.
 
-    SDK messages may quote request URLs (with SAS signatures) and, in rare cases, the
-    values that were configured; an error message must never carry them onward.
+    SDK messages may quote request URLs (with SAS signatures) and the values that were
+    configured (an S3 error body can echo the access key id); an error message must never
+    carry them onward. Every ``StorageOptions`` remembers its secrets when it is made, so
+    ``options`` only matters for values made some other way.
     """
     if options is not None:
-        for name in ("access_key_id", "secret_access_key", "session_token", "account_key",
-                     "google_service_account_token", "sas_token", "client_secret"):
-            value = getattr(options, name)
-            if value and len(value) >= 4:
-                text = text.replace(value, "***")
-    return _URL_SECRETS.sub(lambda m: f"{m.group(1)}=***", text)
+        for name in SECRET_FIELDS:
+            remember_secret(getattr(options, name))
+    return scrub(text)
 
 
 def _contains(message: str, needles: tuple[str, ...]) -> bool:
@@ -105,6 +100,8 @@ def translate_storage_error(
     if isinstance(exc, DuckLakeError):
         return exc
     detail = redact(str(exc), options)[:600]
+    # The original error stays chained as the cause and is printed with tracebacks.
+    exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
     message = detail.lower()
     scheme, bucket = _scheme_and_bucket(what, detail)
     if scheme is None and (isinstance(exc, (PermissionError, FileNotFoundError))

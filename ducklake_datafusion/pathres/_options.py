@@ -56,9 +56,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .._secrets import remember_secret
 from ..errors import InvalidOptionError
 
-__all__ = ["ACCEPTED_KEYS", "StorageOptions"]
+__all__ = ["ACCEPTED_KEYS", "SECRET_FIELDS", "StorageOptions"]
 
 _BOOLS = {"allow_http", "anonymous", "use_ssl"}
 _SECRETS = {
@@ -70,6 +71,7 @@ _SECRETS = {
     "sas_token",
     "client_secret",
 }
+SECRET_FIELDS: tuple[str, ...] = tuple(sorted(_SECRETS))
 _ALIASES: dict[str, str] = {
     "aws_allow_http": "allow_http",
     "endpoint_url": "s3_endpoint",
@@ -181,6 +183,15 @@ class StorageOptions:
             sources[name] = str(raw_key)
         return cls(**values)
 
+    def __post_init__(self) -> None:
+        # Remembered so that no error message of this process can quote them (_secrets).
+        for name in SECRET_FIELDS:
+            remember_secret(getattr(self, name))
+
+    def __reduce__(self):
+        # Unpickling (Spark workers) goes through __init__, so workers scrub them too.
+        return (_rebuild, (tuple((f.name, getattr(self, f.name)) for f in fields(self)),))
+
     def __repr__(self) -> str:
         parts = []
         for f in fields(self):
@@ -191,6 +202,10 @@ class StorageOptions:
         return f"StorageOptions({', '.join(parts)})"
 
     __str__ = __repr__
+
+
+def _rebuild(items: tuple[tuple[str, Any], ...]) -> StorageOptions:
+    return StorageOptions(**dict(items))
 
 
 _CANONICAL = tuple(f.name for f in fields(StorageOptions))
@@ -215,8 +230,7 @@ def _normalise(raw_key: Any, key: str, value: Any) -> tuple[str, Any]:
     name = _ALIASES.get(key, key)
     if name not in _CANONICAL:
         raise InvalidOptionError(
-            f"unknown storage option {raw_key!r}; accepted options are: "
-            f"{', '.join(ACCEPTED_KEYS)}"
+            f"unknown storage option {raw_key!r}; accepted options are: {', '.join(ACCEPTED_KEYS)}"
         )
     if name in _BOOLS:
         return name, _to_bool(raw_key, value)

@@ -8,6 +8,7 @@ from ._dataset import DuckLakeDataset
 from ._executor import execute_plan, execute_tasks, read_request
 from ._plan import (
     DataFileTask,
+    DeleteFile,
     DeleteSource,
     FileRef,
     InlinedRowsTask,
@@ -19,6 +20,7 @@ from ._table import DuckLakeTable
 
 __all__ = [
     "DataFileTask",
+    "DeleteFile",
     "DeleteSource",
     "DuckLakeCatalog",
     "DuckLakeDataset",

@@ -193,7 +193,7 @@ class _DeleteCache:
 
     def positions(self, task: DataFileTask, snapshot: int, table: str) -> np.ndarray:
         what = f"data file {task.file.url} of table {table} (snapshot {snapshot})"
-        return deleted_positions(task.deletes, snapshot, self._open, what)
+        return deleted_positions(task.deletes, snapshot, self._open, what, task.record_count)
 
 
 def _file_tasks(state: _State) -> dict[int, DataFileTask]:

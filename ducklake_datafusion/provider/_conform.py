@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
 
 import duckdb
 import numpy as np
@@ -24,7 +23,6 @@ from ..types import ColumnSpec, duckdb_type_for
 __all__ = [
     "FIELD_ID",
     "annotate_by_names",
-    "annotate_by_position",
     "conform",
     "default_array",
     "field_id",
@@ -228,14 +226,3 @@ def annotate_by_names(field: pa.Field, spec: ColumnSpec) -> pa.Field:
         element = annotate_by_names(t.value_field, spec.children[0])
         t = pa.list_(element) if pa.types.is_list(t) else pa.large_list(element)
     return with_field_id(field, spec.column_id, t)
-
-
-def annotate_by_position(schema: pa.Schema, columns: Sequence[ColumnSpec]) -> pa.Schema:
-    """Files without field ids and without a name mapping map the i-th field to the i-th column."""
-    fields = []
-    for index, field in enumerate(schema):
-        if index < len(columns):
-            fields.append(annotate_by_names(field, columns[index]))
-        else:
-            fields.append(field)
-    return pa.schema(fields)

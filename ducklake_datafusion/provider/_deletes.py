@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import DeleteFileError, UnsupportedFeatureError
+from ..errors import DataFileMissingError, DeleteFileError, UnsupportedFeatureError
 from ..pathres import translate_storage_error
-from ._plan import DeleteSource
+from ._plan import DeleteFile, DeleteSource
 
 __all__ = ["deleted_positions", "keep_mask"]
 
@@ -77,45 +77,87 @@ decoded_deletes = _DecodedDeletes(DELETE_CACHE_BYTES)
 
 
 def deleted_positions(
-    source: DeleteSource | None, snapshot: int, open_file, what: str
+    source: DeleteSource | None,
+    snapshot: int,
+    open_file,
+    what: str,
+    record_count: int | None = None,
 ) -> np.ndarray:
     """Sorted unique deleted positions (int64) visible at ``snapshot``.
 
+    Every delete file is checked against the catalog before it is trusted: it must hold
+    the ``delete_count`` positions the catalog records, and each position must lie inside
+    the data file. A delete file that was replaced, emptied or belongs to another file
+    would otherwise bring deleted rows back, or drop live ones, without a trace.
+
     Args:
-        source: the delete file and inlined positions of the data file.
+        source: the delete files and inlined positions of the data file.
         snapshot: the snapshot being read.
         open_file: callable ``FileRef -> pyarrow NativeFile`` (storage access).
         what: description of the data file for error messages.
+        record_count: physical rows of the data file (positions must be below it).
     """
     if source is None:
         return np.empty(0, dtype=np.int64)
     parts = [np.asarray(source.inlined_positions, dtype=np.int64)]
-    if source.file is not None:
-        key = (source.file.url, source.file.size, source.file_format)
-        decoded = decoded_deletes.get(key)
-        if decoded is None:
-            decoded = _decode(source, open_file, what)
-            decoded_deletes.put(key, decoded)
-        positions, snapshots = decoded
+    for delete_file in source.files:
+        positions, snapshots = _decoded(delete_file, open_file, what, record_count)
         parts.append(positions if snapshots is None else positions[snapshots <= snapshot])
     return _sorted_unique(parts)
 
 
-def _decode(source: DeleteSource, open_file, what: str):
+def _decoded(delete_file: DeleteFile, open_file, what: str, record_count: int | None):
+    """``(positions, per-position snapshots or None)``, decoded once per process, checked."""
+    ref = delete_file.file
+    key = (ref.url, ref.size, delete_file.file_format)
+    decoded = decoded_deletes.get(key)
+    if decoded is None:
+        decoded = _decode(delete_file, open_file, what)
+        _check(delete_file, decoded[0], what, record_count)
+        decoded_deletes.put(key, decoded)
+    elif record_count is not None and len(decoded[0]) and decoded[0].max() >= record_count:
+        _check(delete_file, decoded[0], what, record_count)
+    return decoded
+
+
+def _check(delete_file: DeleteFile, positions: np.ndarray, what: str, record_count) -> None:
+    expected = delete_file.delete_count
+    if expected is not None and len(positions) != expected:
+        raise DeleteFileError(
+            f"delete file {delete_file.file.url} of {what} holds {len(positions)} positions "
+            f"but the catalog records {expected}; the file was replaced or truncated, so the "
+            "rows it deletes are unknown. Restore the file from a backup"
+        )
+    if len(positions) and (
+        positions.min() < 0 or (record_count is not None and positions.max() >= record_count)
+    ):
+        raise DeleteFileError(
+            f"delete file {delete_file.file.url} of {what} deletes position "
+            f"{int(positions.max() if positions.min() >= 0 else positions.min())}, outside "
+            f"the data file's {record_count} rows; it belongs to another data file or was "
+            "replaced. Restore the file from a backup"
+        )
+
+
+def _decode(delete_file: DeleteFile, open_file, what: str):
     """``(positions, per-position snapshot ids or None)`` of one delete file."""
+    ref = delete_file.file
     try:
-        handle = open_file(source.file)
-        if source.file_format == "puffin":
+        handle = open_file(ref)
+        if delete_file.file_format == "puffin":
             return _deletion_vector(handle.read()), None
         return _parquet_positions(handle)
     except (UnsupportedFeatureError, DeleteFileError):
         raise
     except OSError as exc:
         if not isinstance(exc, pa.ArrowInvalid):
-            raise translate_storage_error(exc, what=f"delete file {source.file.url} of {what}")
-        raise _unreadable(source, what, exc) from exc
+            error = translate_storage_error(exc, what=f"delete file {ref.url} of {what}")
+            if isinstance(error, DataFileMissingError):
+                error = DeleteFileError(str(error))  # the README's promise: a delete file error
+            raise error from exc
+        raise _unreadable(delete_file, what, exc) from exc
     except Exception as exc:
-        raise _unreadable(source, what, exc) from exc
+        raise _unreadable(delete_file, what, exc) from exc
 
 
 def _sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
@@ -131,9 +173,9 @@ def _sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
     return merged
 
 
-def _unreadable(source: DeleteSource, what: str, exc: Exception) -> DeleteFileError:
+def _unreadable(delete_file: DeleteFile, what: str, exc: Exception) -> DeleteFileError:
     return DeleteFileError(
-        f"delete file {source.file.url} of {what} cannot be read ({exc}); the rows it "
+        f"delete file {delete_file.file.url} of {what} cannot be read ({exc}); the rows it "
         "removes are unknown, so the scan stops instead of returning deleted rows. "
         "Restore the file or re-run the DELETE in DuckDB"
     )

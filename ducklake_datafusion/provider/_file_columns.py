@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import DataFileCorruptError, DataFileError
 from ..types import ColumnSpec
-from ._conform import annotate_by_position, conform, default_array, field_id, with_field_id
+from ._conform import conform, default_array, field_id, with_field_id
 from ._plan import DataFileTask
 
 if TYPE_CHECKING:
@@ -95,11 +95,13 @@ def file_columns(
 
 
 def physical_fields(schema: pa.Schema, task: DataFileTask, columns) -> pa.Schema:
-    """The file schema annotated with field ids (name mapping, or by position)."""
+    """The file schema annotated with field ids (from the name mapping, if any).
+
+    A file without field ids and without a mapping never gets here: ``_file_checks``
+    refuses it rather than match its columns by position.
+    """
     if task.name_mapping is not None:
         return _apply_name_mapping(schema, task.name_mapping)
-    if all(field_id(f) is None for f in schema):
-        return annotate_by_position(schema, columns)
     return schema
 
 

@@ -1,4 +1,4 @@
-"""Parquet fragments with their footer parsed, kept per process.
+"""Parquet fragments with their footer parsed, kept per process, and checked on use.
 
 The per-file reader needs a file's footer twice: for the row-group statistics it prunes
 with, and for the row-group sizes that give physical positions. A fragment whose metadata
@@ -7,6 +7,8 @@ file reads none (on object storage: one GET less per file and query). DuckLake n
 rewrites a file in place, so ``(URL, size, storage options)`` identifies the bytes.
 
 Bounded by the catalog's footer sizes (``FOOTER_CACHE_BYTES``); failures are not cached.
+Local paths are checked to be regular files on every use, before anything opens them: a
+FIFO or device in place of a data file would block the reader forever.
 The footer-size hint itself is not used to read the footer: Arrow already reads the
 last 64 KiB in one request, which holds any footer the hint could describe below that.
 """
@@ -14,15 +16,18 @@ last 64 KiB in one request, which holds any footer the hint could describe below
 from __future__ import annotations
 
 import atexit
+import os
+import stat
 import threading
 from collections import OrderedDict
 
 import pyarrow.dataset as ds
 
+from ..errors import DataFileCorruptError
 from ..pathres import StorageOptions, filesystem_for, parse_location
 from ._plan import FileRef
 
-__all__ = ["FOOTER_CACHE_BYTES", "parsed_fragment", "parsed_fragments"]
+__all__ = ["FOOTER_CACHE_BYTES", "parsed_fragment", "parsed_fragments", "require_regular_file"]
 
 FOOTER_CACHE_BYTES = 64 << 20
 _UNKNOWN_FOOTER = 64 << 10  # charged when the catalog has no footer size
@@ -70,9 +75,11 @@ def parsed_fragment(
 ) -> ds.ParquetFileFragment:
     """A fragment of ``ref`` whose footer is parsed (read now unless cached)."""
     key = (ref.url, ref.size, storage)
+    location = parse_location(ref.url)
+    if location.scheme == "file":
+        require_regular_file(location.path, ref.url)
     fragment = parsed_fragments.get(key)
     if fragment is None:
-        location = parse_location(ref.url)
         filesystem = filesystem_for(location, storage)
         fragment = file_format.make_fragment(
             location.path, filesystem=filesystem, file_size=ref.size
@@ -80,3 +87,25 @@ def parsed_fragment(
         fragment.ensure_complete_metadata()
         parsed_fragments.put(key, fragment, ref.footer_size or _UNKNOWN_FOOTER)
     return fragment
+
+
+def require_regular_file(path: str, url: str) -> None:
+    """Refuse a local path that is not a regular file (FIFO, device, socket, directory).
+
+    Opening a FIFO blocks until a writer appears, so it must be caught before any open.
+    A missing file is left to the open, which reports it as missing.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO" if stat.S_ISFIFO(mode)
+            else "a directory" if stat.S_ISDIR(mode)
+            else "a device or socket"
+        )  # fmt: skip
+        raise DataFileCorruptError(
+            f"{url} is {kind}, not a regular file; DuckLake data and delete files are plain "
+            "Parquet files. Restore the file the catalog lists at that path"
+        )

@@ -19,6 +19,7 @@ from ..types import ColumnSpec
 
 __all__ = [
     "DataFileTask",
+    "DeleteFile",
     "DeleteSource",
     "FileRef",
     "InlinedRowsTask",
@@ -38,17 +39,35 @@ class FileRef:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteFile:
+    """One delete file live at the plan's snapshot.
+
+    Attributes:
+        file: where it is.
+        file_format: ``parquet`` (positions, maybe per-position snapshots) or ``puffin``.
+        delete_count: the number of positions the catalog says the file holds; checked
+            against the file so that a replaced or emptied delete file cannot bring deleted
+            rows back.
+    """
+
+    file: FileRef
+    file_format: str = "parquet"
+    delete_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteSource:
     """Everything that removes physical rows of one data file at the plan's snapshot.
 
     Attributes:
-        file: the live delete file (cumulative; may carry per-position snapshots).
-        file_format: ``parquet`` or ``puffin``.
+        files: the live delete files. Usually one (cumulative), but DuckDB's flush of
+            inlined deletes into an already rewritten file adds a second one holding only
+            the newer positions, with a ``begin_snapshot`` in the past, so every live file
+            counts.
         inlined_positions: positions deleted through ``ducklake_inlined_delete_<T>``.
     """
 
-    file: FileRef | None = None
-    file_format: str = "parquet"
+    files: tuple[DeleteFile, ...] = ()
     inlined_positions: tuple[int, ...] = ()
 
 
@@ -57,10 +76,12 @@ class DataFileTask:
     """Read one Parquet data file.
 
     Attributes:
-        fast: the file's layout is the table's current one: no deletes, no rows of later
-            snapshots, no name mapping, and no column was added, renamed or retyped since
-            it was written. Such files can be read by name in one multi-file Parquet scan
-            when the requested column types allow it; others go through the per-file reader.
+        layout_current: the file was written at the table's current column layout (no
+            column was added, renamed or retyped since; no name mapping; no rows of later
+            snapshots), so it must hold every column of the plan by field id.
+        fast: ``layout_current`` and no deletes. Such files can be read by name in one
+            multi-file Parquet scan when the requested column types allow it; others go
+            through the per-file reader.
     """
 
     data_file_id: int
@@ -70,6 +91,7 @@ class DataFileTask:
     begin_snapshot: int
     deletes: DeleteSource | None = None
     name_mapping: tuple[NameMappingNode, ...] | None = None
+    layout_current: bool = False
     fast: bool = False
 
     @property

@@ -17,7 +17,15 @@ from ..pathres import StorageOptions, join_path
 from ..types import ColumnSpec
 from ._filters import decode_expression, referenced_columns
 from ._inlined import conform_inlined_rows
-from ._plan import DataFileTask, DeleteSource, FileRef, InlinedRowsTask, PlanStats, ScanPlan
+from ._plan import (
+    DataFileTask,
+    DeleteFile,
+    DeleteSource,
+    FileRef,
+    InlinedRowsTask,
+    PlanStats,
+    ScanPlan,
+)
 from ._pruning import FilePruner
 
 __all__ = ["build_scan_plan", "table_directory"]
@@ -102,7 +110,7 @@ _TASK_COLUMNS = (
     "data_file_id", "path", "path_is_relative", "record_count", "file_size_bytes",
     "footer_size", "row_id_start", "begin_snapshot", "partial_max", "mapping_id",
     "delete_file_id", "delete_path", "delete_path_is_relative", "delete_format",
-    "delete_size", "delete_footer_size",
+    "delete_count", "delete_size", "delete_footer_size",
 )  # fmt: skip
 
 
@@ -128,17 +136,37 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
     tasks = []
     for (
         file_id, path, relative, record_count, size, footer, row_id_start, begin, partial_max,
-        mapping_id, delete_id, delete_path, delete_relative, delete_format, delete_size,
-        delete_footer,
+        mapping_id, delete_id, delete_path, delete_relative, delete_format, delete_count,
+        delete_size, delete_footer,
     ) in zip(*columns):  # fmt: skip
         inlined_positions = files.inlined_deletes.get(file_id, ())
         deletes = None
         if delete_id is not None or inlined_positions:
-            delete_ref = None
+            delete_files = []
             if delete_id is not None:
-                delete_ref = FileRef(location(delete_path, delete_relative), delete_size, delete_footer)
-            delete_format = (delete_format or "parquet").lower()
-            deletes = DeleteSource(delete_ref, delete_format, tuple(inlined_positions))
+                delete_files.append(
+                    DeleteFile(
+                        FileRef(location(delete_path, delete_relative), delete_size, delete_footer),
+                        (delete_format or "parquet").lower(),
+                        delete_count,
+                    )
+                )
+                for extra in files.extra_delete_files.get(file_id, ()):
+                    ref = FileRef(
+                        location(extra.path, extra.path_is_relative),
+                        extra.file_size_bytes,
+                        extra.footer_size,
+                    )
+                    delete_files.append(DeleteFile(ref, extra.format, extra.delete_count))
+            deletes = DeleteSource(tuple(delete_files), tuple(inlined_positions))
+        # Rewritten and merged files (row_id_start NULL) keep the layout of their sources
+        # but begin later, so only files with row_id_start qualify.
+        layout_current = (
+            partial_max is None
+            and mapping_id is None
+            and row_id_start is not None
+            and begin >= stable_since
+        )
         tasks.append(
             DataFileTask(
                 data_file_id=file_id,
@@ -147,16 +175,11 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                 row_id_start=row_id_start,
                 begin_snapshot=begin,
                 deletes=deletes,
-                name_mapping=files.name_mappings.get(mapping_id) if mapping_id is not None else None,
-                # Rewritten and merged files (row_id_start NULL) keep the layout of their
-                # sources but begin later, so only files with row_id_start qualify.
-                fast=(
-                    deletes is None
-                    and partial_max is None
-                    and mapping_id is None
-                    and row_id_start is not None
-                    and begin >= stable_since
-                ),
+                name_mapping=files.name_mappings.get(mapping_id)
+                if mapping_id is not None
+                else None,
+                layout_current=layout_current,
+                fast=layout_current and deletes is None,
             )
         )
     return tasks

@@ -28,8 +28,9 @@ from ..pathres import StorageOptions, filesystem_for, parse_location, translate_
 from ..types import ColumnSpec
 from ._conform import field_id
 from ._deletes import deleted_positions, keep_mask
+from ._file_checks import check_data_file, reads_by_name
 from ._file_columns import FileColumns, file_columns, physical_fields
-from ._footers import parsed_fragment
+from ._footers import parsed_fragment, require_regular_file
 from ._plan import DataFileTask, FileRef
 
 __all__ = [
@@ -69,14 +70,11 @@ class ReadRequest:
     batch_size: int = 131_072
 
 
-def _location(ref: FileRef, storage: StorageOptions):
-    location = parse_location(ref.url)
-    return filesystem_for(location, storage), location.path
-
-
 def open_file(ref: FileRef, storage: StorageOptions):
-    filesystem, path = _location(ref, storage)
-    return filesystem.open_input_file(path)
+    location = parse_location(ref.url)
+    if location.scheme == "file":
+        require_regular_file(location.path, ref.url)
+    return filesystem_for(location, storage).open_input_file(location.path)
 
 
 def _fail(exc: Exception, what: str) -> DuckLakeError:
@@ -90,16 +88,35 @@ def _fail(exc: Exception, what: str) -> DuckLakeError:
     )
 
 
-def _fragment(ref: FileRef, storage: StorageOptions):
-    filesystem, path = _location(ref, storage)
-    return _FORMAT.make_fragment(path, filesystem=filesystem, file_size=ref.size)
-
-
 def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterator[pa.RecordBatch]:
-    """One pyarrow dataset scan over files whose columns match the table by name and type."""
-    what = f"data files of table {request.table}"
+    """One pyarrow dataset scan over files whose columns match the table by name and type.
+
+    Each file's footer (parsed once per process) is first checked against the catalog; a
+    file whose columns carry the right field ids under other names is read by the
+    per-file reader instead, which maps by field id.
+    """
+    fragments, by_field_id = [], []
+    for task in tasks:
+        what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
+        try:
+            fragment = parsed_fragment(task.file, request.storage, _FORMAT)
+            physical = fragment.physical_schema
+        except Exception as exc:
+            raise _fail(exc, what) from exc
+        check_data_file(task, fragment.metadata, physical, request.columns, what)
+        if reads_by_name(physical, request.columns):
+            fragments.append(fragment)
+        else:
+            by_field_id.append(task)
+    if fragments:
+        yield from _scan_fragments(fragments, request)
+    for task in by_field_id:
+        yield from read_data_file(task, request)
+
+
+def _scan_fragments(fragments: list, request: ReadRequest) -> Iterator[pa.RecordBatch]:
+    what = f"data files of table {request.table} (snapshot {request.snapshot})"
     try:
-        fragments = [_fragment(t.file, request.storage) for t in tasks]
         schema = pa.schema([pa.field(c.name, c.arrow_type) for c in request.columns])
         dataset = ds.FileSystemDataset(fragments, schema, _FORMAT, fragments[0].filesystem)
         scanner = dataset.scanner(
@@ -151,16 +168,16 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
     deleted = positions
     if deleted is None:
         deleted = deleted_positions(
-            task.deletes, request.snapshot, lambda ref: open_file(ref, request.storage), what
+            task.deletes,
+            request.snapshot,
+            lambda ref: open_file(ref, request.storage),
+            what,
+            task.record_count,
         )
     fragment = parsed_fragment(task.file, request.storage, _FORMAT)
     metadata = fragment.metadata
     parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
-    if metadata.num_rows != task.record_count:
-        raise DataFileCorruptError(
-            f"{what} has {metadata.num_rows} rows but the catalog records "
-            f"{task.record_count}; the file was replaced or truncated. Restore it"
-        )
+    check_data_file(task, metadata, parquet.schema_arrow, request.columns, what)
     physical = physical_fields(parquet.schema_arrow, task, request.columns)
     layout = file_columns(physical, task, request, what)
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]

@@ -1,0 +1,78 @@
+"""Check a data file against what the catalog records, before any of its rows is used.
+
+A data file replaced by another valid Parquet file (fewer rows, other columns, no field
+ids) would otherwise be read without complaint and give a smaller count, NULL columns, or
+columns matched by position. These checks use only the footer, which the reader has
+parsed anyway (and caches), so they cost no I/O:
+
+* the row count in the footer equals the catalog's ``record_count``;
+* a file without a name mapping carries Parquet field ids, as every file DuckDB writes
+  does (a file without them is not one DuckLake wrote, and matching its columns by
+  position would be a guess);
+* a file written at the table's current column layout holds every requested column by
+  field id.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..errors import DataFileCorruptError
+from ..types import ColumnSpec
+from ._conform import field_id
+from ._plan import DataFileTask
+
+__all__ = ["check_data_file", "reads_by_name"]
+
+
+def check_data_file(
+    task: DataFileTask, metadata, physical: pa.Schema, columns: tuple[ColumnSpec, ...], what: str
+) -> None:
+    """Raise :class:`DataFileCorruptError` when the file is not what the catalog says.
+
+    Args:
+        task: the catalog's view of the file.
+        metadata: the file's parsed ``FileMetaData``.
+        physical: the file's Arrow schema (field ids in the field metadata).
+        columns: the table columns this read wants.
+        what: names the file, table and snapshot for the message.
+    """
+    if metadata.num_rows != task.record_count:
+        raise DataFileCorruptError(
+            f"{what} has {metadata.num_rows} rows but the catalog records "
+            f"{task.record_count}; the file was replaced or truncated. Restore it from a "
+            "backup (DuckLake never rewrites a file in place)"
+        )
+    if task.name_mapping is not None:
+        return
+    ids = {field_id(f) for f in physical}
+    ids.discard(None)
+    if not ids and len(physical):
+        raise DataFileCorruptError(
+            f"{what} has no Parquet field ids and the catalog records no name mapping for "
+            "it, so it is not a file DuckLake wrote (every column would be a guess). "
+            "Restore the original file, or register outside files with "
+            "ducklake_add_data_files"
+        )
+    if task.layout_current:
+        missing = [c for c in columns if c.column_id not in ids]
+        if missing:
+            names = ", ".join(f"{c.name!r} (field id {c.column_id})" for c in missing)
+            raise DataFileCorruptError(
+                f"{what} lacks column(s) {names} although it was written with the table's "
+                "current columns; the file was replaced. Restore it from a backup"
+            )
+
+
+def reads_by_name(physical: pa.Schema, columns: tuple[ColumnSpec, ...]) -> bool:
+    """Whether a by-name Parquet scan reads exactly ``columns`` from this file.
+
+    True when each column's name holds the field with the column's id and (after the
+    table's own cast) type; otherwise the file needs the per-file reader, which maps by
+    field id.
+    """
+    for column in columns:
+        index = physical.get_field_index(column.name)
+        if index < 0 or field_id(physical.field(index)) != column.column_id:
+            return False
+    return True
