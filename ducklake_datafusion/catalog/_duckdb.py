@@ -1,15 +1,17 @@
 """DuckDB-file catalogs, read through one in-process DuckDB instance.
 
 A DuckDB file is locked by the process that has it attached for writing, and our own
-read-only handle blocks writers just the same. So the file is never held between
-queries: it is ``ATTACH``-ed read-only on demand, shared by the metadata reads of one
-query (DataFusion asks for the schema, the table and the scan within milliseconds of each
-other), and ``DETACH``-ed once idle for ``IDLE_CLOSE_SECONDS``.
+read-only handle blocks writers just the same. So the file is held only while metadata
+is being read: it is ``ATTACH``-ed read-only when a session starts and ``DETACH``-ed as
+soon as the last session using it ends (sessions of concurrent queries share one
+attachment). A writer committing between two metadata reads, or while a query is
+scanning data files, never meets our lock.
 
 Creating a DuckDB instance costs ~20 ms, attaching a file to a live one ~3 ms, so one
 in-memory instance (which locks nothing) lives for the whole process and every catalog
 object attaches its file there, one attachment per file however many catalog objects
-read it.
+read it. When a writer holds the file, attaching is retried for ``LOCK_RETRY_SECONDS``
+(a commit takes milliseconds) before :class:`CatalogLockedError` is raised.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import atexit
 import itertools
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -31,11 +34,11 @@ from ..errors import (
     NotADuckLakeCatalogError,
 )
 from ._rows import conform_to
-from ._session import SessionBase
+from ._session import SessionBase, file_identity
 
 __all__ = ["DuckDBBackend"]
 
-IDLE_CLOSE_SECONDS = 0.5
+LOCK_RETRY_SECONDS = 0.5
 
 
 class _DuckDBSession(SessionBase):
@@ -50,35 +53,28 @@ class _DuckDBSession(SessionBase):
         )
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        return self._cursor.execute(sql, list(params)).fetchall()
+        try:
+            return self._cursor.execute(sql, list(params)).fetchall()
+        except duckdb.Error as exc:
+            raise catalog_error(exc, self.description) from exc
 
     def arrow(
         self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None
     ) -> pa.Table:
-        table = self._cursor.execute(sql, list(params)).to_arrow_table()
+        try:
+            table = self._cursor.execute(sql, list(params)).to_arrow_table()
+        except duckdb.Error as exc:
+            raise catalog_error(exc, self.description) from exc
         return table if schema is None else conform_to(table, schema)
 
 
 class _Attachment:
-    """One catalog file attached to the shared instance, detached when idle."""
+    """One catalog file attached to the shared instance while sessions use it."""
 
     def __init__(self, path: str, alias: str) -> None:
         self.path = path
         self.alias = alias
-        self.attached = False
         self.users = 0
-        self.timer: threading.Timer | None = None
-        self.idle: list[duckdb.DuckDBPyConnection] = []  # cursors already ``USE``-ing it
-
-    def stop_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def close_cursors(self) -> None:
-        for cursor in self.idle:
-            cursor.close()
-        self.idle.clear()
 
 
 class _SharedInstance:
@@ -104,55 +100,33 @@ class _SharedInstance:
         with self._lock:
             entry = self._files.get(path)
             if entry is None:
-                entry = self._files[path] = _Attachment(
-                    path, f"ducklake_catalog_{next(self._aliases)}"
-                )
-            entry.stop_timer()
-            if not entry.attached:
+                entry = _Attachment(path, f"ducklake_catalog_{next(self._aliases)}")
                 _attach(self._instance(), entry, description)
+                self._files[path] = entry
             entry.users += 1
-            cursor = entry.idle.pop() if entry.idle else None
-        if cursor is None:
-            cursor = self._instance().cursor()
-            cursor.execute(f"USE {entry.alias}")  # ~0.2 ms: done once per pooled cursor
+            instance = self._instance()
         try:
-            yield cursor, entry.alias
+            cursor = instance.cursor()
+            try:
+                cursor.execute(f"USE {entry.alias}")
+                yield cursor, entry.alias
+            finally:
+                cursor.close()
         finally:
             with self._lock:
-                entry.idle.append(cursor)
                 entry.users -= 1
-                if entry.users == 0 and entry.attached:
-                    entry.timer = threading.Timer(IDLE_CLOSE_SECONDS, self.release, args=(path,))
-                    entry.timer.daemon = True
-                    entry.timer.start()
+                if entry.users == 0 and self._files.get(path) is entry:
+                    del self._files[path]
+                    if self._connection is not None:
+                        self._connection.execute(f"DETACH {entry.alias}")
 
     def shutdown(self) -> None:
-        """Detach everything and close the instance before the interpreter finalises.
-
-        An idle timer firing during interpreter shutdown would call into DuckDB from a
-        daemon thread that Python is tearing down, which aborts the process.
-        """
+        """Close the instance before the interpreter finalises (nothing is attached then)."""
         with self._lock:
-            for entry in self._files.values():
-                entry.stop_timer()
-                entry.close_cursors()
-                entry.attached = False
             self._files.clear()
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
-
-    def release(self, path: str) -> None:
-        """Detach ``path`` now if no query is using it."""
-        with self._lock:
-            entry = self._files.get(path)
-            if entry is None:
-                return
-            entry.stop_timer()
-            if entry.users == 0 and entry.attached:
-                entry.close_cursors()
-                self._instance().execute(f"DETACH {entry.alias}")
-                entry.attached = False
 
 
 def _attach(instance: duckdb.DuckDBPyConnection, entry: _Attachment, description: str) -> None:
@@ -162,23 +136,49 @@ def _attach(instance: duckdb.DuckDBPyConnection, entry: _Attachment, description
             "(or 'sqlite:...' / 'postgres:...' for other catalog databases)"
         )
     literal = "'" + entry.path.replace("'", "''") + "'"
-    try:
-        instance.execute(f"ATTACH {literal} AS {entry.alias} (TYPE duckdb, READ_ONLY)")
-    except duckdb.Error as exc:
-        text = str(exc)
-        if "lock" in text.lower() or "Unique file handle conflict" in text:
-            raise CatalogLockedError(
-                f"{description} is locked by another process that has it attached "
-                "(DuckDB files allow one writer process and no concurrent readers). Detach it "
-                "there, or use a SQLite or PostgreSQL catalog for concurrent access."
-            ) from exc
-        if "not a valid DuckDB database" in text:
-            raise NotADuckLakeCatalogError(
-                f"{description} is not a DuckDB database file; pass the DuckLake "
-                "catalog file (or 'sqlite:...' / 'postgres:...')"
-            ) from exc
-        raise CatalogError(f"{description} cannot be opened: {text}") from exc
-    entry.attached = True
+    deadline = time.monotonic() + LOCK_RETRY_SECONDS
+    while True:
+        try:
+            instance.execute(f"ATTACH {literal} AS {entry.alias} (TYPE duckdb, READ_ONLY)")
+            return
+        except duckdb.Error as exc:
+            error = _attach_error(exc, description)
+            if not isinstance(error, CatalogLockedError) or time.monotonic() > deadline:
+                raise error from exc
+        time.sleep(0.01)
+
+
+def _attach_error(exc: duckdb.Error, description: str) -> CatalogError:
+    text = str(exc)
+    if "lock" in text.lower() or "Unique file handle conflict" in text:
+        return CatalogLockedError(
+            f"{description} is locked by another process that has it attached "
+            "(DuckDB files allow one writer process and no concurrent readers). Detach it "
+            "there, or use a SQLite or PostgreSQL catalog for concurrent access."
+        )
+    if "not a valid DuckDB database" in text:
+        return NotADuckLakeCatalogError(
+            f"{description} is not a DuckDB database file; pass the DuckLake "
+            "catalog file (or 'sqlite:...' / 'postgres:...')"
+        )
+    return catalog_error(exc, description)
+
+
+def catalog_error(exc: duckdb.Error, description: str) -> CatalogError:
+    """A DuckDB error met while reading the catalog, naming the catalog and the fix."""
+    text = str(exc)
+    lowered = text.lower()
+    if any(w in lowered for w in ("checksum", "corrupt", "truncated", "failed to read", "i/o")):
+        return CatalogError(
+            f"{description} is damaged and cannot be read ({text}); restore the catalog "
+            "file from a backup"
+        )
+    if "permission denied" in lowered:
+        return CatalogError(
+            f"{description} cannot be read ({text}); check that this process may read the "
+            "file and its directory"
+        )
+    return CatalogError(f"{description} cannot be read: {text}")
 
 
 _SHARED = _SharedInstance()
@@ -200,9 +200,19 @@ class DuckDBBackend:
 
     @contextmanager
     def session(self) -> Iterator[_DuckDBSession]:
+        self._check_identity()
         with _SHARED.cursor(self.path, self.description) as (cursor, alias):
             yield _DuckDBSession(cursor, alias, self.cache, self.description)
 
+    def _check_identity(self) -> None:
+        """Drop every memo when another file was renamed over the catalog path."""
+        try:
+            identity = file_identity(os.stat(self.path))
+        except OSError:
+            return  # attaching reports it
+        if identity != self.cache.get("file_identity"):
+            self.cache.clear()
+            self.cache["file_identity"] = identity
+
     def close(self) -> None:
-        """Release the file now (tests and writers that cannot wait for the idle timer)."""
-        _SHARED.release(self.path)
+        """Nothing to release: the file is detached as soon as no session uses it."""

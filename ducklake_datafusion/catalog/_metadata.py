@@ -162,7 +162,7 @@ def latest_snapshot(session: MetadataSession) -> SnapshotInfo:
 
     (``ORDER BY snapshot_id DESC LIMIT 1`` costs DuckDB three times as much.)
     """
-    latest, _count = session.lake_version()
+    latest = session.lake_version()[0]
     snapshot = snapshot_by_id(session, latest)
     if snapshot is None:
         raise NotADuckLakeCatalogError(

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["SessionBase", "per_version"]
+__all__ = ["SessionBase", "file_identity", "per_version"]
 
-VERSION_SQL = "SELECT max(snapshot_id), count(*) FROM ducklake_snapshot"
+# The newest snapshot time is part of the version so that a catalog replaced by another
+# one (a restore from backup) with the same latest id and count is still told apart.
+VERSION_SQL = (
+    "SELECT max(snapshot_id), count(*), CAST(max(snapshot_time) AS VARCHAR) FROM ducklake_snapshot"
+)
 
 
 class SessionBase:
@@ -32,11 +36,20 @@ class SessionBase:
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         raise NotImplementedError
 
-    def lake_version(self) -> tuple[int, int]:
-        """``(latest snapshot id, number of snapshots)``, read once per session."""
+    def lake_version(self) -> tuple[int, int, str | None]:
+        """``(latest snapshot id, number of snapshots, newest snapshot time)``, read once per
+        session."""
         if self._version is None:
-            latest, count = self.rows(VERSION_SQL)[0]
-            self._version = (int(latest if latest is not None else -1), int(count))
+            latest, count, newest = self.rows(VERSION_SQL)[0]
+            newest = None if newest is None else str(newest)
+            self._version = (int(latest if latest is not None else -1), int(count), newest)
+            cache = getattr(self, "cache", None)
+            if cache is not None:
+                previous = cache.get("lake_version")
+                if previous is not None and history_replaced(previous, self._version):
+                    cache.pop("per_snapshot", None)
+                    cache.pop("per_version", None)
+                cache["lake_version"] = self._version
         return self._version
 
     def has_table(self, name: str) -> bool:
@@ -78,3 +91,18 @@ def per_version(session, key: tuple, compute):
     if key not in memo:
         memo[key] = compute()
     return memo[key]
+
+
+def history_replaced(old: tuple, new: tuple) -> bool:
+    """Whether the catalog now holds another history than the one memoised.
+
+    Commits only add snapshots (a higher latest id) and expiry only removes old ones (same
+    latest id and time), so a lower latest id, or the same id with another time, means
+    the catalog was replaced: what was memoised per snapshot id may no longer hold.
+    """
+    return new[0] < old[0] or (new[0] == old[0] and new[2] != old[2])
+
+
+def file_identity(info) -> tuple[int, int]:
+    """``(device, inode)`` of a catalog file: changes when another file is renamed over it."""
+    return (info.st_dev, info.st_ino)

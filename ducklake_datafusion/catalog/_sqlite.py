@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ._bulk import SQLITE_NULL, SQLITE_QUOTE, parse_csv, sqlite_csv_query
 from ._rows import conform_to, rows_to_arrow
-from ._session import SessionBase
+from ._session import SessionBase, file_identity
 
 __all__ = ["SQLiteBackend"]
 
@@ -72,17 +72,38 @@ class SQLiteBackend:
         return (SQLiteBackend, (self.path,))
 
     def _connection(self) -> sqlite3.Connection:
+        """This thread's connection, re-opened when the catalog file was replaced.
+
+        A connection keeps reading the file it opened even after another file was renamed
+        over the path (a restore from backup), so the file's identity is compared on every
+        session; a replaced file also drops every memo read from the old one.
+        """
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            raise CatalogNotFoundError(
+                f"{self.description} does not exist; pass 'sqlite:<path of the catalog file>'"
+            ) from None
+        except OSError as exc:
+            raise CatalogError(f"{self.description} cannot be read: {exc}") from exc
+        identity = file_identity(info)
         connection = getattr(self._local, "connection", None)
+        if connection is not None and self._local.identity != identity:
+            connection.close()
+            connection = None
+        if identity != self.cache.get("file_identity"):
+            self.cache.clear()
+            self.cache["file_identity"] = identity
         if connection is None:
-            if not os.path.exists(self.path):
-                raise CatalogNotFoundError(
-                    f"{self.description} does not exist; pass 'sqlite:<path of the catalog file>'"
-                )
             uri = "file:" + urllib.parse.quote(self.path) + "?mode=ro"
-            connection = sqlite3.connect(
-                uri, uri=True, isolation_level=None, check_same_thread=False
-            )
+            try:
+                connection = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, check_same_thread=False
+                )
+            except sqlite3.Error as exc:
+                raise self._translate(exc) from exc
             self._local.connection = connection
+            self._local.identity = identity
         return connection
 
     @contextmanager
@@ -90,21 +111,33 @@ class SQLiteBackend:
         connection = self._connection()
         try:
             connection.execute("BEGIN")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._local.connection = None
             raise self._translate(exc) from exc
         try:
             yield _SQLiteSession(connection, self.cache, self.description)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             raise self._translate(exc) from exc
         finally:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
 
-    def _translate(self, exc: sqlite3.DatabaseError) -> CatalogError:
+    def _translate(self, exc: sqlite3.Error) -> CatalogError:
         text = str(exc)
         if "locked" in text or "busy" in text:
             return CatalogLockedError(f"{self.description} is locked by a writer ({text}); retry")
         if "not a database" in text or "file is encrypted" in text:
-            return NotADuckLakeCatalogError(f"{self.description} is not a SQLite database ({text})")
+            return NotADuckLakeCatalogError(
+                f"{self.description} is not a SQLite database ({text}); pass the DuckLake "
+                "catalog file that DuckDB's ATTACH 'ducklake:sqlite:...' created"
+            )
+        if "unable to open" in text:
+            return CatalogError(
+                f"{self.description} cannot be opened ({text}); check that this process may "
+                "read the file and its directory"
+            )
+        if "malformed" in text or "disk i/o" in text.lower():
+            return CatalogError(
+                f"{self.description} is damaged ({text}); restore the catalog from a backup"
+            )
         return CatalogError(f"{self.description}: {text}")
