@@ -6,6 +6,8 @@ tests fail first and say which part of the contract moved.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -139,3 +141,84 @@ def test_provider_exception_reaches_user():
         assert "DataFileMissingError" in str(exc) and "x.parquet of table main.t" in str(exc)
     else:
         raise AssertionError("exception was swallowed")
+
+
+class _Unreadable(Exception):
+    """Stands for one of our typed errors."""
+
+
+class _RaisingSchema(SchemaProvider):
+    """Raises from the hook named ``where``; lists ``t`` through a list attribute."""
+
+    table_names: ClassVar[list[str]] = ["t"]  # an attribute, as datafusion 55 reads it
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def table(self, name):
+        if self.where == "table":
+            raise _Unreadable("catalog broken")
+        return Table(_Dataset(_Recorder())) if name == "t" else None
+
+    def table_exist(self, name):
+        return name == "t"
+
+
+class _MethodNamesSchema(_RaisingSchema):
+    def table_names(self):  # the documented form, which datafusion 55 does not call
+        return {"t"}
+
+
+class _RaisingCatalog(CatalogProvider):
+    def __init__(self, where: str, names_as_method: bool = False):
+        self.where, self.names_as_method = where, names_as_method
+
+    def schema_names(self):
+        return {"main"}
+
+    def schema(self, name):
+        if self.where == "schema":
+            raise _Unreadable("catalog broken")
+        if name != "main":
+            return None
+        return (
+            _MethodNamesSchema(self.where) if self.names_as_method else _RaisingSchema(self.where)
+        )
+
+
+def _raising_ctx(where: str, names_as_method: bool = False) -> SessionContext:
+    from datafusion import SessionConfig
+
+    ctx = SessionContext(SessionConfig().with_information_schema(True))
+    ctx.register_catalog_provider("lake", _RaisingCatalog(where, names_as_method))
+    return ctx
+
+
+def test_errors_from_schema_are_dropped_and_from_table_reach_the_user():
+    """Why a catalog that cannot be read becomes a FailedSchema (provider notes).
+
+    An exception raised by ``CatalogProvider.schema()`` is logged and turned into "table not
+    found"; one raised by ``SchemaProvider.table()`` reaches ``ctx.sql`` as itself, and
+    information_schema queries report it (as text) when ``table_names`` lists a table.
+    """
+    import pytest
+
+    with pytest.raises(Exception, match="not found") as dropped:
+        _raising_ctx("schema").sql("SELECT * FROM lake.main.t")
+    assert not isinstance(dropped.value, _Unreadable)
+    with pytest.raises(_Unreadable, match="catalog broken"):
+        _raising_ctx("table").sql("SELECT * FROM lake.main.t")
+    with pytest.raises(Exception, match="_Unreadable: catalog broken"):
+        _raising_ctx("table").sql("SELECT * FROM information_schema.tables").to_arrow_table()
+
+
+def test_table_names_is_read_as_an_attribute():
+    """datafusion 55 reads ``table_names`` without calling it: a method lists nothing."""
+    listed = _raising_ctx("none").sql(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+    )
+    assert listed.to_pydict()["table_name"] == ["t"]
+    as_method = _raising_ctx("none", names_as_method=True).sql(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+    )
+    assert as_method.to_pydict()["table_name"] == []

@@ -31,7 +31,7 @@ def _data_files(lake):
 
 def test_missing_catalog_file(tmp_path):
     with pytest.raises(errors.CatalogNotFoundError, match="does not exist"):
-        DuckLakeCatalog(str(tmp_path / "nope.ducklake")).schema_names()
+        DuckLakeCatalog(str(tmp_path / "nope.ducklake")).list_schema_names()
 
 
 def test_not_a_ducklake_catalog(tmp_path):
@@ -42,11 +42,11 @@ def test_not_a_ducklake_catalog(tmp_path):
     con.execute("CREATE TABLE x (a INTEGER)")
     con.close()
     with pytest.raises(errors.NotADuckLakeCatalogError, match="not a DuckLake catalog"):
-        DuckLakeCatalog(str(path)).schema_names()
+        DuckLakeCatalog(str(path)).list_schema_names()
     text = tmp_path / "text.ducklake"
     text.write_text("hello")
     with pytest.raises(errors.CatalogError, match="text.ducklake"):
-        DuckLakeCatalog(str(text)).schema_names()
+        DuckLakeCatalog(str(text)).list_schema_names()
 
 
 def test_catalog_without_snapshots(make_lake):
@@ -154,7 +154,7 @@ def test_locked_catalog(make_lake):
     try:
         assert writer.stdout.readline().strip() == "attached"
         with pytest.raises(errors.CatalogLockedError, match="SQLite or PostgreSQL"):
-            DuckLakeCatalog(lake.metadata).schema_names()
+            DuckLakeCatalog(lake.metadata).list_schema_names()
     finally:
         writer.stdin.close()
         writer.wait(timeout=30)

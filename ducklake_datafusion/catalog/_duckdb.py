@@ -117,8 +117,22 @@ class _SharedInstance:
                 entry.users -= 1
                 if entry.users == 0 and self._files.get(path) is entry:
                     del self._files[path]
-                    if self._connection is not None:
-                        self._connection.execute(f"DETACH {entry.alias}")
+                    self._detach(entry)
+
+    def _detach(self, entry: _Attachment) -> None:
+        """Detach ``entry``; if DuckDB cannot (a damaged file can invalidate the whole
+        instance), start over with a new instance so the file is not left attached."""
+        if self._connection is None:
+            return
+        try:
+            self._connection.execute(f"DETACH {entry.alias}")
+        except duckdb.Error:
+            connection, self._connection = self._connection, None
+            self._files.clear()
+            try:
+                connection.close()
+            except duckdb.Error:
+                pass
 
     def shutdown(self) -> None:
         """Close the instance before the interpreter finalises (nothing is attached then)."""
@@ -150,7 +164,9 @@ def _attach(instance: duckdb.DuckDBPyConnection, entry: _Attachment, description
 
 def _attach_error(exc: duckdb.Error, description: str) -> CatalogError:
     text = str(exc)
-    if "lock" in text.lower() or "Unique file handle conflict" in text:
+    lowered = text.lower()
+    # (not just "lock": "block" is in every checksum error)
+    if any(w in lowered for w in ("could not set lock", "conflicting lock", "file handle conflict")):
         return CatalogLockedError(
             f"{description} is locked by another process that has it attached "
             "(DuckDB files allow one writer process and no concurrent readers). Detach it "

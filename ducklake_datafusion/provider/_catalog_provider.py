@@ -1,9 +1,19 @@
 """``DuckLakeCatalog`` and ``DuckLakeSchema``: DataFusion catalog providers over a lake.
 
-Nothing is cached: every ``schema_names()``/``schema()``/``table_names()``/``table()`` call
+Nothing is cached: every ``schema_names()``/``schema()``/``table_names``/``table()`` call
 reads the catalog database, so tables created, renamed or dropped by other processes are
 seen by the next query. Each resolved table pins one snapshot (the catalog's pinned one,
 else the latest at that moment), so one query reads one consistent snapshot.
+
+Errors and DataFusion (datafusion 55, guarded by ``tests/test_contract.py``): only an
+exception raised by ``SchemaProvider.table()`` reaches the user, as the exception itself,
+from ``ctx.sql``. Errors raised by ``schema_names()``, ``schema()`` and ``table_names``
+are logged and turned into "nothing there" (a query then fails with a misleading "table
+not found", and ``SHOW TABLES`` lists nothing). So when the catalog cannot be read, those
+calls do not raise: the schema becomes a :class:`FailedSchema` that lists one table and
+raises the catalog's error from ``table()``, which DataFusion reports for queries and for
+``information_schema`` alike. DataFusion also reads ``table_names`` as an attribute
+without calling it, so it is a property holding a list (that can still be called).
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
 from ..catalog import MetadataBackend, metadata, open_backend
 from ..catalog._models import SnapshotInfo
-from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
+from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..pathres import StorageOptions
 from ..types import build_column_tree
 from ._lookup import find_table, require_table
@@ -27,7 +37,22 @@ from ._timetravel import (
     suffixed_table_exists,
 )
 
-__all__ = ["DuckLakeCatalog", "DuckLakeSchema"]
+__all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
+
+# What a schema lists when the catalog cannot be read: DataFusion's information_schema then
+# asks for this table, and the lookup raises the catalog's error.
+UNREADABLE_TABLE = "__catalog_unreadable__"
+
+
+class TableNames(list):
+    """Table names as DataFusion wants them (a list attribute) that can still be called.
+
+    ``SchemaProvider.table_names`` is documented as a method returning a set, but
+    datafusion 55 reads the attribute without calling it and needs a sequence.
+    """
+
+    def __call__(self) -> set[str]:
+        return set(self)
 
 
 class DuckLakeCatalog(CatalogProvider):
@@ -131,19 +156,30 @@ class DuckLakeCatalog(CatalogProvider):
 
     # -- DataFusion CatalogProvider ------------------------------------------------------
 
-    def schema_names(self) -> set[str]:
+    def list_schema_names(self) -> set[str]:
+        """The schemas at this catalog's snapshot; raises the catalog's error if unreadable."""
         backend = self._access.backend
         with backend.session() as session:
             metadata.read_settings(session, backend.description)
             snap = self.resolve_snapshot(session)
             return {s.schema_name for s in metadata.list_schemas(session, snap.snapshot_id)}
 
+    def schema_names(self) -> set[str]:
+        """For DataFusion: an unreadable catalog lists ``main``, whose tables raise its error.
+
+        (DataFusion drops errors raised here; :meth:`list_schema_names` raises them.)
+        """
+        try:
+            return self.list_schema_names()
+        except DuckLakeError:
+            return {"main"}
+
     def schema(self, name: str):
         try:
-            names = self.schema_names()
-        except SnapshotNotFoundError:
-            # DataFusion drops exceptions raised here; let table() raise it visibly.
-            return DuckLakeSchema(self, name)
+            names = self.list_schema_names()
+        except DuckLakeError as exc:
+            # DataFusion drops exceptions raised here; table() raises it visibly.
+            return FailedSchema(exc)
         if name in names:
             return DuckLakeSchema(self, name)
         matches = [n for n in names if n.lower() == name.lower()]
@@ -163,14 +199,23 @@ class DuckLakeSchema(SchemaProvider):
         self._catalog = catalog
         self._name = name
 
-    def table_names(self) -> set[str]:
+    @property
+    def table_names(self) -> TableNames:
+        """The tables at the catalog's snapshot (see the module notes on why a property).
+
+        When the catalog cannot be read this lists one placeholder table, so that
+        DataFusion's ``information_schema`` looks it up and reports the catalog's error
+        instead of listing nothing.
+        """
         backend = self._catalog.backend
-        with backend.session() as session:
-            metadata.read_settings(session, backend.description)
-            snap = self._catalog.resolve_snapshot(session)
-            return {
-                t.table_name for t in metadata.list_tables(session, snap.snapshot_id, self._name)
-            }
+        try:
+            with backend.session() as session:
+                metadata.read_settings(session, backend.description)
+                snap = self._catalog.resolve_snapshot(session)
+                tables = metadata.list_tables(session, snap.snapshot_id, self._name)
+        except DuckLakeError:
+            return TableNames([UNREADABLE_TABLE])
+        return TableNames(sorted(t.table_name for t in tables))
 
     def table(self, name: str) -> Table | None:
         try:
@@ -188,9 +233,12 @@ class DuckLakeSchema(SchemaProvider):
 
     def table_exist(self, name: str) -> bool:
         backend = self._catalog.backend
-        with backend.session() as session:
-            snap = self._catalog.resolve_snapshot(session)
-            found = find_table(session, snap.snapshot_id, self._name, name) is not None
+        try:
+            with backend.session() as session:
+                snap = self._catalog.resolve_snapshot(session)
+                found = find_table(session, snap.snapshot_id, self._name, name) is not None
+        except DuckLakeError:
+            return True  # so that table() is asked, and raises the catalog's error
         if found or "@" not in name:
             return found
 
@@ -201,3 +249,31 @@ class DuckLakeSchema(SchemaProvider):
 
     def deregister_table(self, name, cascade) -> None:
         raise NotImplementedError("DuckLake tables are read-only here; drop tables in DuckDB")
+
+
+class FailedSchema(SchemaProvider):
+    """A schema of a catalog that could not be read: every table lookup raises its error.
+
+    DataFusion reports errors raised by ``table()`` (for queries and for
+    ``information_schema``) but drops those raised while resolving the schema, so the
+    error is kept here and raised where the user sees it.
+    """
+
+    def __init__(self, error: DuckLakeError) -> None:
+        self.error = error
+
+    @property
+    def table_names(self) -> TableNames:
+        return TableNames([UNREADABLE_TABLE])
+
+    def table(self, name: str) -> Table | None:
+        raise self.error.with_traceback(None)
+
+    def table_exist(self, name: str) -> bool:
+        return True
+
+    def register_table(self, name, table) -> None:
+        raise self.error.with_traceback(None)
+
+    def deregister_table(self, name, cascade) -> None:
+        raise self.error.with_traceback(None)
