@@ -127,39 +127,6 @@ def test_bad_options(tmp_path):
         DuckLakeCatalog(str(tmp_path / "x"), storage_options={"nonsense": 1})
 
 
-def test_locked_catalog(make_lake):
-    lake = make_lake()
-    lake.sql("CREATE TABLE lake.main.t (a INTEGER)")
-    if lake.spec.catalog != "duckdb":
-        pytest.skip("only DuckDB files are locked by a writer")
-    import subprocess
-    import sys
-    import textwrap
-
-    # A writer in another process holds the file lock while we try to read.
-    lake.reader_args()
-    script = textwrap.dedent(
-        f"""
-        import duckdb, duckdb_extensions, sys, time
-        con = duckdb.connect()
-        duckdb_extensions.import_extension("ducklake", con=con)
-        con.execute("ATTACH 'ducklake:{lake.metadata}' AS w")
-        print("attached", flush=True)
-        sys.stdin.readline()
-        """
-    )
-    writer = subprocess.Popen(
-        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert writer.stdout.readline().strip() == "attached"
-        with pytest.raises(errors.CatalogLockedError, match="SQLite or PostgreSQL"):
-            DuckLakeCatalog(lake.metadata).list_schema_names()
-    finally:
-        writer.stdin.close()
-        writer.wait(timeout=30)
-
-
 def test_unsupported_catalog_version(make_lake):
     import duckdb
 

@@ -1,17 +1,19 @@
-"""DuckDB-file catalogs, read through one in-process DuckDB instance.
+"""DuckDB-file catalogs, read from a private copy that no writer ever waits for.
 
-A DuckDB file is locked by the process that has it attached for writing, and our own
-read-only handle blocks writers just the same. So the file is held only while metadata
-is being read: it is ``ATTACH``-ed read-only when a session starts and ``DETACH``-ed as
-soon as the last session using it ends (sessions of concurrent queries share one
-attachment). A writer committing between two metadata reads, or while a query is
-scanning data files, never meets our lock.
+A DuckDB file is locked by the process that has it attached, and a read-only attachment
+of ours would lock a writer out just the same (measured: a reader querying every 0.2 s
+blocked every attach of a writer). So the catalog file itself is never attached: it is
+copied (with its write-ahead log) into a private temporary directory, and the copy is
+attached read-only to one in-memory DuckDB instance. Copying takes no lock, so a writer
+can attach, commit and checkpoint at any moment, even while it keeps the lake attached
+for good. The copy is what DuckDB would recover after a crash at that instant: every
+committed transaction (the log is synced at commit) and nothing half-written.
 
-Creating a DuckDB instance costs ~20 ms, attaching a file to a live one ~3 ms, so one
-in-memory instance (which locks nothing) lives for the whole process and every catalog
-object attaches its file there, one attachment per file however many catalog objects
-read it. When a writer holds the file, attaching is retried for ``LOCK_RETRY_SECONDS``
-(a commit takes milliseconds) before :class:`CatalogLockedError` is raised.
+A copy is torn if the writer changes the file while it is being copied, so the files'
+identity, size and modification time are compared before and after, and a file modified
+within ``QUIET_SECONDS`` (longer than the kernel's timestamp granularity) is first let
+settle. The copy is kept while the files' signature stays the same (one ``stat`` per
+query), and replaced when the catalog changes or is replaced by another file.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -34,11 +38,12 @@ from ..errors import (
     NotADuckLakeCatalogError,
 )
 from ._rows import conform_to
-from ._session import SessionBase, file_identity
+from ._session import SessionBase
 
 __all__ = ["DuckDBBackend"]
 
-LOCK_RETRY_SECONDS = 0.5
+QUIET_SECONDS = 0.025
+COPY_TIMEOUT_SECONDS = 10.0
 
 
 class _DuckDBSession(SessionBase):
@@ -68,22 +73,38 @@ class _DuckDBSession(SessionBase):
         return table if schema is None else conform_to(table, schema)
 
 
-class _Attachment:
-    """One catalog file attached to the shared instance while sessions use it."""
+def file_signature(path: str) -> tuple:
+    """Identity, size and modification time of the catalog file and its write-ahead log."""
+    signature = []
+    for name in (path, path + ".wal"):
+        try:
+            info = os.stat(name)
+        except FileNotFoundError:
+            signature.append(None)
+            continue
+        signature.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns))
+    return tuple(signature)
 
-    def __init__(self, path: str, alias: str) -> None:
+
+class _Copy:
+    """A private copy of one catalog file, attached to the shared instance."""
+
+    def __init__(self, path: str, alias: str, signature: tuple, directory: str) -> None:
         self.path = path
         self.alias = alias
+        self.signature = signature
+        self.directory = directory
         self.users = 0
+        self.retired = False
 
 
 class _SharedInstance:
-    """The process's in-memory DuckDB instance and the catalog files attached to it."""
+    """The process's in-memory DuckDB instance and the catalog copies attached to it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._connection: duckdb.DuckDBPyConnection | None = None
-        self._files: dict[str, _Attachment] = {}
+        self._files: dict[str, _Copy] = {}
         self._aliases = itertools.count()
 
     def _instance(self) -> duckdb.DuckDBPyConnection:
@@ -96,12 +117,14 @@ class _SharedInstance:
     def cursor(
         self, path: str, description: str
     ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
-        """A cursor whose default database is the attached ``path``, and its alias."""
+        """A cursor whose default database is a current copy of ``path``, and its alias."""
         with self._lock:
             entry = self._files.get(path)
-            if entry is None:
-                entry = _Attachment(path, f"ducklake_catalog_{next(self._aliases)}")
-                _attach(self._instance(), entry, description)
+            signature = file_signature(path)
+            if entry is None or entry.signature != signature:
+                if entry is not None:
+                    self._retire(entry)
+                entry = self._copy(path, description)
                 self._files[path] = entry
             entry.users += 1
             instance = self._instance()
@@ -115,51 +138,100 @@ class _SharedInstance:
         finally:
             with self._lock:
                 entry.users -= 1
-                if entry.users == 0 and self._files.get(path) is entry:
-                    del self._files[path]
-                    self._detach(entry)
+                if entry.retired and entry.users == 0:
+                    self._drop(entry)
 
-    def _detach(self, entry: _Attachment) -> None:
-        """Detach ``entry``; if DuckDB cannot (a damaged file can invalidate the whole
-        instance), start over with a new instance so the file is not left attached."""
-        if self._connection is None:
-            return
+    def _copy(self, path: str, description: str) -> _Copy:
+        """Copy the catalog (and its log) untorn, and attach the copy read-only."""
+        if not os.path.exists(path):
+            raise CatalogNotFoundError(
+                f"{description} does not exist; pass the path of the .ducklake catalog file "
+                "(or 'sqlite:...' / 'postgres:...' for other catalog databases)"
+            )
+        if not os.path.isfile(path):
+            raise CatalogError(f"{description} is not a file; pass the .ducklake catalog file")
+        deadline = time.monotonic() + COPY_TIMEOUT_SECONDS
+        directory = tempfile.mkdtemp(prefix="ducklake-catalog-")
+        target = os.path.join(directory, "catalog.duckdb")
         try:
-            self._connection.execute(f"DETACH {entry.alias}")
-        except duckdb.Error:
-            connection, self._connection = self._connection, None
-            self._files.clear()
+            while True:
+                signature = file_signature(path)
+                newest = max(s[3] for s in signature if s is not None)
+                if time.time_ns() - newest >= QUIET_SECONDS * 1e9:
+                    _copy_files(path, target, description)
+                    if file_signature(path) == signature:
+                        break
+                if time.monotonic() > deadline:
+                    raise CatalogLockedError(
+                        f"{description} kept changing for {COPY_TIMEOUT_SECONDS:.0f} s while "
+                        "being read (a writer committing without pause); retry the query"
+                    )
+                time.sleep(QUIET_SECONDS)
+            entry = _Copy(path, f"ducklake_catalog_{next(self._aliases)}", signature, directory)
+            _attach(self._instance(), target, entry.alias, description)
+            return entry
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+    def _retire(self, entry: _Copy) -> None:
+        entry.retired = True
+        if self._files.get(entry.path) is entry:
+            del self._files[entry.path]
+        if entry.users == 0:
+            self._drop(entry)
+
+    def _drop(self, entry: _Copy) -> None:
+        """Detach a copy and delete it; a failed detach (a damaged file can invalidate the
+        whole instance) starts over with a new instance."""
+        if self._connection is not None:
             try:
-                connection.close()
+                self._connection.execute(f"DETACH {entry.alias}")
             except duckdb.Error:
-                pass
+                connection, self._connection = self._connection, None
+                for other in self._files.values():
+                    other.retired = True
+                self._files.clear()
+                try:
+                    connection.close()
+                except duckdb.Error:
+                    pass
+        shutil.rmtree(entry.directory, ignore_errors=True)
 
     def shutdown(self) -> None:
-        """Close the instance before the interpreter finalises (nothing is attached then)."""
+        """Close the instance and delete the copies before the interpreter finalises."""
         with self._lock:
+            directories = [e.directory for e in self._files.values()]
             self._files.clear()
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+        for directory in directories:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
-def _attach(instance: duckdb.DuckDBPyConnection, entry: _Attachment, description: str) -> None:
-    if not os.path.exists(entry.path):
-        raise CatalogNotFoundError(
-            f"{description} does not exist; pass the path of the .ducklake catalog file "
-            "(or 'sqlite:...' / 'postgres:...' for other catalog databases)"
-        )
-    literal = "'" + entry.path.replace("'", "''") + "'"
-    deadline = time.monotonic() + LOCK_RETRY_SECONDS
-    while True:
-        try:
-            instance.execute(f"ATTACH {literal} AS {entry.alias} (TYPE duckdb, READ_ONLY)")
-            return
-        except duckdb.Error as exc:
-            error = _attach_error(exc, description)
-            if not isinstance(error, CatalogLockedError) or time.monotonic() > deadline:
-                raise error from exc
-        time.sleep(0.01)
+def _copy_files(path: str, target: str, description: str) -> None:
+    try:
+        shutil.copyfile(path, target)
+        if os.path.exists(path + ".wal"):
+            shutil.copyfile(path + ".wal", target + ".wal")
+        elif os.path.exists(target + ".wal"):
+            os.remove(target + ".wal")
+    except FileNotFoundError:
+        pass  # a checkpoint removed the log meanwhile: the signature check retries
+    except OSError as exc:
+        raise CatalogError(
+            f"{description} cannot be read ({exc}); check that this process may read the "
+            "file and its directory"
+        ) from exc
+
+
+def _attach(instance: duckdb.DuckDBPyConnection, target: str, alias: str, description: str):
+    literal = "'" + target.replace("'", "''") + "'"
+    try:
+        instance.execute(f"ATTACH {literal} AS {alias} (TYPE duckdb, READ_ONLY)")
+    except duckdb.Error as exc:
+        raise _attach_error(exc, description) from exc
 
 
 def _attach_error(exc: duckdb.Error, description: str) -> CatalogError:
@@ -222,13 +294,11 @@ class DuckDBBackend:
 
     def _check_identity(self) -> None:
         """Drop every memo when another file was renamed over the catalog path."""
-        try:
-            identity = file_identity(os.stat(self.path))
-        except OSError:
-            return  # attaching reports it
+        identity = file_signature(self.path)[0]
+        identity = identity[:2] if identity is not None else None
         if identity != self.cache.get("file_identity"):
             self.cache.clear()
             self.cache["file_identity"] = identity
 
     def close(self) -> None:
-        """Nothing to release: the file is detached as soon as no session uses it."""
+        """Nothing to release: the catalog file itself is never held open."""
