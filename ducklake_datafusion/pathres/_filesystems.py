@@ -154,7 +154,31 @@ def _azure_kwargs(location: StorageLocation, options: StorageOptions) -> dict[st
     return kwargs
 
 
+# Credentials that only one kind of store understands. Given for a lake on another kind
+# they would be silently ignored (and the read would run with other credentials).
+_CREDENTIALS = {
+    "S3": ("access_key_id", "secret_access_key", "session_token"),
+    "GCS": ("google_service_account_token",),
+    "Azure": ("account_key", "sas_token", "client_id", "tenant_id", "client_secret"),
+}
+_STORE_OF_SCHEME = {"s3": "S3", "gs": "GCS", "az": "Azure"}
+
+
+def _refuse_foreign_credentials(location: StorageLocation, options: StorageOptions) -> None:
+    store = _STORE_OF_SCHEME.get(location.scheme)
+    if store is None:
+        return
+    for other, names in _CREDENTIALS.items():
+        given = [n for n in names if other != store and getattr(options, n)]
+        if given:
+            raise InvalidOptionError(
+                f"storage option(s) {', '.join(given)} are {other} credentials, but "
+                f"{location.url!r} is on {store}; drop them or give {store} credentials"
+            )
+
+
 def _build(location: StorageLocation, options: StorageOptions) -> pafs.FileSystem:
+    _refuse_foreign_credentials(location, options)
     if location.scheme == "file":
         return pafs.LocalFileSystem()
     if location.scheme == "s3":
