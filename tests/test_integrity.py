@@ -62,7 +62,8 @@ def test_data_file_with_fewer_rows(lake, which):
     path = clean if which == "clean" else with_deletes
     original = pq.read_table(path)
     _rewrite(path, original.slice(0, 500))  # valid Parquet, field ids kept, half the rows
-    for sql in ("SELECT count(*) FROM lake.main.t", "SELECT sum(id) FROM lake.main.t"):
+    # (a bare count(*) is answered from the catalog, as DuckDB answers it, and opens no file)
+    for sql in ("SELECT count(s) FROM lake.main.t", "SELECT sum(id) FROM lake.main.t"):
         _error(lake, sql, errors.DataFileCorruptError, os.path.basename(path), "main.t", "1000")
 
 

@@ -118,7 +118,9 @@ def test_missing_bucket(s3_lake):
         data_path="s3://no-such-bucket-dl/x/",
         storage_options=args["storage_options"],
     )
-    with pytest.raises((errors.StorageError, errors.DataFileMissingError)) as info:
+    with pytest.raises(
+        (errors.StorageError, errors.DataFileMissingError, errors.DeleteFileError)
+    ) as info:
         catalog.table("main", "t").to_arrow()
     assert "no-such-bucket-dl" in str(info.value)
     assert "secret" not in str(info.value).lower() or "***" in str(info.value)

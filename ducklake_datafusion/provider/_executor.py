@@ -23,7 +23,7 @@ from ._filters import (
     to_expression,
 )
 from ._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
-from ._reader import ROW_ID, ReadRequest, read_data_file, scan_clean_files
+from ._reader import ROW_ID, ReadRequest, deleted_rows, read_data_file, scan_clean_files
 
 __all__ = ["execute_plan", "execute_tasks", "read_request"]
 
@@ -119,6 +119,8 @@ def execute_tasks(
 ) -> Iterator[pa.RecordBatch]:
     """Yield the rows of ``tasks`` as batches shaped by ``request``."""
     tasks = list(tasks)
+    if not request.output and request.filter is None and not request.with_row_ids:
+        tasks = yield from _counted_from_catalog(tasks, request)
     fast_ok = not request.with_row_ids and all(_fast_type(c.type_name) for c in request.columns)
     clean: dict[tuple[str, str], list[DataFileTask]] = {}
     others: list[ScanTask] = []
@@ -135,6 +137,30 @@ def execute_tasks(
             yield from _inlined_batches(task, request)
         else:
             yield from read_data_file(task, request)
+
+
+def _counted_from_catalog(tasks: list[ScanTask], request: ReadRequest):
+    """``count(*)`` without a filter: rows of data files from the catalog, not the files.
+
+    Exact for a file whose rows all belong to snapshots up to the one read (no rows of
+    later snapshots inside): its live rows are ``record_count`` minus its deleted
+    positions (delete files are small, decoded once per process, and checked against the
+    catalog's ``delete_count``). DuckDB answers ``count(*)`` from the same numbers. Other
+    files are returned to be read.
+    """
+    rest = []
+    for task in tasks:
+        if (
+            isinstance(task, DataFileTask)
+            and task.last_snapshot is not None
+            and task.last_snapshot <= request.snapshot
+        ):
+            rows = task.record_count - len(deleted_rows(task, request))
+            if rows:
+                yield pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
+        else:
+            rest.append(task)
+    return rest
 
 
 def _inlined_batches(task: InlinedRowsTask, request: ReadRequest) -> Iterator[pa.RecordBatch]:

@@ -82,6 +82,8 @@ class DataFileTask:
         fast: ``layout_current`` and no deletes. Such files can be read by name in one
             multi-file Parquet scan when the requested column types allow it; others go
             through the per-file reader.
+        last_snapshot: the newest snapshot whose rows the file holds (``partial_max`` of
+            merged and flushed files; else ``begin_snapshot``).
     """
 
     data_file_id: int
@@ -93,6 +95,7 @@ class DataFileTask:
     name_mapping: tuple[NameMappingNode, ...] | None = None
     layout_current: bool = False
     fast: bool = False
+    last_snapshot: int | None = None
 
     @property
     def weight(self) -> int:

@@ -180,6 +180,7 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                 else None,
                 layout_current=layout_current,
                 fast=layout_current and deletes is None,
+                last_snapshot=begin if partial_max is None else max(begin, partial_max),
             )
         )
     return tasks

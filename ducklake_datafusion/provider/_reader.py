@@ -36,6 +36,7 @@ from ._plan import DataFileTask, FileRef
 __all__ = [
     "ROW_ID",
     "ReadRequest",
+    "deleted_rows",
     "open_file",
     "read_data_file",
     "scan_clean_files",
@@ -164,16 +165,20 @@ def read_data_file(
         raise _fail(exc, what) from exc
 
 
+def deleted_rows(task: DataFileTask, request: ReadRequest) -> np.ndarray:
+    """The data file's deleted positions at the request's snapshot (checked, cached)."""
+    what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
+    return deleted_positions(
+        task.deletes,
+        request.snapshot,
+        lambda ref: open_file(ref, request.storage),
+        what,
+        task.record_count,
+    )
+
+
 def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.RecordBatch]:
-    deleted = positions
-    if deleted is None:
-        deleted = deleted_positions(
-            task.deletes,
-            request.snapshot,
-            lambda ref: open_file(ref, request.storage),
-            what,
-            task.record_count,
-        )
+    deleted = positions if positions is not None else deleted_rows(task, request)
     fragment = parsed_fragment(task.file, request.storage, _FORMAT)
     metadata = fragment.metadata
     parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
