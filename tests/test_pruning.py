@@ -168,6 +168,7 @@ def test_explain_shows_fragments(clustered):
     assert match and 1 <= int(match.group(1)) <= 2, physical
 
 
+
 CALENDAR_SPECS = {
     "year": "year(c)",
     "year_month": "year(c), month(c)",
