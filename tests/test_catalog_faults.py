@@ -198,3 +198,31 @@ def test_replaced_catalog_is_read_anew(make_lake, tmp_path):
                 ).fetchone()
             assert data_path == older.data_path
         assert ctx.sql(sql).to_pydict() == expected_older.to_pydict()
+
+
+def test_information_schema_lists_a_healthy_lake(make_lake, lake_spec):
+    """SHOW TABLES and information_schema list the lake's tables and columns, as DuckDB."""
+    lake = make_lake(lake_spec)
+    lake.sql("CREATE SCHEMA lake.s2")
+    lake.sql("CREATE TABLE lake.main.t (i INTEGER, s VARCHAR)")
+    lake.sql("CREATE TABLE lake.s2.u (d DATE)")
+    expected = lake.reference(
+        "SELECT table_schema, table_name, column_name FROM information_schema.columns "
+        "WHERE table_catalog = 'lake' ORDER BY ALL"
+    )
+    ctx = SessionContext(SessionConfig().with_information_schema(True))
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
+    actual = ctx.sql(
+        "SELECT table_schema, table_name, column_name FROM information_schema.columns "
+        "WHERE table_catalog = 'lake' AND table_schema <> 'information_schema' ORDER BY 1, 2, 3"
+    ).to_arrow_table()
+    assert actual.to_pylist() == expected.to_pylist()
+    shown = ctx.sql("SHOW TABLES").to_pydict()
+    listed = {
+        (schema, name)
+        for catalog, schema, name in zip(
+            shown["table_catalog"], shown["table_schema"], shown["table_name"]
+        )
+        if catalog == "lake" and schema != "information_schema"
+    }
+    assert listed == {("main", "t"), ("s2", "u")}

@@ -371,8 +371,8 @@ def test_spark_reads_only_the_matching_files(spark, clustered, tmp_path):
     keep = set()
     for task in _data_tasks(reader.scan_plan()):
         keep.add(task.file.url.removeprefix("file://"))
-        if task.deletes and task.deletes.file:
-            keep.add(task.deletes.file.url.removeprefix("file://"))
+        for delete_file in task.deletes.files if task.deletes else ():
+            keep.add(delete_file.file.url.removeprefix("file://"))
     on_disk = glob.glob(os.path.join(clustered.data_path, "**", "*.parquet"), recursive=True)
     moved = [p for p in on_disk if os.path.abspath(p) not in {os.path.abspath(k) for k in keep}]
     assert len(moved) >= 4  # four data files (+ delete files) are not needed
