@@ -79,6 +79,19 @@ def test_schema_evolution(lake):
     check(lake, "SELECT * FROM lake.main.t", snapshot=2)  # before every change
 
 
+def test_struct_field_added_with_a_default(make_lake, lake_spec):
+    """Rows written before ``ADD COLUMN s.b ... DEFAULT 7`` read 7, in files and inlined."""
+    lake = make_lake(lake_spec, inline_limit=5)
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s STRUCT(a INTEGER, n STRUCT(m INTEGER)))")
+    lake.sql("INSERT INTO lake.main.t SELECT i, {'a': i, 'n': {'m': i}} FROM range(20) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (100, {'a': 1, 'n': {'m': 1}}), (101, NULL)")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.b INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.n.k VARCHAR DEFAULT 'kk'")
+    lake.sql("INSERT INTO lake.main.t VALUES (200, {'a': 2, 'n': {'m': 2, 'k': 'x'}, 'b': 3})")
+    check(lake, "SELECT * FROM lake.main.t")
+    check(lake, "SELECT id, s, s.b AS b, s.n.k AS k FROM lake.main.t WHERE id > 10")
+
+
 def test_every_type(lake):
     lake.sql(
         "CREATE TABLE lake.main.t (bo BOOLEAN, i1 TINYINT, i2 SMALLINT, i4 INTEGER, i8 BIGINT, "
@@ -177,6 +190,31 @@ def test_merge_and_flush_keep_history(lake):
     last = lake.snapshot_id()
     for snapshot in range(2, last + 1):
         check(lake, "SELECT * FROM lake.main.t", snapshot=snapshot)
+
+
+def test_add_data_files_finer_timestamps(lake, tmp_path):
+    """A timestamp_ms file in a timestamp_s column rounds, a ns file in a timestamp column
+    truncates, as DuckDB reads them (``add_files_type_check_timestamp``)."""
+    if lake.spec.storage != "local":
+        pytest.skip("external files are written locally")
+    values = {
+        "TIMESTAMP_MS": (
+            "1969-12-31 23:59:59.5",
+            "2020-01-01 10:00:00.7",
+            "1960-06-01 00:00:00.001",
+        ),
+        "TIMESTAMP_NS": ("1969-12-31 23:59:59.9999995", "2020-01-01 10:00:00.7000009"),
+    }
+    for kind, column_type, name in (
+        ("TIMESTAMP_MS", "TIMESTAMP_S", "ms"),
+        ("TIMESTAMP_NS", "TIMESTAMP", "ns"),
+    ):
+        path = tmp_path / f"{name}.parquet"
+        rows = " UNION ALL ".join(f"SELECT '{v}'::{kind} AS ts" for v in values[kind])
+        lake.sql(f"COPY ({rows} UNION ALL SELECT NULL) TO '{path}'")
+        lake.sql(f"CREATE TABLE lake.main.{name} (ts {column_type})")
+        lake.sql(f"CALL ducklake_add_data_files('lake', '{name}', '{path}')")
+        check(lake, f"SELECT ts FROM lake.main.{name}")
 
 
 def test_add_data_files_name_mapping(lake, tmp_path):

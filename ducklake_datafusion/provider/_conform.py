@@ -89,8 +89,12 @@ def _conform_struct(array: pa.Array, source: pa.Field, target: ColumnSpec) -> pa
     children = []
     for child in target.children:
         found = _find_child(source, child.column_id)
-        if found is None:
-            children.append(pa.nulls(len(array), child.arrow_type))
+        if found is None:  # a field added later: its initial default (NULL if none)
+            default = default_array(child, len(array))
+            if array.null_count and default.null_count < len(default):
+                # NULL where the struct is NULL, so that reading the field gives NULL
+                default = pc.if_else(pc.is_valid(array), default, pa.scalar(None, default.type))
+            children.append(default)
         else:
             index, child_field = found
             children.append(conform(array.field(index), child_field, child))
@@ -132,7 +136,43 @@ def _conform_primitive(array: pa.Array, target: ColumnSpec) -> pa.Array:
         return _parquet_interval(array)
     if array.type == target.arrow_type:
         return array
+    if _coarser_timestamp(array.type, target.arrow_type):
+        return _narrow_timestamps(array, target.arrow_type)
     return pc.cast(array, target.arrow_type)
+
+
+_UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_I64 = np.iinfo(np.int64)
+
+
+def _coarser_timestamp(source: pa.DataType, target: pa.DataType) -> bool:
+    return (
+        pa.types.is_timestamp(source)
+        and pa.types.is_timestamp(target)
+        and _UNIT_NANOS[target.unit] > _UNIT_NANOS[source.unit]
+    )
+
+
+def _narrow_timestamps(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """A finer timestamp file column (``ducklake_add_data_files``) in a coarser column.
+
+    As DuckDB reads it: nanoseconds become microseconds by truncation toward zero;
+    microseconds (and milliseconds) become a coarser unit rounded half away from zero
+    (``'10:00:00.7'`` reads as ``10:00:01`` in a ``timestamp_s`` column). ±infinity (the
+    int64 extremes) stays ±infinity.
+    """
+    values = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    infinite = (values == _I64.max) | (values == _I64.min)
+    unit = array.type.unit
+    if unit == "ns":
+        values = np.sign(values) * (np.abs(values) // 1_000)
+        unit = "us"
+    factor = _UNIT_NANOS[target.unit] // _UNIT_NANOS[unit]
+    if factor > 1:
+        values = np.sign(values) * ((np.abs(values) + factor // 2) // factor)
+    values = np.where(infinite, np.where(values > 0, _I64.max, _I64.min), values)
+    mask = pc.is_null(array).to_numpy(zero_copy_only=False) if array.null_count else None
+    return pa.array(values, type=pa.int64(), mask=mask).cast(target)
 
 
 def _uuid_text(array: pa.Array) -> pa.Array:
