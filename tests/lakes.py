@@ -233,9 +233,11 @@ class Lake:
         *,
         s3: S3Endpoint | None = None,
         inline_limit: int | None = None,
+        metadata_schema: str | None = None,
         on_close=None,
     ) -> None:
         self.spec = spec
+        self.metadata_schema = metadata_schema
         self.metadata = metadata
         self.data_path = data_path
         self.storage_options = s3.storage_options() if s3 else None
@@ -268,6 +270,8 @@ class Lake:
         if self._attached == role:
             return con
         self.detach()
+        if self.metadata_schema is not None:
+            options = [*options, f"METADATA_SCHEMA {_lit(self.metadata_schema)}"]
         sql = f"ATTACH {_lit('ducklake:' + self.metadata)} AS lake ({', '.join(options)})"
         deadline = time.monotonic() + ATTACH_RETRY_SECONDS
         while True:
@@ -314,7 +318,10 @@ class Lake:
     def reader_args(self) -> dict[str, Any]:
         """Detach the writer and return the keyword arguments our reader takes."""
         self.detach()
-        return {"metadata": self.metadata, "storage_options": self.storage_options}
+        args = {"metadata": self.metadata, "storage_options": self.storage_options}
+        if self.metadata_schema is not None:
+            args["metadata_schema"] = self.metadata_schema
+        return args
 
     # -- oracle ------------------------------------------------------------------------------
 
@@ -367,6 +374,7 @@ def make_lake(
     inline_limit: int | None = None,
     name: str | None = None,
     bucket: str = "ducklake-tests",
+    metadata_schema: str | None = None,
 ) -> Lake:
     """Create a fresh, empty lake for ``spec`` (tables are made with ``lake.sql``).
 
@@ -404,7 +412,15 @@ def make_lake(
         for cleanup in cleanups:
             cleanup()
 
-    lake = Lake(spec, metadata, data_path, s3=s3, inline_limit=inline_limit, on_close=on_close)
+    lake = Lake(
+        spec,
+        metadata,
+        data_path,
+        s3=s3,
+        inline_limit=inline_limit,
+        metadata_schema=metadata_schema,
+        on_close=on_close,
+    )
     lake.attach()  # creates the catalog now, so even an empty lake can be read
     return lake
 

@@ -59,13 +59,25 @@ class MetadataBackend(Protocol):
         """Open one consistent read-only view; closing it ends the transaction."""
 
 
-def open_backend(metadata: str) -> MetadataBackend:
+def open_backend(metadata: str, metadata_schema: str | None = None) -> MetadataBackend:
     """Parse a catalog string as DuckDB's ``ATTACH 'ducklake:...'`` accepts it.
 
     Accepted forms (an optional leading ``ducklake:`` is stripped): a plain path or
     ``duckdb:path`` for a DuckDB file; ``sqlite:path`` for SQLite; ``postgres:<libpq
     keywords>`` / ``postgresql://...`` for PostgreSQL.
+
+    Args:
+        metadata: the catalog string.
+        metadata_schema: the schema holding the ``ducklake_*`` tables, as DuckDB's
+            ``METADATA_SCHEMA`` attach option (default: ``main`` in DuckDB files, the
+            search path in PostgreSQL; SQLite has no schemas, as in DuckDB).
     """
+    if metadata_schema is not None and (
+        not isinstance(metadata_schema, str) or not metadata_schema or "\0" in metadata_schema
+    ):
+        raise InvalidOptionError(
+            f"metadata_schema must be a schema name (DuckDB's METADATA_SCHEMA), got {metadata_schema!r}"
+        )
     if not isinstance(metadata, str) or not metadata.strip():
         raise InvalidOptionError(
             "metadata must be a catalog connection string such as 'lake.ducklake', "
@@ -77,6 +89,11 @@ def open_backend(metadata: str) -> MetadataBackend:
     if lowered.startswith("sqlite:"):
         from ._sqlite import SQLiteBackend
 
+        if metadata_schema not in (None, "main"):
+            raise InvalidOptionError(
+                f"metadata_schema={metadata_schema!r}: SQLite catalogs have no schemas (DuckDB "
+                "refuses METADATA_SCHEMA for them too); leave it out"
+            )
         return SQLiteBackend(text[len("sqlite:") :])
     if lowered.startswith(("postgres:", "postgresql:")):
         from ._postgres import PostgresBackend
@@ -84,7 +101,7 @@ def open_backend(metadata: str) -> MetadataBackend:
         dsn = (
             text if lowered.startswith(("postgres://", "postgresql://")) else text.split(":", 1)[1]
         )
-        return PostgresBackend(dsn)
+        return PostgresBackend(dsn, metadata_schema)
     if lowered.startswith("duckdb:"):
         text = text[len("duckdb:") :]
     if "://" in text:
@@ -94,4 +111,4 @@ def open_backend(metadata: str) -> MetadataBackend:
         )
     from ._duckdb import DuckDBBackend
 
-    return DuckDBBackend(text)
+    return DuckDBBackend(text, metadata_schema)

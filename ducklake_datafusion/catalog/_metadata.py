@@ -128,7 +128,8 @@ def _read_settings(session: MetadataSession, description: str) -> dict[str, str]
     if not session.has_table("ducklake_metadata"):
         raise NotADuckLakeCatalogError(
             f"{description} has no ducklake_metadata table, so it is not a DuckLake catalog; "
-            "pass the catalog database that DuckDB's ATTACH 'ducklake:...' created"
+            "pass the catalog database that DuckDB's ATTACH 'ducklake:...' created (and, if "
+            "it was attached with METADATA_SCHEMA, the same schema as metadata_schema=)"
         )
     rows = session.rows("SELECT key, value FROM ducklake_metadata WHERE scope IS NULL")
     settings = {key: value for key, value in rows}

@@ -100,14 +100,16 @@ class PostgresBackend:
 
     inlined_values_are_text = True
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, metadata_schema: str | None = None) -> None:
         self._dsn = dsn.strip()
-        self.description = f"PostgreSQL catalog {_redact(self._dsn)}"
+        self.metadata_schema = metadata_schema
+        schema = f" (metadata schema {metadata_schema!r})" if metadata_schema else ""
+        self.description = f"PostgreSQL catalog {_redact(self._dsn)}{schema}"
         self._local = threading.local()
         self.cache: dict = {}
 
     def __reduce__(self):
-        return (PostgresBackend, (self._dsn,))
+        return (PostgresBackend, (self._dsn, self.metadata_schema))
 
     def _connection(self):
         psycopg = _import_psycopg()
@@ -127,6 +129,12 @@ class PostgresBackend:
             connection.adapters.register_loader(type_name, TextLoader)
         with connection.cursor() as cursor:
             cursor.execute("SET TIME ZONE 'UTC'")
+            if self.metadata_schema:
+                # Unqualified ducklake_* names (and the inlined tables) resolve there.
+                cursor.execute(
+                    "SELECT set_config('search_path', quote_ident(%s), false)",
+                    [self.metadata_schema],
+                )
         connection.commit()
         # Every session is one snapshot-consistent, read-only transaction.
         connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ

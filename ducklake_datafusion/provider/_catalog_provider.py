@@ -66,6 +66,8 @@ class DuckLakeCatalog(CatalogProvider):
         snapshot: pin every table to this snapshot id (default: latest at query time).
         snapshot_time: pin every table to the latest snapshot at or before this time.
         storage_options: object-storage options (see ``pathres.StorageOptions``).
+        metadata_schema: the schema of the catalog database that holds the
+            ``ducklake_*`` tables, as DuckDB's ``METADATA_SCHEMA`` attach option.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class DuckLakeCatalog(CatalogProvider):
         snapshot: int | None = None,
         snapshot_time: _dt.datetime | None = None,
         storage_options: Mapping[str, object] | None = None,
+        metadata_schema: str | None = None,
     ) -> None:
         if snapshot is not None and snapshot_time is not None:
             raise InvalidOptionError("pass either snapshot or snapshot_time, not both")
@@ -84,7 +87,8 @@ class DuckLakeCatalog(CatalogProvider):
         if snapshot_time is not None and not isinstance(snapshot_time, _dt.datetime):
             raise InvalidOptionError(f"snapshot_time must be a datetime, got {snapshot_time!r}")
         self._metadata = metadata
-        backend: MetadataBackend = open_backend(metadata)
+        self._metadata_schema = metadata_schema
+        backend: MetadataBackend = open_backend(metadata, metadata_schema)
         self._access = LakeAccess(backend, StorageOptions.from_user(storage_options), data_path)
         self._snapshot = snapshot
         self._snapshot_time = snapshot_time
@@ -117,6 +121,7 @@ class DuckLakeCatalog(CatalogProvider):
             snapshot=snapshot,
             snapshot_time=snapshot_time,
             storage_options=self._access.storage,
+            metadata_schema=self._metadata_schema,
         )
 
     def forget_metadata(self) -> None:

@@ -41,6 +41,7 @@ SOURCE_KEYS = (
     "snapshot",
     "snapshot_time",
     "data_path",
+    "metadata_schema",
     "partition_bytes",
     "min_partitions",
     "pushdown",
@@ -80,6 +81,7 @@ class SourceOptions:
     snapshot: int | None = None
     snapshot_time: _dt.datetime | None = None
     data_path: str | None = None
+    metadata_schema: str | None = None
     storage: StorageOptions = dataclasses.field(default_factory=StorageOptions)
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     min_partitions: int = 1
@@ -127,6 +129,7 @@ class SourceOptions:
             snapshot=snapshot,
             snapshot_time=snapshot_time,
             data_path=values.get("data_path") or None,
+            metadata_schema=values.get("metadata_schema") or None,
             storage=StorageOptions.from_user(storage),
             partition_bytes=_size(values.get("partition_bytes")),
             min_partitions=_count(values.get("min_partitions")),
@@ -163,6 +166,7 @@ class SourceOptions:
             snapshot=self.snapshot,
             snapshot_time=self.snapshot_time,
             storage_options=self.storage,
+            metadata_schema=self.metadata_schema,
         )
 
     def resolve(self) -> OpenTable:
