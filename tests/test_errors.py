@@ -135,11 +135,14 @@ def test_unsupported_catalog_version(make_lake):
     lake.reader_args()
     if lake.spec.catalog != "duckdb":
         pytest.skip("edits the fixture's own DuckDB catalog file")
-    con = duckdb.connect(lake.metadata)  # our own test lake, never a user's
-    con.execute("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'")
-    con.close()
-    with pytest.raises(errors.UnsupportedVersionError, match=r"version '0\.3'.*supports 1\.0"):
-        DuckLakeCatalog(lake.metadata).table("main", "t")
+    for version, advice in (("0.3", "AUTOMATIC_MIGRATION"), ("1.1", "upgrade ducklake-datafusion")):
+        con = duckdb.connect(lake.metadata)  # our own test lake, never a user's
+        con.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'version'", [version])
+        con.close()
+        with pytest.raises(errors.UnsupportedVersionError) as info:
+            DuckLakeCatalog(lake.metadata).table("main", "t")
+        assert f"version {version!r}" in str(info.value) and "reads 1.0" in str(info.value)
+        assert advice in str(info.value)
 
 
 def test_encrypted_lake_is_refused(tmp_path):

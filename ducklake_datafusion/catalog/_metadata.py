@@ -135,11 +135,7 @@ def _read_settings(session: MetadataSession, description: str) -> dict[str, str]
     settings = {key: value for key, value in rows}
     version = settings.get("version")
     if version not in SUPPORTED_VERSIONS:
-        raise UnsupportedVersionError(
-            f"{description} uses DuckLake format version {version!r}; this reader supports "
-            f"{', '.join(SUPPORTED_VERSIONS)}. Migrate the catalog with a DuckDB of the matching "
-            "ducklake extension, or upgrade ducklake-datafusion"
-        )
+        raise UnsupportedVersionError(_version_message(description, version))
     if _bool(settings.get("encrypted", "false")):
         raise UnsupportedFeatureError(
             f"{description} is an encrypted lake; pyarrow cannot decrypt DuckLake's Parquet "
@@ -147,6 +143,27 @@ def _read_settings(session: MetadataSession, description: str) -> dict[str, str]
             "DuckDB, or copy the tables into an unencrypted lake"
         )
     return settings
+
+
+def _version_message(description: str, version: object) -> str:
+    """What to do about a catalog of another format version (read-path notes, e #40)."""
+    supported = ", ".join(SUPPORTED_VERSIONS)
+    head = (
+        f"{description} uses DuckLake format version {version!r}; this reader reads "
+        f"{supported} catalogs and never migrates (it opens catalogs read-only). "
+    )
+    text = str(version or "")
+    if text.startswith("0."):
+        return head + (
+            "DuckDB migrates older catalogs when it attaches them read-write: back the "
+            "catalog up, then run ATTACH 'ducklake:<catalog>' AS lake (AUTOMATIC_MIGRATION "
+            "true) in DuckDB 1.5 with its ducklake extension, which rewrites it as 1.0"
+        )
+    return head + (
+        "A newer format (1.1 renames the inlined tables' system columns) cannot be read "
+        "as 1.0: upgrade ducklake-datafusion, or keep writers on format 1.0 (DuckDB: "
+        "DUCKLAKE_VERSION '1.0' when creating the catalog)"
+    )
 
 
 def _snapshot(row: tuple) -> SnapshotInfo:
