@@ -6,7 +6,8 @@ rows. :class:`ColumnSpec` is that tree, built once per table and snapshot, with 
 type of every node precomputed so executors never parse type strings on the hot path.
 
 Representation choices (kept identical to DuckDB's own Arrow export, so answers compare
-equal): ``uuid`` is its canonical lower-case text, ``json`` is a string, ``int128`` /
+equal): ``uuid`` is its canonical lower-case text, ``json`` is a string, ``variant`` is
+its JSON text (DuckDB's ``CAST(v AS JSON)``), ``int128`` /
 ``uint128`` are ``decimal128(38, 0)``, ``timetz`` is ``time64[us]`` in UTC (the Parquet copy
 has lost the offset anyway), ``interval`` is ``month_day_nano_interval``, ``geometry`` is
 WKB bytes.
@@ -40,6 +41,7 @@ _PRIMITIVES: dict[str, pa.DataType] = {
     "float64": pa.float64(),
     "varchar": pa.string(),
     "json": pa.string(),
+    "variant": pa.string(),
     "uuid": pa.string(),
     "blob": pa.binary(),
     "geometry": pa.binary(),
@@ -71,6 +73,7 @@ _DUCKDB_NAMES: dict[str, str] = {
     "float64": "DOUBLE",
     "varchar": "VARCHAR",
     "json": "JSON",
+    "variant": "VARIANT",
     "uuid": "UUID",
     "blob": "BLOB",
     "geometry": "BLOB",

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, duckdb_type_for
+from ._variant import variant_to_json
 
 __all__ = [
     "FIELD_ID",
@@ -76,6 +77,8 @@ def conform(array: pa.Array, source: pa.Field, target: ColumnSpec) -> pa.Array:
         return _conform_list(array, source, target)
     if kind == "map":
         return _conform_map(array, source, target)
+    if kind == "variant" and pa.types.is_struct(array.type):
+        return variant_to_json(array, f"column {target.name!r}")
     return _conform_primitive(array, target)
 
 
