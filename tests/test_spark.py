@@ -111,6 +111,19 @@ def _data_tasks(plan) -> list[DataFileTask]:
 # Rows equal DuckDB's
 
 
+def test_variant_as_json_text(spark, make_lake):
+    """VARIANT columns reach Spark as DuckDB's ``CAST(v AS JSON)`` text (files and inlined)."""
+    lake = make_lake(inline_limit=2)
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, v VARIANT)")
+    lake.sql(
+        "INSERT INTO lake.main.t VALUES (1, 42::VARIANT), (2, {'a': [1, 2]}::VARIANT), "
+        "(3, 'x'::VARIANT), (4, NULL)"
+    )
+    lake.sql("INSERT INTO lake.main.t VALUES (5, [true]::VARIANT)")  # inlined
+    expected = lake.reference("SELECT id, CAST(v AS JSON)::VARCHAR AS v FROM lake.main.t")
+    assert_same_rows(_read(spark, lake).toArrow(), expected)
+
+
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
 def test_deletes_updates_and_inlined_rows(spark, make_lake, spec):
     lake = make_lake(spec, inline_limit=10)

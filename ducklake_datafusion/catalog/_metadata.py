@@ -496,12 +496,35 @@ def _inlined_rows(session: MetadataSession, table_id: int, snapshot: int):
             continue
         if not session.has_table(entry.table_name):
             continue
+        layout = read_columns(session, table_id, entry.layout_snapshot)
         rows = session.arrow(
-            f"SELECT * FROM {entry.table_name} WHERE {live()}", [snapshot, snapshot]
+            f"SELECT {_inlined_select_list(layout)} FROM {entry.table_name} WHERE {live()}",
+            [snapshot, snapshot],
         )
         if rows.num_rows:
-            result.append((rows, read_columns(session, table_id, entry.layout_snapshot)))
+            result.append((rows, layout))
     return tuple(result)
+
+
+def _inlined_select_list(layout: tuple[ColumnEntry, ...]) -> str:
+    """``*``, unless a column is a VARIANT: DuckDB cannot export VARIANT to Arrow, so such
+    columns are read as the JSON text of ``CAST(v AS JSON)`` (what the reader exposes).
+
+    Only DuckDB catalogs inline VARIANT values (SQLite and PostgreSQL never do), so the
+    DuckDB spelling of the cast is the one needed. Column names come from the catalog
+    itself and are quoted as identifiers.
+    """
+    top = [c for c in layout if c.parent_column is None]
+    if not any(c.column_type.lower() == "variant" for c in top):
+        return "*"
+    parts = ["row_id", "begin_snapshot", "end_snapshot"]
+    for column in top:
+        name = '"' + column.column_name.replace('"', '""') + '"'
+        if column.column_type.lower() == "variant":
+            parts.append(f"CAST(CAST({name} AS JSON) AS VARCHAR) AS {name}")
+        else:
+            parts.append(name)
+    return ", ".join(parts)
 
 
 def _name_mappings(

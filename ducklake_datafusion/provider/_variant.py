@@ -9,7 +9,7 @@ exposed as JSON text, decoded here from both forms (Parquet Variant specificatio
 ``VariantEncoding.md`` and ``VariantShredding.md``).
 
 Rendering follows DuckDB: objects and arrays compact (``{"a":1,"b":[1,2]}``), object keys
-in the order the encoding stores them (sorted by name), decimals with their scale,
+sorted by name (as DuckDB shows objects read back from Parquet), decimals with their scale,
 dates/times/timestamps as DuckDB prints them (``"2024-01-02 03:04:05.5+00"``), binary as
 DuckDB's blob text, doubles as their shortest round-trip text. A SQL NULL (the whole group
 NULL) stays NULL; a variant null is the JSON ``null``.
@@ -108,6 +108,11 @@ def _object(data: bytes, offset: int, head: int, keys: list[str]) -> str:
     return _render_object(_object_fields(data, offset, keys))
 
 
+def _by_key(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Fields in the order DuckDB shows objects read from Parquet: by key, bytewise."""
+    return sorted(fields, key=lambda kv: kv[0].encode())
+
+
 def _object_fields(data: bytes, offset: int, keys: list[str]) -> list[tuple[str, str]]:
     """``(key, JSON text)`` of each field of the object encoded at ``offset``."""
     head = data[offset] >> 2
@@ -124,7 +129,7 @@ def _object_fields(data: bytes, offset: int, keys: list[str]) -> list[tuple[str,
         key = keys[_uint(data, ids_at + i * id_width, id_width)]
         start = _uint(data, offsets_at + i * offset_width, offset_width)
         fields.append((key, _decode(data, values_at + start, keys)))
-    return fields
+    return _by_key(fields)
 
 
 def _array(data: bytes, offset: int, head: int, keys: list[str]) -> str:
@@ -203,7 +208,7 @@ def _shredded(value: bytes | None, typed, typed_type: pa.DataType | None, keys: 
             if value[0] & 0x03 != 2:
                 raise ValueError("a shredded object's residual value is not an object")
             fields.extend(_object_fields(value, 0, keys))
-        return _render_object(sorted(fields, key=lambda kv: kv[0].encode()))
+        return _render_object(_by_key(fields))
     if pa.types.is_list(typed_type) or pa.types.is_large_list(typed_type):
         element_type = typed_type.value_type
         inner = _child_type(element_type, "typed_value")

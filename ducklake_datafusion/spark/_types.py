@@ -14,7 +14,7 @@ DuckLake                       Arrow (core reader)         Spark
 utinyint / usmallint / uint    uint8 / uint16 / uint32     smallint / int / bigint (widened)
 ubigint                        uint64                      decimal(20,0)
 hugeint / uhugeint             decimal128(38,0)            decimal(38,0)
-uuid, json                     string                      string
+uuid, json, variant            string                      string (variant: JSON text)
 time, timetz                   time64[us]                  time(6)
 timestamp_s/_ms/(us)           timestamp[s/ms/us]          timestamp_ntz (exact)
 timestamp_ns                   timestamp[ns]               timestamp_ntz (truncated to us)
