@@ -316,6 +316,4 @@ def _time(micros: int) -> str:
 
 def _blob(data: bytes) -> str:
     """DuckDB's text of a BLOB: printable ASCII as is, everything else as ``\\xHH``."""
-    return "".join(
-        chr(b) if 32 <= b < 127 and b != 0x5C else f"\\x{b:02X}" for b in bytes(data)
-    )
+    return "".join(chr(b) if 32 <= b < 127 and b != 0x5C else f"\\x{b:02X}" for b in bytes(data))
