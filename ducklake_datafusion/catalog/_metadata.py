@@ -29,6 +29,7 @@ from ._models import (
     SnapshotInfo,
     TableEntry,
     TableFiles,
+    ViewEntry,
     delete_file_entry,
 )
 from ._session import per_version
@@ -40,6 +41,7 @@ __all__ = [
     "list_schemas",
     "list_snapshots",
     "list_tables",
+    "list_views",
     "read_columns",
     "read_settings",
     "read_table_files",
@@ -264,6 +266,36 @@ def _table(row: tuple) -> TableEntry:
 def list_tables(session: MetadataSession, snapshot: int, schema_name: str) -> list[TableEntry]:
     params = [snapshot] * 4 + [schema_name]
     return [_table(r) for r in session.rows(_TABLE_SQL + " ORDER BY t.table_name", params)]
+
+
+_VIEW_SQL = (
+    "SELECT v.view_id, s.schema_name, v.view_name, v.dialect, v.sql, v.column_aliases "
+    "FROM ducklake_view v JOIN ducklake_schema s ON v.schema_id = s.schema_id "
+    f"WHERE {live('v')} AND {live('s')} AND s.schema_name = ? ORDER BY v.view_name"
+)
+_ALIAS = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def list_views(session: MetadataSession, snapshot: int, schema_name: str) -> list[ViewEntry]:
+    """Step 12: the views of a schema live at the snapshot."""
+
+    def read() -> tuple[ViewEntry, ...]:
+        if not session.has_table("ducklake_view"):
+            return ()
+        rows = session.rows(_VIEW_SQL, [snapshot] * 4 + [schema_name])
+        return tuple(
+            ViewEntry(
+                int(r[0]),
+                r[1],
+                r[2],
+                (r[3] or "duckdb").lower(),
+                r[4],
+                tuple(a.replace('""', '"') for a in _ALIAS.findall(r[5] or "")),
+            )
+            for r in rows
+        )
+
+    return list(_per_snapshot(session, ("views", snapshot, schema_name), read))
 
 
 def find_table(

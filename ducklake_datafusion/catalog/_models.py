@@ -64,6 +64,24 @@ class TableEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ViewEntry:
+    """A view live at the snapshot: its SQL as DuckDB stored it.
+
+    Attributes:
+        sql: the view's query in ``dialect``, the catalog name spelled
+            ``{DUCKLAKE_CATALOG}``.
+        column_aliases: the names given in ``CREATE VIEW v(a, b)``, else empty.
+    """
+
+    view_id: int
+    schema_name: str
+    view_name: str
+    dialect: str
+    sql: str
+    column_aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnEntry:
     """One version of one column (any nesting level) of ``ducklake_column``."""
 

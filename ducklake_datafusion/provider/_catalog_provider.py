@@ -36,6 +36,7 @@ from ._timetravel import (
     suffixed_table,
     suffixed_table_exists,
 )
+from ._views import find_view, view_names, view_table
 
 __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
 
@@ -218,14 +219,18 @@ class DuckLakeSchema(SchemaProvider):
                 metadata.read_settings(session, backend.description)
                 snap = self._catalog.resolve_snapshot(session)
                 tables = metadata.list_tables(session, snap.snapshot_id, self._name)
+            views = view_names(self._catalog, self._name)
         except DuckLakeError:
             return TableNames([UNREADABLE_TABLE])
-        return TableNames(sorted(t.table_name for t in tables))
+        return TableNames(sorted({t.table_name for t in tables} | set(views)))
 
     def table(self, name: str) -> Table | None:
         try:
             table = self._catalog.table(self._name, name)
         except TableNotFoundError:
+            view = find_view(self._catalog, self._name, name)
+            if view is not None:  # a view stored in the catalog (see _views)
+                return view_table(self._catalog, *view)
             # "orders@v12" / "orders@2024-05-01T12:00:00": time travel (see _timetravel);
             # a bad suffix, snapshot or table raises our error so the message says why.
 
@@ -244,8 +249,10 @@ class DuckLakeSchema(SchemaProvider):
                 found = find_table(session, snap.snapshot_id, self._name, name) is not None
         except DuckLakeError:
             return True  # so that table() is asked, and raises the catalog's error
-        if found or "@" not in name:
-            return found
+        if found or find_view(self._catalog, self._name, name) is not None:
+            return True
+        if "@" not in name:
+            return False
 
         return suffixed_table_exists(self._catalog, self._name, name)
 
