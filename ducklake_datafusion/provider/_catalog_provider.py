@@ -249,12 +249,18 @@ class DuckLakeSchema(SchemaProvider):
                 found = find_table(session, snap.snapshot_id, self._name, name) is not None
         except DuckLakeError:
             return True  # so that table() is asked, and raises the catalog's error
-        if found or find_view(self._catalog, self._name, name) is not None:
+        if found or self._view_exists(name):
             return True
         if "@" not in name:
             return False
 
         return suffixed_table_exists(self._catalog, self._name, name)
+
+    def _view_exists(self, name: str) -> bool:
+        try:
+            return find_view(self._catalog, self._name, name) is not None
+        except DuckLakeError:
+            return False  # e.g. a suffix naming no snapshot: table() says why
 
     def register_table(self, name, table) -> None:
         raise NotImplementedError("DuckLake tables are read-only here; create tables in DuckDB")
