@@ -105,6 +105,8 @@ class ColumnSpec:
         initial_default: literal text that rows written before the column existed have.
         children: struct fields in order; the single ``element`` of a list; ``key`` and
             ``value`` of a map.
+        since: the snapshot since which this column and every nested field have their
+            current names and types (the newest ``begin_snapshot`` of their catalog rows).
     """
 
     column_id: int
@@ -113,6 +115,7 @@ class ColumnSpec:
     arrow_type: pa.DataType
     initial_default: str | None = None
     children: tuple[ColumnSpec, ...] = ()
+    since: int = 0
 
     def arrow_field(self) -> pa.Field:
         """The Arrow field of this column (always nullable; NOT NULL is not enforced)."""
@@ -200,6 +203,7 @@ def build_column_tree(rows: Iterable) -> tuple[ColumnSpec, ...]:
             arrow_type=arrow,
             initial_default=row.initial_default,
             children=children,
+            since=max([getattr(row, "begin_snapshot", 0), *(c.since for c in children)]),
         )
 
     return tuple(build(row) for row in by_parent.get(None, ()))

@@ -234,10 +234,12 @@ class Lake:
         s3: S3Endpoint | None = None,
         inline_limit: int | None = None,
         metadata_schema: str | None = None,
+        encrypted: bool = False,
         on_close=None,
     ) -> None:
         self.spec = spec
         self.metadata_schema = metadata_schema
+        self.encrypted = encrypted
         self.metadata = metadata
         self.data_path = data_path
         self.storage_options = s3.storage_options() if s3 else None
@@ -296,6 +298,8 @@ class Lake:
     def attach(self) -> duckdb.DuckDBPyConnection:
         """Attach the writer as ``lake`` (no-op if attached); return its connection."""
         options = [f"DATA_PATH {_lit(self.data_path)}"]
+        if self.encrypted:
+            options.append("ENCRYPTED")
         if self.inline_limit is not None:
             options.append(f"DATA_INLINING_ROW_LIMIT {int(self.inline_limit)}")
         return self._attach("writer", options)
@@ -375,6 +379,7 @@ def make_lake(
     name: str | None = None,
     bucket: str = "ducklake-tests",
     metadata_schema: str | None = None,
+    encrypted: bool = False,
 ) -> Lake:
     """Create a fresh, empty lake for ``spec`` (tables are made with ``lake.sql``).
 
@@ -419,6 +424,7 @@ def make_lake(
         s3=s3,
         inline_limit=inline_limit,
         metadata_schema=metadata_schema,
+        encrypted=encrypted,
         on_close=on_close,
     )
     lake.attach()  # creates the catalog now, so even an empty lake can be read

@@ -116,21 +116,10 @@ def test_catalog_fault_through_sql(make_lake, fault):
     _assert_typed_everywhere(metadata, error, os.path.basename(path))
 
 
-def test_wrong_version_and_encrypted_through_sql(make_lake, tmp_path):
+def test_wrong_version_through_sql(make_lake):
     lake, path = _duckdb_lake(make_lake)
     _version(lake, path)
     _assert_typed_everywhere(path, errors.UnsupportedVersionError, os.path.basename(path))
-
-    import duckdb_extensions
-
-    con = duckdb.connect()
-    duckdb_extensions.import_extension("ducklake", con=con)
-    encrypted = tmp_path / "enc.ducklake"
-    con.execute(f"ATTACH 'ducklake:{encrypted}' AS e (DATA_PATH '{tmp_path}/enc', ENCRYPTED)")
-    con.execute("CREATE TABLE e.main.t AS SELECT 1 AS a")
-    con.execute("DETACH e")
-    con.close()
-    _assert_typed_everywhere(str(encrypted), errors.UnsupportedFeatureError, "enc.ducklake")
 
 
 WRITER = textwrap.dedent(

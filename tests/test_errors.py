@@ -143,18 +143,3 @@ def test_unsupported_catalog_version(make_lake):
             DuckLakeCatalog(lake.metadata).table("main", "t")
         assert f"version {version!r}" in str(info.value) and "reads 1.0" in str(info.value)
         assert advice in str(info.value)
-
-
-def test_encrypted_lake_is_refused(tmp_path):
-    import duckdb
-    import duckdb_extensions
-
-    con = duckdb.connect()
-    duckdb_extensions.import_extension("ducklake", con=con)
-    catalog = tmp_path / "enc.ducklake"
-    con.execute(f"ATTACH 'ducklake:{catalog}' AS e (DATA_PATH '{tmp_path}/data', ENCRYPTED)")
-    con.execute("CREATE TABLE e.main.t AS SELECT 1 AS a")
-    con.execute("DETACH e")
-    con.close()
-    with pytest.raises(errors.UnsupportedFeatureError, match="encrypted"):
-        DuckLakeCatalog(str(catalog)).table("main", "t")

@@ -111,6 +111,14 @@ def _data_tasks(plan) -> list[DataFileTask]:
 # Rows equal DuckDB's
 
 
+def test_encrypted_lake(spark, make_lake):
+    """Encrypted files are decrypted on the executors (DuckDB's reader), deletes applied."""
+    lake = make_lake(inline_limit=0, encrypted=True)
+    lake.sql("CREATE TABLE lake.main.t AS SELECT i AS id, 'v' || i AS s FROM range(500) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE id % 7 = 1")
+    assert_same_rows(_read(spark, lake).toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
 def test_variant_as_json_text(spark, make_lake):
     """VARIANT columns reach Spark as DuckDB's ``CAST(v AS JSON)`` text (files and inlined)."""
     lake = make_lake(inline_limit=2)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import NotADuckLakeCatalogError, UnsupportedFeatureError, UnsupportedVersionError
+from ..errors import NotADuckLakeCatalogError, UnsupportedVersionError
 from ._backend import MetadataSession
 from ._models import (
     ColumnEntry,
@@ -110,7 +110,7 @@ SETTINGS_TTL_SECONDS = 60.0
 
 
 def read_settings(session: MetadataSession, description: str) -> dict[str, str]:
-    """Step 0: global settings; checks the format version and refuses encrypted lakes.
+    """Step 0: global settings; checks the format version.
 
     The validated settings are kept in the backend's cache for ``SETTINGS_TTL_SECONDS``:
     they change only when the catalog is migrated, and re-reading them would cost two
@@ -138,12 +138,6 @@ def _read_settings(session: MetadataSession, description: str) -> dict[str, str]
     version = settings.get("version")
     if version not in SUPPORTED_VERSIONS:
         raise UnsupportedVersionError(_version_message(description, version))
-    if _bool(settings.get("encrypted", "false")):
-        raise UnsupportedFeatureError(
-            f"{description} is an encrypted lake; pyarrow cannot decrypt DuckLake's Parquet "
-            "encryption, so this reader refuses it instead of failing per file. Read it with "
-            "DuckDB, or copy the tables into an unencrypted lake"
-        )
     return settings
 
 
@@ -333,9 +327,9 @@ def _read_columns(
 FILE_COLUMNS = (
     "data_file_id", "path", "path_is_relative", "file_format", "record_count",
     "file_size_bytes", "footer_size", "row_id_start", "begin_snapshot", "partial_max",
-    "mapping_id", "partition_id", "encrypted", "delete_file_id", "delete_path",
-    "delete_path_is_relative", "delete_format", "delete_count", "delete_size",
-    "delete_footer_size", "delete_begin_snapshot", "delete_encrypted",
+    "mapping_id", "partition_id", "encrypted", "encryption_key", "delete_file_id",
+    "delete_path", "delete_path_is_relative", "delete_format", "delete_count", "delete_size",
+    "delete_footer_size", "delete_begin_snapshot", "delete_encrypted", "delete_encryption_key",
 )  # fmt: skip
 
 # Live data files with their live delete file, columnar for the planner: read with two plain
@@ -343,16 +337,16 @@ FILE_COLUMNS = (
 _DATA_FILES_SQL = (
     "SELECT data_file_id, path, path_is_relative, file_format, record_count, file_size_bytes, "
     "footer_size, row_id_start, begin_snapshot, partial_max, mapping_id, partition_id, "
-    "CASE WHEN encryption_key IS NULL THEN 0 ELSE 1 END AS encrypted "
+    "CASE WHEN encryption_key IS NULL THEN 0 ELSE 1 END AS encrypted, encryption_key "
     f"FROM ducklake_data_file WHERE table_id = ? AND {live()}"
 )
 _DELETE_FILES_SQL = (
     "SELECT data_file_id, delete_file_id, path, path_is_relative, format, delete_count, "
     "file_size_bytes, footer_size, begin_snapshot, "
-    "CASE WHEN encryption_key IS NULL THEN 0 ELSE 1 END AS encrypted "
+    "CASE WHEN encryption_key IS NULL THEN 0 ELSE 1 END AS encrypted, encryption_key "
     f"FROM ducklake_delete_file WHERE table_id = ? AND {live()}"
 )
-_DELETE_COLUMNS = FILE_COLUMNS[13:]
+_DELETE_COLUMNS = FILE_COLUMNS[14:]
 
 _I64, _TEXT, _BOOL = pa.int64(), pa.string(), pa.bool_()
 _DATA_FILES_SCHEMA = pa.schema(
@@ -361,7 +355,7 @@ _DATA_FILES_SCHEMA = pa.schema(
         ("file_format", _TEXT), ("record_count", _I64), ("file_size_bytes", _I64),
         ("footer_size", _I64), ("row_id_start", _I64), ("begin_snapshot", _I64),
         ("partial_max", _I64), ("mapping_id", _I64), ("partition_id", _I64),
-        ("encrypted", _I64),
+        ("encrypted", _I64), ("encryption_key", _TEXT),
     ]
 )  # fmt: skip
 _DELETE_FILES_SCHEMA = pa.schema(
@@ -369,7 +363,7 @@ _DELETE_FILES_SCHEMA = pa.schema(
         ("data_file_id", _I64), ("delete_file_id", _I64), ("path", _TEXT),
         ("path_is_relative", _BOOL), ("format", _TEXT), ("delete_count", _I64),
         ("file_size_bytes", _I64), ("footer_size", _I64), ("begin_snapshot", _I64),
-        ("encrypted", _I64),
+        ("encrypted", _I64), ("encryption_key", _TEXT),
     ]
 )  # fmt: skip
 _STATS_SCHEMA = pa.schema(

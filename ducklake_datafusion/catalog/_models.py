@@ -107,6 +107,7 @@ class DeleteFileEntry:
     footer_size: int | None
     begin_snapshot: int
     encrypted: bool
+    encryption_key: str | None = field(default=None, repr=False)  # a secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +243,7 @@ def delete_file_entry(row: dict) -> DeleteFileEntry:
         footer_size=_opt_int(row["footer_size"]),
         begin_snapshot=int(row["begin_snapshot"]),
         encrypted=bool(row["encrypted"]),
+        encryption_key=row.get("encryption_key"),
     )
 
 

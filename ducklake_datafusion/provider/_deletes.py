@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DataFileMissingError, DeleteFileError, UnsupportedFeatureError
 from ..pathres import translate_storage_error
+from ._encrypted import read_encrypted_bytes
 from ._plan import DeleteFile, DeleteSource
 
 __all__ = ["deleted_positions", "keep_mask"]
@@ -146,6 +147,8 @@ def _decode(delete_file: DeleteFile, open_file, what: str):
         handle = open_file(ref)
         if delete_file.file_format == "puffin":
             return _deletion_vector(handle.read()), None
+        if delete_file.encryption_key is not None:
+            return _encrypted_positions(handle.read(), delete_file, what)
         return _parquet_positions(handle)
     except (UnsupportedFeatureError, DeleteFileError):
         raise
@@ -188,6 +191,17 @@ def _parquet_positions(handle) -> tuple[np.ndarray, np.ndarray | None]:
     table = parquet.read(columns=columns)
     positions = table.column("pos").to_numpy(zero_copy_only=False).astype(np.int64)
     if SNAPSHOT_COLUMN not in names:
+        return positions, None
+    return positions, table.column(SNAPSHOT_COLUMN).to_numpy(zero_copy_only=False)
+
+
+def _encrypted_positions(data: bytes, delete_file: DeleteFile, what: str):
+    """Positions (and per-position snapshots) of an encrypted lake's delete file."""
+    table = read_encrypted_bytes(
+        data, delete_file.encryption_key, f"delete file {delete_file.file.url} of {what}"
+    )
+    positions = table.column("pos").to_numpy(zero_copy_only=False).astype(np.int64)
+    if SNAPSHOT_COLUMN not in table.column_names:
         return positions, None
     return positions, table.column(SNAPSHOT_COLUMN).to_numpy(zero_copy_only=False)
 

@@ -197,7 +197,7 @@ def list_files_table(
             "data_file": join_path(directory, f.path, f.path_is_relative),
             "data_file_size_bytes": f.file_size_bytes,
             "data_file_footer_size": f.footer_size,
-            "data_file_encryption_key": None,  # encrypted lakes are refused when opened
+            "data_file_encryption_key": None,  # a secret: used, never handed out
             "delete_file": None
             if f.delete_path is None
             else join_path(directory, f.delete_path, f.delete_path_is_relative),

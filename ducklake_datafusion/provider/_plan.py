@@ -53,6 +53,7 @@ class DeleteFile:
     file: FileRef
     file_format: str = "parquet"
     delete_count: int | None = None
+    encryption_key: str | None = field(default=None, repr=False)  # a secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,8 @@ class DataFileTask:
             through the per-file reader.
         last_snapshot: the newest snapshot whose rows the file holds (``partial_max`` of
             merged and flushed files; else ``begin_snapshot``).
+        encryption_key: base64 AES key of an encrypted lake's file (a secret: never in
+            ``repr``, messages or logs); such files are read by ``_encrypted``.
     """
 
     data_file_id: int
@@ -96,6 +99,7 @@ class DataFileTask:
     layout_current: bool = False
     fast: bool = False
     last_snapshot: int | None = None
+    encryption_key: str | None = field(default=None, repr=False)
 
     @property
     def weight(self) -> int:

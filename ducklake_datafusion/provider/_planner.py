@@ -109,8 +109,9 @@ def build_scan_plan(
 _TASK_COLUMNS = (
     "data_file_id", "path", "path_is_relative", "record_count", "file_size_bytes",
     "footer_size", "row_id_start", "begin_snapshot", "partial_max", "mapping_id",
-    "delete_file_id", "delete_path", "delete_path_is_relative", "delete_format",
-    "delete_count", "delete_size", "delete_footer_size",
+    "encryption_key", "delete_file_id", "delete_path", "delete_path_is_relative",
+    "delete_format", "delete_count", "delete_size", "delete_footer_size",
+    "delete_encryption_key",
 )  # fmt: skip
 
 
@@ -136,8 +137,8 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
     tasks = []
     for (
         file_id, path, relative, record_count, size, footer, row_id_start, begin, partial_max,
-        mapping_id, delete_id, delete_path, delete_relative, delete_format, delete_count,
-        delete_size, delete_footer,
+        mapping_id, key, delete_id, delete_path, delete_relative, delete_format, delete_count,
+        delete_size, delete_footer, delete_key,
     ) in zip(*columns):  # fmt: skip
         inlined_positions = files.inlined_deletes.get(file_id, ())
         deletes = None
@@ -149,6 +150,7 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                         FileRef(location(delete_path, delete_relative), delete_size, delete_footer),
                         (delete_format or "parquet").lower(),
                         delete_count,
+                        delete_key,
                     )
                 )
                 for extra in files.extra_delete_files.get(file_id, ()):
@@ -157,7 +159,9 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                         extra.file_size_bytes,
                         extra.footer_size,
                     )
-                    delete_files.append(DeleteFile(ref, extra.format, extra.delete_count))
+                    delete_files.append(
+                        DeleteFile(ref, extra.format, extra.delete_count, extra.encryption_key)
+                    )
             deletes = DeleteSource(tuple(delete_files), tuple(inlined_positions))
         # Rewritten and merged files (row_id_start NULL) keep the layout of their sources
         # but begin later, so only files with row_id_start qualify.
@@ -179,8 +183,10 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
                 if mapping_id is not None
                 else None,
                 layout_current=layout_current,
-                fast=layout_current and deletes is None,
+                # pyarrow cannot decrypt DuckDB's files: those go to the per-file reader
+                fast=layout_current and deletes is None and key is None,
                 last_snapshot=begin if partial_max is None else max(begin, partial_max),
+                encryption_key=key,
             )
         )
     return tasks

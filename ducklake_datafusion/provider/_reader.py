@@ -28,6 +28,7 @@ from ..pathres import StorageOptions, filesystem_for, parse_location, translate_
 from ..types import ColumnSpec
 from ._conform import field_id
 from ._deletes import deleted_positions, keep_mask
+from ._encrypted import read_encrypted_file
 from ._file_checks import check_data_file, reads_by_name
 from ._file_columns import FileColumns, file_columns, physical_fields
 from ._footers import parsed_fragment, require_regular_file
@@ -179,6 +180,9 @@ def deleted_rows(task: DataFileTask, request: ReadRequest) -> np.ndarray:
 
 def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.RecordBatch]:
     deleted = positions if positions is not None else deleted_rows(task, request)
+    if task.encryption_key is not None:
+        yield from read_encrypted_file(task, request, deleted, what)
+        return
     fragment = parsed_fragment(task.file, request.storage, _FORMAT)
     metadata = fragment.metadata
     parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
