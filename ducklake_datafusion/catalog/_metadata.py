@@ -47,6 +47,7 @@ __all__ = [
     "read_table_files",
     "snapshot_at_time",
     "snapshot_by_id",
+    "table_names_of",
 ]
 
 SUPPORTED_VERSIONS = ("1.0",)
@@ -268,6 +269,16 @@ _VIEW_SQL = (
     f"WHERE {live('v')} AND {live('s')} AND s.schema_name = ? ORDER BY v.view_name"
 )
 _ALIAS = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def table_names_of(session: MetadataSession, table_id: int) -> list[tuple[str, str]]:
+    """Every ``(schema, table)`` name a table has had (renames keep the table id)."""
+    rows = session.rows(
+        "SELECT DISTINCT s.schema_name, t.table_name FROM ducklake_table t "
+        "JOIN ducklake_schema s ON t.schema_id = s.schema_id WHERE t.table_id = ?",
+        [table_id],
+    )
+    return [(r[0], r[1]) for r in rows]
 
 
 def list_views(session: MetadataSession, snapshot: int, schema_name: str) -> list[ViewEntry]:

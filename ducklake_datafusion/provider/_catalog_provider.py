@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping
 
+import pyarrow as pa
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
 from ..catalog import MetadataBackend, metadata, open_backend
@@ -125,6 +126,19 @@ class DuckLakeCatalog(CatalogProvider):
             metadata_schema=self._metadata_schema,
         )
 
+    def snapshots(self) -> pa.Table:
+        """Every existing snapshot with what it changed, as ``ducklake_snapshots()``."""
+        from ._lake_info import snapshots_table
+
+        return snapshots_table(self)
+
+    def tables(self) -> pa.Table:
+        """Tables at this catalog's snapshot with file counts and sizes
+        (``ducklake_table_info()``)."""
+        from ._lake_info import table_info_table
+
+        return table_info_table(self)
+
     def forget_metadata(self) -> None:
         """Drop the table metadata memoised from the catalog; the next query re-reads it.
 
@@ -158,7 +172,9 @@ class DuckLakeCatalog(CatalogProvider):
             snap = self.resolve_snapshot(session)
             entry = require_table(session, self.description, snap.snapshot_id, schema, table)
             entries = metadata.read_columns(session, entry.table_id, snap.snapshot_id)
-        return DuckLakeTable(self._access, entry, snap, entries, build_column_tree(entries))
+        table = DuckLakeTable(self._access, entry, snap, entries, build_column_tree(entries))
+        table.catalog = self
+        return table
 
     # -- DataFusion CatalogProvider ------------------------------------------------------
 

@@ -34,6 +34,7 @@ __all__ = [
     "changes_map",
     "list_files_table",
     "snapshots_table",
+    "table_history_table",
     "table_info_table",
 ]
 
@@ -147,10 +148,17 @@ def changes_map(tokens) -> list[tuple[str, list[str]]]:
 
 def snapshots_table(lake) -> pa.Table:
     """Every existing snapshot with what it changed and its commit message."""
+    return _snapshot_rows(_snapshot_records(lake))
+
+
+def _snapshot_records(lake):
     backend = lake.backend
     with backend.session() as session:
         metadata.read_settings(session, backend.description)
-        records = list_snapshot_records(session)
+        return list_snapshot_records(session)
+
+
+def _snapshot_rows(records) -> pa.Table:
     return pa.table(
         {
             "snapshot_id": [r.snapshot_id for r in records],
@@ -163,6 +171,31 @@ def snapshots_table(lake) -> pa.Table:
         },
         schema=SNAPSHOTS_SCHEMA,
     )
+
+
+def table_history_table(lake, table_id: int) -> pa.Table:
+    """The rows of :func:`snapshots_table` whose changes touch one table.
+
+    A table is named by id in most change tokens, and by name in the ``created_table``
+    token of its creation and of every rename, so every name it has had counts.
+    """
+    backend = lake.backend
+    with backend.session() as session:
+        names = {
+            f"{_identifier(schema)}.{_identifier(table)}"
+            for schema, table in metadata.table_names_of(session, table_id)
+        }
+    keep = [
+        r
+        for r in _snapshot_records(lake)
+        if r.changes is not None
+        and any(
+            t.table_id() == table_id
+            or (t.kind == "created_table" and _display(t) in names)
+            for t in r.changes
+        )
+    ]
+    return _snapshot_rows(keep)
 
 
 def table_info_table(lake) -> pa.Table:

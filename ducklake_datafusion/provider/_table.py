@@ -52,6 +52,7 @@ class DuckLakeTable:
         self._column_entries = column_entries
         self.columns = columns
         self.schema: pa.Schema = arrow_schema(columns)
+        self.catalog = None  # the DuckLakeCatalog that resolved it (files(), history())
 
     @property
     def name(self) -> str:
@@ -114,6 +115,32 @@ class DuckLakeTable:
     ) -> pa.Table:
         """Read the table (or a projection / filtered part of it) into memory."""
         return execute_plan(self.scan_plan(filter=filter, columns=columns))
+
+    def files(self) -> pa.Table:
+        """Data files live at this table's snapshot with their delete files
+        (``ducklake_list_files()``)."""
+        from ._lake_info import list_files_table
+        from ._timetravel import SnapshotRef
+
+        ref = SnapshotRef(snapshot_id=self.snapshot_id)
+        return list_files_table(
+            self._lake(), self.entry.schema_name, self.entry.table_name, ref
+        )
+
+    def history(self) -> pa.Table:
+        """The snapshots that changed this table (its creation, renames, writes,
+        compaction), as rows of ``ducklake_snapshots()``."""
+        from ._lake_info import table_history_table
+
+        return table_history_table(self._lake(), self.entry.table_id)
+
+    def _lake(self):
+        if self.catalog is None:
+            raise InvalidOptionError(
+                f"table {self.name} was not resolved through a DuckLakeCatalog; use "
+                "DuckLakeCatalog(...).table(schema, name)"
+            )
+        return self.catalog
 
     def dataset(self):
         """The ``pyarrow.dataset.Dataset`` adapter DataFusion scans."""
