@@ -24,6 +24,7 @@ __all__ = [
     "DeleteFileError",
     "DuckLakeError",
     "InvalidOptionError",
+    "MissingDependencyError",
     "NotADuckLakeCatalogError",
     "SnapshotNotFoundError",
     "StorageError",
@@ -103,3 +104,8 @@ class UnsupportedFeatureError(DuckLakeError):
 
 class InvalidOptionError(DuckLakeError, ValueError):
     """An argument or option passed by the user is not valid."""
+
+
+class MissingDependencyError(DuckLakeError, ImportError):
+    """An optional dependency (polars, pandas, psycopg, pyspark) is not installed; the
+    message names the extra to install."""

@@ -116,6 +116,24 @@ class DuckLakeTable:
         """Read the table (or a projection / filtered part of it) into memory."""
         return execute_plan(self.scan_plan(filter=filter, columns=columns))
 
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
+        """Read into a ``pandas.DataFrame`` (needs the ``[pandas]`` extra)."""
+        from ..dataframes import to_pandas
+
+        return to_pandas(self, columns, filter)
+
+    def to_polars(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
+        """Read into a ``polars.DataFrame`` (needs the ``[polars]`` extra)."""
+        from ..dataframes import to_polars
+
+        return to_polars(self, columns, filter)
+
+    def scan_polars(self):
+        """A lazy ``polars.LazyFrame``: projection and predicates reach the planner."""
+        from ..dataframes import scan_polars
+
+        return scan_polars(self)
+
     def files(self) -> pa.Table:
         """Data files live at this table's snapshot with their delete files
         (``ducklake_list_files()``)."""
@@ -123,9 +141,7 @@ class DuckLakeTable:
         from ._timetravel import SnapshotRef
 
         ref = SnapshotRef(snapshot_id=self.snapshot_id)
-        return list_files_table(
-            self._lake(), self.entry.schema_name, self.entry.table_name, ref
-        )
+        return list_files_table(self._lake(), self.entry.schema_name, self.entry.table_name, ref)
 
     def history(self) -> pa.Table:
         """The snapshots that changed this table (its creation, renames, writes,
