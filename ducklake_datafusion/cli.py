@@ -312,12 +312,10 @@ def _write(args, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
             for batch in batches:
                 writer.write_batch(batch)
         return
-    target = (
-        open(args.output, "w", encoding="utf-8", newline="")
-        if args.output
-        else contextlib.nullcontext(sys.stdout)
-    )
-    with target as out:
+    with contextlib.ExitStack() as stack:
+        out = sys.stdout
+        if args.output:
+            out = stack.enter_context(open(args.output, "w", encoding="utf-8", newline=""))
         if args.format == "csv":
             _csv(out, schema, batches)
         elif args.format == "jsonl":
