@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
@@ -327,8 +328,22 @@ def _write(args, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
 
 
 def _csv(out, schema: pa.Schema, batches) -> None:
+    """CSV with a header; pyarrow's writer when every column is flat (much faster)."""
     import csv
 
+    if not any(pa.types.is_nested(f.type) for f in schema):
+        import pyarrow.csv as pacsv
+
+        sink = io.BytesIO()
+        options = pacsv.WriteOptions(quoting_style="needed")
+        with pacsv.CSVWriter(sink, schema, write_options=options) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                out.write(sink.getvalue().decode())
+                sink.seek(0)
+                sink.truncate()
+            out.write(sink.getvalue().decode())
+        return
     writer = csv.writer(out)
     writer.writerow(schema.names)
     for batch in batches:
