@@ -334,8 +334,9 @@ def _csv(out, schema: pa.Schema, batches) -> None:
     if not any(pa.types.is_nested(f.type) for f in schema):
         import pyarrow.csv as pacsv
 
+        csv.writer(out).writerow(schema.names)
         sink = io.BytesIO()
-        options = pacsv.WriteOptions(quoting_style="needed")
+        options = pacsv.WriteOptions(quoting_style="needed", include_header=False)
         with pacsv.CSVWriter(sink, schema, write_options=options) as writer:
             for batch in batches:
                 writer.write_batch(batch)
