@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import duckdb
 import duckdb_extensions
@@ -43,7 +45,7 @@ def main() -> None:
     ctx = SessionContext()
     lake = DuckLakeCatalog(catalog)
     register(ctx, "lake", lake)
-    print("schemas:", sorted(lake.schema_names()), "snapshot:", lake.snapshot_id())
+    print("schemas:", sorted(lake.list_schema_names()), "snapshot:", lake.snapshot_id())
     queries = [
         "SELECT count(*) AS orders FROM lake.main.orders",
         (
@@ -64,6 +66,10 @@ def main() -> None:
     then = SessionContext()
     register(then, "lake", lake.at(snapshot=2))
     then.sql("SELECT count(*) AS orders FROM lake.main.orders").show()
+
+    query = "SELECT region, count(*) AS n FROM lake.main.orders GROUP BY region ORDER BY region"
+    print(f'\nthe same lake from the shell:\n$ ducklake-datafusion sql {catalog} "{query}"')
+    subprocess.run([sys.executable, "-m", "ducklake_datafusion", "sql", catalog, query], check=True)
 
 
 if __name__ == "__main__":
