@@ -776,3 +776,63 @@ def test_change_feed_partitions_projection_and_errors(make_lake):
     fails(TableNotFoundError, "no table main.t at snapshot 0", read_changes="0,0")
     with pytest.raises(InvalidOptionError, match="use read_changes"):
         read_table(None, lake.metadata, "main.t", read_changes="2,4")
+
+
+def test_worker_check_passes_and_explains_failures(spark):
+    from ducklake_datafusion import __version__, errors
+    from ducklake_datafusion.spark import _workers
+
+    register_spark(spark)  # the local workers run this interpreter: no error
+    assert spark.sparkContext.applicationId in _workers._checked
+    with pytest.raises(errors.MissingDependencyError, match="PYSPARK_PYTHON"):
+        _workers.explain_probe(
+            [
+                (
+                    False,
+                    "ModuleNotFoundError: No module named 'ducklake_datafusion'",
+                    "/usr/bin/python3",
+                )
+            ]
+        )
+    with pytest.raises(errors.MissingDependencyError, match=f"driver runs {__version__}"):
+        _workers.explain_probe([(True, "0.0.1", "/opt/other/python")])
+
+
+WORKER_WITHOUT_PACKAGE = """
+import os, sys
+from pyspark.sql import SparkSession
+from ducklake_datafusion import errors
+from ducklake_datafusion.spark import register_spark
+spark = SparkSession.builder.master("local[1]").getOrCreate()
+try:
+    register_spark(spark)
+except errors.MissingDependencyError as exc:
+    print("REFUSED", exc)
+else:
+    print("ACCEPTED")
+spark.stop()
+"""
+
+
+@pytest.mark.slow
+def test_workers_without_the_package_are_refused_clearly(tmp_path):
+    """A real worker interpreter that lacks the package: a clear error, not a stack trace."""
+    import site
+    import subprocess
+    import sys
+
+    packages = site.getsitepackages()[0]
+    # -S: no site processing, so the editable install's .pth (the package) is not seen,
+    # while pyspark, py4j and pyarrow stay importable through PYTHONPATH.
+    wrapper = tmp_path / "python-without-ducklake"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{packages}" exec "{sys.executable}" -S "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "driver.py"
+    script.write_text(WORKER_WITHOUT_PACKAGE)
+    env = {**os.environ, "PYSPARK_PYTHON": str(wrapper)}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
+        check=False, cwd=tmp_path,  # not the source tree, which would be importable
+    )  # fmt: skip
+    assert "REFUSED" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert "PYSPARK_PYTHON" in done.stdout and "ducklake" in done.stdout

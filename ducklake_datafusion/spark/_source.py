@@ -19,6 +19,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from ..errors import InvalidOptionError
+from . import _workers
 from ._changes import DuckLakeChangesReader, changes_schema, resolve_changes
 from ._options import CHANGE_KEYS, GUARD_OPTION, SourceOptions
 from ._reader import GUARD_COLUMN, DuckLakeReader, guard_field
@@ -75,14 +76,22 @@ class DuckLakeDataSource(DataSource):
             raise
 
 
-def register_spark(spark) -> None:
+def register_spark(spark, *, check_workers: bool = True) -> None:
     """Register the ``ducklake`` format in ``spark`` and enable Python filter pushdown.
 
     pyspark 4.1 refuses to run a data source that implements ``pushFilters`` while
     ``spark.sql.python.filterPushdown.enabled`` is off, so this turns it on for the session.
+
+    Args:
+        check_workers: once per Spark application, run one tiny task to check that the
+            Python workers can import this package in the driver's version, and raise
+            :class:`MissingDependencyError` saying what to set up if not (see
+            ``_workers``).
     """
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(DuckLakeDataSource)
+    if check_workers:
+        _workers.check_workers(spark)
 
 
 def read_table(

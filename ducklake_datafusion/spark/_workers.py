@@ -1,0 +1,82 @@
+"""Check once per Spark application that its Python workers can run our reader.
+
+A PySpark job whose workers run another interpreter than the driver (a cluster's system
+Python, another virtual environment) fails deep inside a Spark stack trace with
+``ModuleNotFoundError: No module named 'ducklake_datafusion'`` when the first scan runs.
+:func:`check_workers` runs one tiny task when the format is registered and turns that into
+a clear error saying what to do.
+
+The probe is compiled from source at run time, so cloudpickle ships it by value: the
+worker needs nothing of ours to run it, only to import the package it checks for.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from .. import __version__
+from ..errors import MissingDependencyError
+
+__all__ = ["check_workers", "explain_probe"]
+
+_PROBE = '''
+def probe(_rows):
+    import sys
+    try:
+        import ducklake_datafusion
+        return [(True, getattr(ducklake_datafusion, "__version__", "?"), sys.executable)]
+    except Exception as exc:
+        return [(False, f"{type(exc).__name__}: {exc}", sys.executable)]
+'''
+_checked: set[str] = set()
+_lock = threading.Lock()
+
+_HOW = (
+    "Make the workers run an interpreter that has ducklake-datafusion installed: set "
+    "PYSPARK_PYTHON (and spark.pyspark.python) to it, install the package on every node, or "
+    "ship it with the job (spark.submit.pyFiles with a wheel or zip of the package, or a "
+    "packed environment through spark.archives). Pass check_workers=False to skip this check"
+)
+
+
+def _probe():
+    namespace: dict = {"__name__": "__main__"}  # pickled by value by cloudpickle
+    exec(compile(_PROBE, "<ducklake worker probe>", "exec"), namespace)  # noqa: S102 - a constant
+    return namespace["probe"]
+
+
+def check_workers(spark) -> None:
+    """Raise :class:`MissingDependencyError` if Spark's Python workers cannot import the
+    package or run another version of it; checked once per Spark application."""
+    context = spark.sparkContext
+    key = context.applicationId
+    with _lock:
+        if key in _checked:
+            return
+    try:
+        result = context.parallelize([0], 1).mapPartitions(_probe()).collect()
+    except Exception as exc:
+        raise MissingDependencyError(
+            f"Spark's Python workers failed to run a check of ducklake-datafusion "
+            f"({type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}). {_HOW}"
+        ) from exc
+    explain_probe(result)
+    with _lock:
+        _checked.add(key)
+
+
+def explain_probe(result: list[tuple[bool, str, str]]) -> None:
+    """Turn the probe's answer into an error when it shows a problem."""
+    ok, detail, executable = result[0]
+    if not ok:
+        raise MissingDependencyError(
+            f"Spark's Python workers ({executable}) cannot import ducklake-datafusion "
+            f"({detail}); the driver runs {sys.executable}. {_HOW}"
+        )
+    if detail != __version__:
+        raise MissingDependencyError(
+            f"Spark's Python workers ({executable}) run ducklake-datafusion {detail} but the "
+            f"driver runs {__version__}; scan plans made by one version are not read by "
+            f"another. Install the same version on the workers. {_HOW}"
+        )
