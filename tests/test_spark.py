@@ -836,3 +836,36 @@ def test_workers_without_the_package_are_refused_clearly(tmp_path):
     )  # fmt: skip
     assert "REFUSED" in done.stdout, done.stdout + done.stderr[-3000:]
     assert "PYSPARK_PYTHON" in done.stdout and "ducklake" in done.stdout
+
+
+def test_spark_sql_views(spark, make_lake):
+    """Every table as a temporary view, pinned registrations for time travel, and the
+    format in SQL alone with options; each answer equals DuckDB's."""
+    from ducklake_datafusion.spark import register_spark_views
+
+    lake = make_lake(inline_limit=0)
+    lake.sql('CREATE SCHEMA lake."sales 2"')
+    lake.sql("CREATE TABLE lake.main.t AS SELECT i AS id, i % 3 AS g FROM range(100) r(i)")
+    lake.sql('CREATE TABLE lake."sales 2".u AS SELECT 1 AS x')
+    first = lake.snapshot_id()
+    lake.sql("DELETE FROM lake.main.t WHERE id < 50")
+    expected_now = lake.reference("SELECT g, count(*) AS n FROM lake.main.t GROUP BY g")
+    expected_then = lake.reference(
+        f"SELECT g, count(*) AS n FROM lake.main.t AT (VERSION => {first}) GROUP BY g"
+    )
+    args = lake.reader_args()
+    created = register_spark_views(spark, args["metadata"])
+    assert created == {"lake_main_t": "main.t", "lake_sales_2_u": "sales 2.u"}
+    now = spark.sql("SELECT g, count(*) AS n FROM lake_main_t GROUP BY g").toArrow()
+    assert_same_rows(now, expected_now)
+    register_spark_views(spark, args["metadata"], prefix="then", snapshot=first)
+    then = spark.sql("SELECT g, count(*) AS n FROM then_main_t GROUP BY g").toArrow()
+    assert_same_rows(then, expected_then)
+    spark.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW t_sql USING ducklake OPTIONS "
+        f"(metadata '{args['metadata']}', path 'main.t', snapshot '{first}')"
+    )
+    assert_same_rows(
+        spark.sql("SELECT g, count(*) AS n FROM t_sql GROUP BY g").toArrow(), expected_then
+    )
+    assert spark.sql("SELECT x FROM lake_sales_2_u").collect()[0]["x"] == 1

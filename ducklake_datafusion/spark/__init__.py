@@ -12,6 +12,10 @@
 
     >>> from ducklake_datafusion.spark import read_changes       # the change feed
     >>> changes = read_changes(spark, "lake.ducklake", "main.orders", 3, 7)
+
+    >>> from ducklake_datafusion.spark import register_spark_views   # Spark SQL
+    >>> register_spark_views(spark, "lake.ducklake")               # lake_main_orders ...
+    >>> spark.sql("SELECT count(*) FROM lake_main_orders")
     >>> # = spark.read.format("ducklake").option("metadata", ...)
     >>> #       .option("read_changes", "3,7").load("main.orders")
 
@@ -40,6 +44,7 @@ from ._source import (
     register_spark,
 )
 from ._types import spark_schema, spark_type
+from ._views import register_spark_views
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
@@ -54,6 +59,7 @@ __all__ = [
     "read_changes",
     "read_table",
     "register_spark",
+    "register_spark_views",
     "spark_schema",
     "spark_type",
 ]
