@@ -330,8 +330,9 @@ def test_partitions_follow_partition_bytes(spark, make_lake):
     ]
     for options, expected in cases:
         assert _read(spark, lake, **options).rdd.getNumPartitions() == expected, (options, total)
-    # read_table asks for at least Spark's default parallelism (2 cores here)
-    assert read_table(spark, lake.reader_args()["metadata"], "t").rdd.getNumPartitions() == 2
+    # read_table's data source part asks for at least Spark's default parallelism (2 cores)
+    metadata = lake.reader_args()["metadata"]
+    assert read_table(spark, metadata, "t", native=False).rdd.getNumPartitions() == 2
     df = _read(spark, lake, partition_bytes=third)
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
@@ -869,3 +870,39 @@ def test_spark_sql_views(spark, make_lake):
         spark.sql("SELECT g, count(*) AS n FROM t_sql GROUP BY g").toArrow(), expected_then
     )
     assert spark.sql("SELECT x FROM lake_sales_2_u").collect()[0]["x"] == 1
+
+
+def test_read_table_reads_clean_files_natively(spark, make_lake):
+    """Clean current-layout files go to Spark's Parquet reader, the rest to the source;
+    every answer equals DuckDB's, with and without filters."""
+    lake = make_lake(inline_limit=3)
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, u UTINYINT, d DECIMAL(18, 3), "
+        "f DOUBLE, s VARCHAR, b BLOB, day DATE, ts TIMESTAMP, tz TIMESTAMPTZ, "
+        "tms TIMESTAMP_MS, flag BOOLEAN)"
+    )
+    for part in range(4):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, (i % 256)::UTINYINT, "
+            f"i / 7, CASE WHEN i % 97 = 0 THEN 'nan'::DOUBLE ELSE i / 3 END, 's' || i, "
+            f"('b' || i)::BLOB, DATE '2024-01-01' + (i % 400)::INT, "
+            f"TIMESTAMP '2024-01-01' + INTERVAL (i) SECOND, "
+            f"TIMESTAMPTZ '2024-01-01 00:00:00+00' + INTERVAL (i) MINUTE, "
+            f"TIMESTAMP_MS '2024-01-01 00:00:00.123', i % 2 = 0 "
+            f"FROM range({part * 500}, {(part + 1) * 500}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 600 AND 650")  # one file with deletes
+    lake.sql("INSERT INTO lake.main.t (k, s) VALUES (9000, 'inlined')")
+    args = lake.reader_args()
+    df = read_table(spark, args["metadata"], "main.t")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "ducklake" in plan.lower()  # both halves
+    assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    for where in ("k >= 1200 AND k < 1300", "s = 'inlined' OR k = 620", "f > 600"):
+        expected = lake.reference(f"SELECT k, s FROM lake.main.t WHERE {where}")
+        assert_same_rows(df.where(where).select("k", "s").toArrow(), expected)
+    count = df.count()
+    assert count == lake.reference("SELECT count(*) AS n FROM lake.main.t").column(0)[0].as_py()
+    exact = read_table(spark, args["metadata"], "main.t", native=False)
+    assert "FileScan parquet" not in exact._jdf.queryExecution().executedPlan().toString()
+    assert_same_rows(exact.toArrow(), lake.reference("SELECT * FROM lake.main.t"))

@@ -42,6 +42,7 @@ SOURCE_KEYS = (
     "snapshot_time",
     "data_path",
     "metadata_schema",
+    "skip_files",
     "partition_bytes",
     "min_partitions",
     "pushdown",
@@ -82,6 +83,7 @@ class SourceOptions:
     snapshot_time: _dt.datetime | None = None
     data_path: str | None = None
     metadata_schema: str | None = None
+    skip_files: frozenset[int] = frozenset()  # read natively by Spark (read_table)
     storage: StorageOptions = dataclasses.field(default_factory=StorageOptions)
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     min_partitions: int = 1
@@ -130,6 +132,7 @@ class SourceOptions:
             snapshot_time=snapshot_time,
             data_path=values.get("data_path") or None,
             metadata_schema=values.get("metadata_schema") or None,
+            skip_files=_file_ids(values.get("skip_files")),
             storage=StorageOptions.from_user(storage),
             partition_bytes=_size(values.get("partition_bytes")),
             min_partitions=_count(values.get("min_partitions")),
@@ -338,6 +341,18 @@ def _count(text: str | None) -> int:
             f"option 'min_partitions' must be a positive integer, got {text!r}"
         )
     return value
+
+
+def _file_ids(text: str | None) -> frozenset[int]:
+    """``skip_files``: comma-separated data_file_ids (set by ``read_table``)."""
+    if not text:
+        return frozenset()
+    try:
+        return frozenset(int(part) for part in str(text).split(",") if part.strip())
+    except ValueError as exc:
+        raise InvalidOptionError(
+            f"option 'skip_files' must be comma-separated data file ids, got {text!r}"
+        ) from exc
 
 
 def _flag(values: Mapping[str, str], key: str) -> bool:

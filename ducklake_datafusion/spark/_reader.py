@@ -155,9 +155,14 @@ class DuckLakeReader(DataSourceReader):
         """
         opened, self._opened = self._opened or self.options.resolve(), None
         try:
-            return opened.table.scan_plan(filter=self.filter, columns=list(self.projection))
+            plan = opened.table.scan_plan(filter=self.filter, columns=list(self.projection))
         finally:
             opened.close()
+        skip = self.options.skip_files
+        if skip:  # read by Spark's own Parquet reader (read_table, see _native)
+            kept = tuple(t for t in plan.tasks if getattr(t, "data_file_id", None) not in skip)
+            plan = dataclasses.replace(plan, tasks=kept)
+        return plan
 
     def __getstate__(self) -> dict:
         """Pickle plain data only: the catalog handle stays in the planning worker."""

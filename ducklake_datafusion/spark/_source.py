@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 from ..errors import InvalidOptionError
 from . import _workers
 from ._changes import DuckLakeChangesReader, changes_schema, resolve_changes
+from ._native import native_files
 from ._options import CHANGE_KEYS, GUARD_OPTION, SourceOptions
 from ._reader import GUARD_COLUMN, DuckLakeReader, guard_field
 from ._types import spark_schema
@@ -107,6 +108,7 @@ def read_table(
     schema: StructType | str | None = None,
     pushdown: bool = True,
     min_partitions: int | None = None,
+    native: bool = True,
     **options: object,
 ):
     """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
@@ -128,6 +130,9 @@ def read_table(
             as keyword arguments.
         schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
         pushdown: push filters down to the scan (default true).
+        native: read clean, current-layout local files with Spark's own Parquet reader
+            and the rest through the data source (see ``_native``); ``False``: all
+            through the data source. Only without ``schema``.
 
     Raises:
         InvalidOptionError: a change-feed option was passed (use :func:`read_changes`).
@@ -149,6 +154,15 @@ def read_table(
         "min_partitions": min_partitions or _default_parallelism(spark),
         GUARD_OPTION: True,
     }
+    native_frame = None
+    if native and schema is None:
+        native_frame, skipped, everything = _native_part(
+            spark, values, storage_options, options, table
+        )
+        if everything:  # every file read natively, nothing inlined: no data source part
+            return native_frame
+        if native_frame is not None:
+            values["skip_files"] = ",".join(str(i) for i in skipped)
     reader = _reader(spark, values, storage_options, options)
     if isinstance(schema, str):
         reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
@@ -156,7 +170,20 @@ def read_table(
         reader = reader.schema(StructType([*schema.fields, guard_field()]))
     from pyspark.sql import functions as F
 
-    return reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
+    frame = reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
+    return frame if native_frame is None else native_frame.unionByName(frame)
+
+
+def _native_part(spark, values: dict, storage_options, options: dict, table: str):
+    """Pin the snapshot in ``values`` and read the files Spark can read itself (_native)."""
+    merged = {**values, **(storage_options or {}), **options, "path": table}
+    parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
+    lake = parsed.catalog()
+    resolved = lake.table(parsed.schema_name, parsed.table_name)
+    values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
+    plan = resolved.scan_plan()
+    frame, skipped = native_files(spark, resolved, plan, parsed.storage)
+    return frame, skipped, frame is not None and len(skipped) == len(plan.tasks)
 
 
 def read_changes(
