@@ -332,7 +332,7 @@ def test_partitions_follow_partition_bytes(spark, make_lake):
         assert _read(spark, lake, **options).rdd.getNumPartitions() == expected, (options, total)
     # read_table's data source part asks for at least Spark's default parallelism (2 cores)
     metadata = lake.reader_args()["metadata"]
-    assert read_table(spark, metadata, "t", native=False).rdd.getNumPartitions() == 2
+    assert read_table(spark, metadata, "t").rdd.getNumPartitions() == 2
     df = _read(spark, lake, partition_bytes=third)
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
@@ -894,7 +894,7 @@ def test_read_table_reads_clean_files_natively(spark, make_lake):
     lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 600 AND 650")  # one file with deletes
     lake.sql("INSERT INTO lake.main.t (k, s) VALUES (9000, 'inlined')")
     args = lake.reader_args()
-    df = read_table(spark, args["metadata"], "main.t")
+    df = read_table(spark, args["metadata"], "main.t", native=True)
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert "FileScan parquet" in plan and "ducklake" in plan.lower()  # both halves
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
@@ -903,6 +903,6 @@ def test_read_table_reads_clean_files_natively(spark, make_lake):
         assert_same_rows(df.where(where).select("k", "s").toArrow(), expected)
     count = df.count()
     assert count == lake.reference("SELECT count(*) AS n FROM lake.main.t").column(0)[0].as_py()
-    exact = read_table(spark, args["metadata"], "main.t", native=False)
+    exact = read_table(spark, args["metadata"], "main.t")  # the default: all through the source
     assert "FileScan parquet" not in exact._jdf.queryExecution().executedPlan().toString()
     assert_same_rows(exact.toArrow(), lake.reference("SELECT * FROM lake.main.t"))

@@ -108,7 +108,7 @@ def read_table(
     schema: StructType | str | None = None,
     pushdown: bool = True,
     min_partitions: int | None = None,
-    native: bool = True,
+    native: bool = False,
     **options: object,
 ):
     """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
@@ -131,8 +131,10 @@ def read_table(
         schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
         pushdown: push filters down to the scan (default true).
         native: read clean, current-layout local files with Spark's own Parquet reader
-            and the rest through the data source (see ``_native``); ``False``: all
-            through the data source. Only without ``schema``.
+            and the rest through the data source (see ``_native``). Off by default: with
+            half the files carrying deletes it gained ~5-10% on full scans and lost ~25%
+            on selective ones (Spark opens every clean file's footer, the catalog's
+            statistics cannot prune them). Only without ``schema``.
 
     Raises:
         InvalidOptionError: a change-feed option was passed (use :func:`read_changes`).

@@ -20,7 +20,7 @@ from ..errors import MissingDependencyError
 
 __all__ = ["check_workers", "explain_probe"]
 
-_PROBE = '''
+_PROBE = """
 def probe(_rows):
     import sys
     try:
@@ -28,7 +28,7 @@ def probe(_rows):
         return [(True, getattr(ducklake_datafusion, "__version__", "?"), sys.executable)]
     except Exception as exc:
         return [(False, f"{type(exc).__name__}: {exc}", sys.executable)]
-'''
+"""
 _checked: set[str] = set()
 _lock = threading.Lock()
 
