@@ -130,13 +130,12 @@ class _SharedInstance:
 
     @contextmanager
     def cursor(
-        self, path: str, description: str, schema: str = "main"
+        self, path: str, description: str, schema: str, signature: tuple
     ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
-        """A cursor whose default schema is ``schema`` of a current copy of ``path``, and
-        the copy's alias."""
+        """A cursor whose default schema is ``schema`` of a copy of ``path`` matching
+        ``signature`` (:func:`file_signature`, taken by the caller), and the copy's alias."""
         with self._lock:
             entry = self._files.get(path)
-            signature = file_signature(path)
             if entry is None or entry.signature != signature:
                 if entry is not None:
                     self._retire(entry)
@@ -313,15 +312,15 @@ class DuckDBBackend:
 
     @contextmanager
     def session(self) -> Iterator[_DuckDBSession]:
-        self._check_identity()
+        signature = file_signature(self.path)
+        self._check_identity(signature)
         schema = self.metadata_schema or "main"
-        with _SHARED.cursor(self.path, self.description, schema) as (cursor, alias):
+        with _SHARED.cursor(self.path, self.description, schema, signature) as (cursor, alias):
             yield _DuckDBSession(cursor, alias, schema, self.cache, self.description)
 
-    def _check_identity(self) -> None:
+    def _check_identity(self, signature: tuple) -> None:
         """Drop every memo when another file was renamed over the catalog path."""
-        identity = file_signature(self.path)[0]
-        identity = identity[:2] if identity is not None else None
+        identity = signature[0][:2] if signature[0] is not None else None
         if identity != self.cache.get("file_identity"):
             self.cache.clear()
             self.cache["file_identity"] = identity

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -411,10 +412,12 @@ def read_file_table(
         if deletes.num_rows > 1:
             order = [("data_file_id", "ascending"), ("delete_file_id", "ascending")]
             deletes = deletes.sort_by(order)
-        owners = deletes.column("data_file_id").cast(pa.int64())
+        owners = deletes.column("data_file_id").to_numpy(zero_copy_only=False)
+        unique_owners, first_rows = np.unique(owners, return_index=True)
         extra = _extra_delete_files(deletes)
         ids = data.column("data_file_id").cast(pa.int64())
-        positions = pc.index_in(ids, value_set=owners)  # the first row of each data file
+        found = pc.index_in(ids, value_set=pa.array(unique_owners, pa.int64()))
+        positions = pc.take(pa.array(first_rows, pa.int64()), found)  # null: no delete file
         columns = [deletes.column(i).take(positions) for i in range(1, deletes.num_columns)]
     table = pa.Table.from_arrays(list(data.columns) + columns, names=list(FILE_COLUMNS))
     return (table.sort_by("data_file_id") if n > 1 else table), extra

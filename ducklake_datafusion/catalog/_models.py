@@ -247,21 +247,21 @@ def delete_file_entry(row: dict) -> DeleteFileEntry:
     )
 
 
+# ducklake_delete_file column -> its name in a file-table row (catalog._metadata.FILE_COLUMNS)
+_DELETE_OF_FILE_ROW = (
+    ("delete_file_id", "delete_file_id"), ("path", "delete_path"),
+    ("path_is_relative", "delete_path_is_relative"), ("format", "delete_format"),
+    ("delete_count", "delete_count"), ("file_size_bytes", "delete_size"),
+    ("footer_size", "delete_footer_size"), ("begin_snapshot", "delete_begin_snapshot"),
+    ("encrypted", "delete_encrypted"), ("encryption_key", "delete_encryption_key"),
+)  # fmt: skip
+
+
 def data_file_entry(row: dict) -> DataFileEntry:
     """A :class:`DataFileEntry` from one row of a file table (see ``FILE_COLUMNS``)."""
     delete = None
     if row["delete_file_id"] is not None:
-        delete = DeleteFileEntry(
-            delete_file_id=int(row["delete_file_id"]),
-            path=row["delete_path"],
-            path_is_relative=bool(row["delete_path_is_relative"]),
-            format=(row["delete_format"] or "parquet").lower(),
-            delete_count=_opt_int(row["delete_count"]),
-            file_size_bytes=_opt_int(row["delete_size"]),
-            footer_size=_opt_int(row["delete_footer_size"]),
-            begin_snapshot=int(row["delete_begin_snapshot"]),
-            encrypted=bool(row["delete_encrypted"]),
-        )
+        delete = delete_file_entry({name: row[column] for name, column in _DELETE_OF_FILE_ROW})
     return DataFileEntry(
         data_file_id=int(row["data_file_id"]),
         path=row["path"],

@@ -37,7 +37,7 @@ from ._timetravel import (
     suffixed_table,
     suffixed_table_exists,
 )
-from ._views import find_view, view_names, view_table
+from ._views import find_view, plannable_view_names, view_table
 
 __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
 
@@ -235,7 +235,8 @@ class DuckLakeSchema(SchemaProvider):
                 metadata.read_settings(session, backend.description)
                 snap = self._catalog.resolve_snapshot(session)
                 tables = metadata.list_tables(session, snap.snapshot_id, self._name)
-            views = view_names(self._catalog, self._name)
+                views = metadata.list_views(session, snap.snapshot_id, self._name)
+            views = plannable_view_names(self._catalog, views, snap.snapshot_id)
         except DuckLakeError:
             return TableNames([UNREADABLE_TABLE])
         return TableNames(sorted({t.table_name for t in tables} | set(views)))

@@ -112,12 +112,10 @@ def _decoded(delete_file: DeleteFile, open_file, what: str, record_count: int | 
     ref = delete_file.file
     key = (ref.url, ref.size, delete_file.file_format)
     decoded = decoded_deletes.get(key)
-    if decoded is None:
+    if decoded is None:  # checked once: a delete file belongs to one data file for good
         decoded = _decode(delete_file, open_file, what)
         _check(delete_file, decoded[0], what, record_count)
         decoded_deletes.put(key, decoded)
-    elif record_count is not None and len(decoded[0]) and decoded[0].max() >= record_count:
-        _check(delete_file, decoded[0], what, record_count)
     return decoded
 
 

@@ -33,7 +33,7 @@ from ..catalog._models import ViewEntry
 from ..errors import DuckLakeError, UnsupportedFeatureError
 from ._timetravel import resolve_snapshot_ref, split_table_suffix
 
-__all__ = ["VIEW_CATALOG", "datafusion_sql", "find_view", "view_names", "view_table"]
+__all__ = ["VIEW_CATALOG", "datafusion_sql", "find_view", "plannable_view_names", "view_table"]
 
 log = logging.getLogger("ducklake_datafusion")
 
@@ -89,18 +89,13 @@ def find_view(catalog, schema: str, name: str) -> tuple[ViewEntry, int] | None:
     return (exact[0], snapshot) if len(exact) == 1 else None
 
 
-def view_names(catalog, schema: str) -> list[str]:
-    """The views of ``schema`` that DataFusion can plan.
+def plannable_view_names(catalog, views: list[ViewEntry], snapshot: int) -> list[str]:
+    """The names of ``views`` (live at ``snapshot``) that DataFusion can plan.
 
     DataFusion's ``information_schema`` looks every listed name up, and one view it
     cannot plan would make ``SHOW TABLES`` fail, so such views are left out of listings
     (with a warning); querying one by name still raises the typed error saying why.
     """
-    backend = catalog.backend
-    with backend.session() as session:
-        metadata.read_settings(session, backend.description)
-        snapshot = catalog.resolve_snapshot(session).snapshot_id
-        views = metadata.list_views(session, snapshot, schema)
     return [v.view_name for v in views if _plannable(catalog, v, snapshot)]
 
 
