@@ -69,3 +69,29 @@ def test_variant_through_flush(make_lake, value):
     assert_same_rows(ours(lake, "SELECT id, v FROM lake.main.t"), before)
     lake.sql("CALL ducklake_flush_inlined_data('lake')")
     assert_same_rows(ours(lake, "SELECT id, v FROM lake.main.t"), _expected(lake))
+
+
+def test_damaged_variant_names_the_file(make_lake):
+    import glob
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, v VARIANT)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1, 42::VARIANT)")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN w INTEGER")  # the file goes to the per-file reader
+    lake.reader_args()
+    (path,) = glob.glob(os.path.join(lake.data_path, "**", "*.parquet"), recursive=True)
+    table = pq.read_table(path)
+    v = table.column("v").combine_chunks()
+    broken = pa.StructArray.from_arrays(
+        [pa.array([b"\x07"], pa.binary()), v.field("value")], names=["metadata", "value"]
+    )  # metadata of an unknown version
+    fields = [table.schema.field("id"), table.schema.field("v").with_type(broken.type)]
+    pq.write_table(pa.table([table.column("id"), broken], schema=pa.schema(fields)), path)
+    with pytest.raises(Exception) as info:
+        ours(lake, "SELECT v FROM lake.main.t")
+    text = str(info.value)
+    assert "DataFileCorruptError" in text and os.path.basename(path) in text and "main.t" in text

@@ -163,6 +163,8 @@ def _convert(array: pa.Array, source: pa.Field, column: ColumnSpec, what: str) -
     """conform() with an error that names the column instead of blaming the file."""
     try:
         return conform(array, source, column)
+    except DataFileCorruptError as exc:  # e.g. a damaged VARIANT value: say which file
+        raise DataFileCorruptError(f"{what}: {exc}") from exc
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise DataFileError(
             f"column {column.name!r} of {what} holds values that cannot be read as "
