@@ -7,6 +7,8 @@ starts no moto server and needs no PostgreSQL. See ``tests/lakes.py`` for the la
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 
 import pytest
 from lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
@@ -105,3 +107,33 @@ def make_lake(request, tmp_path):
 def lake(lake_spec, make_lake):
     """A fresh empty lake for each matrix cell."""
     return make_lake(lake_spec)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One real local[2] SparkSession (UI off) for the whole run; building it costs ~8 s."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)")
+    # Executors' Python workers must run this interpreter (the venv with this package).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from ducklake_datafusion.spark import register_spark
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ducklake-datafusion-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register_spark(session)
+    yield session
+    session.stop()

@@ -60,32 +60,6 @@ pytestmark = pytest.mark.spark
 LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)")
-    # Executors' Python workers must run this interpreter (the venv with this package).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("ducklake-datafusion-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register_spark(session)
-    yield session
-    session.stop()
-
-
 def _read(spark, lake, table="main.t", **options):
     """Our answer: the table through ``spark.read.format("ducklake")``."""
     args = lake.reader_args()
