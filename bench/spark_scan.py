@@ -96,8 +96,9 @@ def _memory_source():
 
 
 QUERIES = {
-    "full aggregate": ("count(*) AS n, sum(v) AS sv, max(k) AS mk", None),
-    "selective 0.5%": ("count(*) AS n, sum(v) AS sv", "k BETWEEN {lo} AND {hi}"),
+    "full aggregate": ("count(*) AS n, sum(v) AS sv, max(k) AS mk", None, None),
+    "group by g": ("g, count(*) AS n, sum(v) AS sv", None, "g"),
+    "selective 0.5%": ("count(*) AS n, sum(v) AS sv", "k BETWEEN {lo} AND {hi}", None),
 }
 
 
@@ -118,34 +119,72 @@ def _spark(partitions: int):
     return session
 
 
-def _duckdb_answer(lake, select: str, where: str | None) -> tuple:
+def _duckdb_answer(lake, snapshot: int, select: str, where: str | None, group: str | None):
+    """DuckDB's answer (sorted rows) and the live data files at ``snapshot``."""
     con = connect(lake.kind)
     try:
         attach(con, lake, read_only=True)
-        sql = f"SELECT {select} FROM lake.main.t" + (f" WHERE {where}" if where else "")
-        row = con.execute(sql).fetchone()
+        sql = f"SELECT {select} FROM lake.main.t AT (VERSION => {snapshot})"
+        sql += (f" WHERE {where}" if where else "") + (f" GROUP BY {group}" if group else "")
+        rows = sorted(con.execute(sql).fetchall())
         files = [
             r[0]
             for r in con.execute(
-                "SELECT data_file FROM ducklake_list_files('lake', 't')"
+                f"SELECT data_file FROM ducklake_list_files('lake', 't', snapshot_version => {snapshot})"
             ).fetchall()
         ]
         con.execute("DETACH lake")
-        return row, files
+        return rows, files
     finally:
         con.close()
 
 
-def _query(df, select: str):
-    """One timed run: the aggregate collected to the driver."""
+def _snapshots(lake) -> dict[str, int]:
+    """The lake's two states: before the DELETE (no deletes) and the latest (deletes)."""
+    con = connect(lake.kind)
+    try:
+        attach(con, lake, read_only=True)
+        rows = con.execute(
+            "SELECT snapshot_id, changes FROM ducklake_snapshots('lake') ORDER BY snapshot_id"
+        ).fetchall()
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    deleting = min(s for s, changes in rows if "tables_deleted_from" in changes)
+    latest = max(
+        s
+        for s, changes in rows
+        if "tables_inserted_into" in changes or "tables_deleted_from" in changes
+    )
+    return {"no deletes": deleting - 1, "10% deleted in half the files": latest}
+
+
+def _query(df, select: str, group: str | None):
+    """One timed run: a fresh query on ``df``, collected and sorted on the driver."""
     columns = select.split(", ")
-    return lambda: tuple(df.selectExpr(*columns).collect()[0])
+    if group:
+        return lambda: sorted(
+            tuple(r)
+            for r in df.groupBy(group).agg(*[F_expr(c) for c in columns if c != group]).collect()
+        )
+    return lambda: [tuple(df.selectExpr(*columns).collect()[0])]
 
 
-def _same(a: tuple, b: tuple) -> bool:
-    return all(
-        abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(y))) if x is not None else y is None
-        for x, y in zip(a, b)
+def F_expr(text: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(text)
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(
+        all(
+            abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(y)))
+            if x is not None
+            else y is None
+            for x, y in zip(ra, rb)
+        )
+        for ra, rb in zip(a, b)
     )
 
 
@@ -177,56 +216,58 @@ def main() -> None:
 
     print(f"spark:    pyspark {pyspark.__version__}, local[{args.cores}]")
     options = {"partition_bytes": args.partition_bytes}
-    readers = {
-        "ducklake": read_table(spark, lake.metadata, "main.t", **options),
-        "ducklake+schema": read_table(
-            spark, lake.metadata, "main.t", schema="k BIGINT, v DOUBLE", **options
-        ),
-    }
     spark.dataSource.register(_memory_source())
     timing_rows = []
-    for name, (select, where) in QUERIES.items():
-        condition = where.format(lo=lo, hi=hi) if where else None
-        expected, files = _duckdb_answer(lake, select, condition)
-        frames = dict(readers, parquet=spark.read.parquet(*files))
-        if condition:
-            frames = {k: df.where(condition) for k, df in frames.items()}
-        else:
-            frames["memory source"] = (
-                spark.read.format("bench_memory")
-                .option("rows", expected[0])
-                .option("partitions", args.cores)
-                .load()
-            )
-        runs = {k: _query(df, select) for k, df in frames.items()}
-        timed = measure_interleaved(runs, repeat=repeat)
-        native = timed["parquet"][0].median
-        for reader, (timing, answer) in timed.items():
-            if reader == "parquet":
-                check = f"deletes ignored: n={answer[0]:,}"
-            elif reader == "memory source":
-                check = f"floor: n={answer[0]:,}, no reading"
-            else:
-                check = "ok" if _same(answer, expected) else f"MISMATCH {answer} != {expected}"
-            timing_rows.append(
-                [
-                    name,
-                    reader,
-                    seconds(timing.median),
-                    seconds(timing.best),
-                    ratio(timing.median, native),
-                    str(frames[reader].rdd.getNumPartitions()),
-                    check,
-                ]
-            )
-    print(f"\n## {sizes.total:,} rows in {sizes.files} files; 10% deleted in half of them\n")
-    for name, (select, where) in QUERIES.items():
+    for state, snapshot in _snapshots(lake).items():
+        readers = {
+            "ducklake": read_table(spark, lake.metadata, "main.t", snapshot=snapshot, **options),
+            "ducklake native": read_table(
+                spark, lake.metadata, "main.t", snapshot=snapshot, native=True, **options
+            ),
+        }
+        for name, (select, where, group) in QUERIES.items():
+            condition = where.format(lo=lo, hi=hi) if where else None
+            expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
+            frames = dict(readers, parquet=spark.read.parquet(*files))
+            if condition:
+                frames = {k: df.where(condition) for k, df in frames.items()}
+            elif not group and state == "no deletes":
+                frames["memory source"] = (
+                    spark.read.format("bench_memory")
+                    .option("rows", expected[0][0])
+                    .option("partitions", args.cores)
+                    .load()
+                )
+            runs = {k: _query(df, select, group) for k, df in frames.items()}
+            timed = measure_interleaved(runs, repeat=repeat)
+            floor = timed["parquet"][0].median
+            for reader, (timing, answer) in timed.items():
+                if reader == "parquet":
+                    check = "the floor" + ("" if state == "no deletes" else ": deletes ignored")
+                elif reader == "memory source":
+                    check = "no reading: the Python source floor"
+                else:
+                    check = "ok" if _same(answer, expected) else "MISMATCH with DuckDB"
+                timing_rows.append(
+                    [
+                        state,
+                        name,
+                        reader,
+                        seconds(timing.median),
+                        seconds(timing.best),
+                        ratio(timing.median, floor),
+                        check,
+                    ]
+                )
+    print(f"\n## {sizes.total:,} rows in {sizes.files} files, before and after the DELETE\n")
+    for name, (select, where, group) in QUERIES.items():
         where_text = f" WHERE {where.format(lo=lo, hi=hi)}" if where else ""
-        print(f"- {name}: SELECT {select} FROM t{where_text}")
+        group_text = f" GROUP BY {group}" if group else ""
+        print(f"- {name}: SELECT {select} FROM t{where_text}{group_text}")
     print()
     print(
         markdown_table(
-            ["query", "reader", "median s", "best s", "vs parquet", "partitions", "answer"],
+            ["lake", "query", "reader", "median s", "best s", "vs parquet", "answer"],
             timing_rows,
         )
     )

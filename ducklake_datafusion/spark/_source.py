@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from ..errors import InvalidOptionError
 from . import _workers
 from ._changes import DuckLakeChangesReader, changes_schema, resolve_changes
-from ._native import native_files
+from ._native import native_scan
 from ._options import CHANGE_KEYS, GUARD_OPTION, SourceOptions
 from ._reader import GUARD_COLUMN, DuckLakeReader, guard_field
 from ._types import spark_schema
@@ -184,8 +184,8 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
     resolved = lake.table(parsed.schema_name, parsed.table_name)
     values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
     plan = resolved.scan_plan()
-    frame, skipped = native_files(spark, resolved, plan, parsed.storage)
-    return frame, skipped, frame is not None and len(skipped) == len(plan.tasks)
+    scan = native_scan(spark, resolved, plan, parsed.storage)
+    return scan.frame, scan.data_file_ids, len(scan.data_file_ids) == len(plan.tasks)
 
 
 def read_changes(

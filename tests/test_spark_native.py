@@ -1,0 +1,168 @@
+"""Spark's own Parquet reader on the scan plan: clean files plain, delete-bearing files masked.
+
+Every answer is compared with DuckDB's reader of the same lake at the same snapshot and
+with our exact path (the Python data source); plans are checked for which path each part
+took, so a silent fallback cannot pass for the fast path.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from lakes import LakeSpec, assert_same_rows
+
+pytest.importorskip("pyspark")
+
+from ducklake_datafusion.spark import _native, read_table
+from ducklake_datafusion.spark._native import _masks, _metadata_spelling, hadoop_path
+
+pytestmark = pytest.mark.spark
+
+LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
+
+
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def _both(spark, lake, **kw):
+    """(native DataFrame, exact DataFrame) of ``main.t``."""
+    metadata = lake.reader_args()["metadata"]
+    return (
+        read_table(spark, metadata, "main.t", native=True, **kw),
+        read_table(spark, metadata, "main.t", native=False, **kw),
+    )
+
+
+def _deleting_history(lake) -> None:
+    """Deletes across snapshots: cumulative delete files, inlined deletes and a flush."""
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
+    for part in range(3):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, (i % 7)::INTEGER, 's' || i "
+            f"FROM range({part * 1000}, {(part + 1) * 1000}) r(i)"
+        )
+    # Block edges: positions 0, 63, 64, 127 of the first file (bit 63 makes a negative mask).
+    lake.sql("DELETE FROM lake.main.t WHERE k IN (0, 63, 64, 127, 999)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 3 AND k < 2000")  # a second delete file
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 1500 AND 1563")  # one whole block
+    lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 2500")
+    lake.sql("DELETE FROM lake.main.t WHERE k = 2222")  # few rows: inlined delete
+    lake.sql("INSERT INTO lake.main.t VALUES (5000, 1, 'inlined')")
+
+
+@pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
+def test_deletes_applied_natively_match_duckdb_at_every_snapshot(spark, make_lake, spec):
+    lake = make_lake(spec, inline_limit=3)
+    _deleting_history(lake)
+    first = 2  # the snapshot of the first INSERT
+    last = lake.snapshot_id()
+    for snapshot in range(first, last + 1):
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        native, exact = _both(spark, lake, snapshot=snapshot)
+        assert_same_rows(native.toArrow(), expected)
+        assert_same_rows(exact.toArrow(), expected)
+        where = "g = 3 OR k BETWEEN 1490 AND 1570"
+        expected = lake.reference(
+            f"SELECT k, s FROM lake.main.t AT (VERSION => {snapshot}) WHERE {where}"
+        )
+        assert_same_rows(native.where(where).select("k", "s").toArrow(), expected)
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert "BroadcastHashJoin" in plan and "FileScan parquet" in plan  # masked natively
+
+    lake.sql("CALL ducklake_flush_inlined_data('lake')")
+    expected = lake.reference("SELECT * FROM lake.main.t")
+    native, _ = _both(spark, lake)
+    assert_same_rows(native.toArrow(), expected)
+    groups = lake.reference("SELECT g, count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t GROUP BY g")
+    got = native.groupBy("g").agg({"*": "count", "k": "sum"}).toDF("g", "n", "sk")
+    assert_same_rows(got.toArrow(), groups)
+
+
+def test_every_file_is_masked_or_clean_and_the_source_reads_none(spark, make_lake):
+    """Current-layout local files of native types all go native: no Python source part."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(5000) r(i)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(5000, 6000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 3 = 0 AND k < 5000")
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert "BroadcastHashJoin" in plan and "ducklake" not in plan.lower().replace("__ducklake_", "")
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
+def test_colliding_path_hashes_leave_one_file_to_the_exact_path(spark, make_lake, monkeypatch):
+    """Two files with one hash would share mask keys: the second one must not go native."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for part in range(2):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i FROM range({part * 300}, {part * 300 + 300}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 5 = 0")
+    real = _native._spark_hashes
+
+    def colliding(spark, paths):  # every path gets the first path's (true) hash
+        first = real(spark, paths[:1])[paths[0]]
+        return dict.fromkeys(paths, first)
+
+    monkeypatch.setattr(_native, "_spark_hashes", colliding)
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert "BroadcastHashJoin" in plan and "ducklake" in plan.lower().replace("__ducklake_", "")
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
+def test_a_column_named_like_the_metadata_column_stays_on_the_exact_path(spark, make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql('CREATE TABLE lake.main.t (k BIGINT, "_metadata" VARCHAR)')
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'm' || i FROM range(200) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 0")
+    native, _ = _both(spark, lake)
+    assert "BroadcastHashJoin" not in _plan(native)
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
+def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
+    """Decoding the masks back gives the deleted positions, for any block and bit."""
+    rng = np.random.default_rng(5)
+    positions = np.unique(np.r_[0, 63, 64, 127, 128, rng.integers(0, 100_000, 3_000)])
+    monkeypatch.setattr(_native, "deleted_positions", lambda *a, **k: positions)
+
+    class Plan:
+        table, snapshot_id = "main.t", 1
+
+    class Task:
+        deletes, record_count = object(), 100_000
+        file = type("F", (), {"url": "file:///x.parquet"})()
+
+    keys, masks = _masks([Task()], [-5], Plan(), None)
+    assert np.all(keys >> 32 == -5)
+    blocks = keys - (np.int64(-5) << np.int64(32))
+    decoded = [
+        block * 64 + bit
+        for block, mask in zip(blocks.tolist(), masks.view(np.uint64).tolist(), strict=True)
+        for bit in range(64)
+        if mask >> bit & 1
+    ]
+    assert decoded == positions.tolist()
+
+
+def test_input_file_spelling_is_the_metadata_file_path(spark, tmp_path):
+    """Contract: ``inputFiles()`` mapped by ``_metadata_spelling`` equals ``_metadata.file_path``,
+    which the masked join keys on, for paths with spaces, %, #, + and non-ASCII text."""
+    folder = tmp_path / "a b%20c é#x+y"
+    folder.mkdir()
+    names = ["p q.parquet", "per%41cent.parquet", "ünï cödé.parquet", "h#a&s=h,@!$'()~.parquet"]
+    for name in names:
+        pq.write_table(pa.table({"k": [1, 2]}), folder / name)
+    frame = spark.read.parquet(*[hadoop_path(os.path.join(folder, n)) for n in names])
+    spelled = sorted(_metadata_spelling(uri) for uri in frame.inputFiles())
+    reported = sorted(r[0] for r in frame.select("_metadata.file_path").distinct().collect())
+    assert spelled == reported
