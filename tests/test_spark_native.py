@@ -7,6 +7,7 @@ took, so a silent fallback cannot pass for the fast path.
 
 from __future__ import annotations
 
+import logging
 import os
 
 import numpy as np
@@ -17,7 +18,8 @@ from lakes import LakeSpec, assert_same_rows
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark import _native, read_table
+from ducklake_datafusion.pathres import StorageOptions
+from ducklake_datafusion.spark import _hadoop, _native, read_table
 from ducklake_datafusion.spark._native import _masks, _metadata_spelling, hadoop_path
 
 pytestmark = pytest.mark.spark
@@ -79,7 +81,9 @@ def test_deletes_applied_natively_match_duckdb_at_every_snapshot(spark, make_lak
     expected = lake.reference("SELECT * FROM lake.main.t")
     native, _ = _both(spark, lake)
     assert_same_rows(native.toArrow(), expected)
-    groups = lake.reference("SELECT g, count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t GROUP BY g")
+    groups = lake.reference(
+        "SELECT g, count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t GROUP BY g"
+    )
     got = native.groupBy("g").agg({"*": "count", "k": "sum"}).toDF("g", "n", "sk")
     assert_same_rows(got.toArrow(), groups)
 
@@ -166,3 +170,66 @@ def test_input_file_spelling_is_the_metadata_file_path(spark, tmp_path):
     spelled = sorted(_metadata_spelling(uri) for uri in frame.inputFiles())
     reported = sorted(r[0] for r in frame.select("_metadata.file_path").distinct().collect())
     assert spelled == reported
+
+
+def test_s3_without_a_connector_reads_through_the_source_and_says_so(spark, make_lake, caplog):
+    """pyspark ships no s3a connector: object-store files take the exact path, logged once."""
+    lake = make_lake(LakeSpec("duckdb", "s3"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(300) r(i)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(300, 400) r(i)")  # clean
+    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 0 AND k < 300")
+    args = lake.reader_args()
+    _hadoop._said.clear()
+    with caplog.at_level(logging.WARNING, logger="ducklake_datafusion.spark"):
+        for _ in range(2):
+            df = read_table(
+                spark,
+                args["metadata"],
+                "main.t",
+                native=True,
+                storage_options=args["storage_options"],
+            )
+            assert "FileScan parquet" not in _plan(df)
+            assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    said = [r.getMessage() for r in caplog.records if "s3a://" in r.getMessage()]
+    assert len(said) == 1 and "hadoop-aws" in said[0]
+
+
+def test_storage_options_map_onto_s3a_settings_of_the_lake_bucket():
+    """MinIO-style options become per-bucket S3A read options; secrets stay out of repr."""
+    storage = StorageOptions.from_user(
+        {
+            "endpoint_url": "http://127.0.0.1:9000",
+            "aws_access_key_id": "AKID",
+            "aws_secret_access_key": "SECRET",
+            "aws_session_token": "TOKEN",
+            "region": "eu-west-1",
+        }
+    )
+    options = _hadoop.hadoop_options("s3://lake-bucket/data/a b.parquet", storage)
+    prefix = "fs.s3a.bucket.lake-bucket."
+    assert options[prefix + "endpoint"] == "http://127.0.0.1:9000"
+    assert options[prefix + "connection.ssl.enabled"] == "false"
+    assert options[prefix + "path.style.access"] == "true"  # MinIO serves paths
+    assert options[prefix + "endpoint.region"] == "eu-west-1"
+    assert (options[prefix + "access.key"], options[prefix + "secret.key"]) == ("AKID", "SECRET")
+    assert options[prefix + "session.token"] == "TOKEN"
+    assert options[prefix + "aws.credentials.provider"].endswith("TemporaryAWSCredentialsProvider")
+    assert all(not k.startswith("fs.s3a.") or k.startswith(prefix) for k in options)
+    anonymous = _hadoop.hadoop_options(
+        "s3://b/k.parquet", StorageOptions.from_user({"anonymous": True})
+    )
+    assert anonymous["fs.s3a.bucket.b.aws.credentials.provider"].endswith(
+        "AnonymousAWSCredentialsProvider"
+    )
+    assert _hadoop.hadoop_url("s3://b/x/y z.parquet") == "s3a://b/x/y z.parquet"
+    assert _hadoop.hadoop_url("abfss://c@acct.dfs.core.windows.net/p/q.parquet") == (
+        "abfss://c@acct.dfs.core.windows.net/p/q.parquet"
+    )
+    assert (
+        _hadoop.hadoop_options(
+            "az://c/p.parquet", StorageOptions.from_user({"account_name": "a", "sas_token": "t"})
+        )
+        is None
+    )  # no mapping: the Python source reads such files
