@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidOptionError
 from ..pathres import ACCEPTED_KEYS, StorageOptions
+from ..provider._timetravel import SnapshotRef, parse_snapshot_ref
 
 if TYPE_CHECKING:
     from ..provider import DuckLakeCatalog, DuckLakeTable
@@ -113,9 +114,17 @@ class SourceOptions:
                 "format 'ducklake' needs .option('metadata', <catalog>), e.g. 'lake.ducklake', "
                 "'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'"
             )
-        schema_name, table_name = split_table_name(_table_option(values))
+        name, suffix = split_time_travel(_table_option(values))
+        schema_name, table_name = split_table_name(name)
         snapshot = _snapshot(values.get("snapshot"))
         snapshot_time = _snapshot_time(values.get("snapshot_time"))
+        if suffix is not None:
+            if snapshot is not None or snapshot_time is not None:
+                raise InvalidOptionError(
+                    f"table {_table_option(values)!r} already names a snapshot after '@'; "
+                    "do not also pass 'snapshot' or 'snapshot_time'"
+                )
+            snapshot, snapshot_time = suffix.snapshot_id, suffix.time
         if snapshot is not None and snapshot_time is not None:
             raise InvalidOptionError("pass either the 'snapshot' or the 'snapshot_time' option")
         changes_start, changes_end = _change_bounds(values)
@@ -266,6 +275,20 @@ def _change_bounds(values: Mapping[str, str]) -> tuple[str | None, str | None]:
             f"e.g. '3,7' or '2024-05-01T00:00:00,2024-05-02T00:00:00'), got {mode!r}"
         )
     return parts[0], parts[1]
+
+
+def split_time_travel(text: str) -> tuple[str, SnapshotRef | None]:
+    """``main.orders@v12`` / ``orders@2024-05-01T12:00:00`` -> (name, snapshot reference).
+
+    The same time-travel suffix as in DataFusion SQL. A name whose text after the last
+    ``@`` is neither form, or that ends in a quote (``"main"."a@v1"``), has no suffix.
+    """
+    stripped = text.strip()
+    base, sep, tail = stripped.rpartition("@")
+    if not sep or not base or stripped.endswith('"'):
+        return text, None
+    ref = parse_snapshot_ref(tail)
+    return (base, ref) if ref is not None else (text, None)
 
 
 def split_table_name(text: str) -> tuple[str, str]:

@@ -158,7 +158,7 @@ def read_table(
     }
     native_frame = None
     if native and schema is None:
-        native_frame, skipped, everything = _native_part(
+        native_frame, skipped, everything, table = _native_part(
             spark, values, storage_options, options, table
         )
         if everything:  # every file read natively, nothing inlined: no data source part
@@ -177,7 +177,12 @@ def read_table(
 
 
 def _native_part(spark, values: dict, storage_options, options: dict, table: str):
-    """Pin the snapshot in ``values`` and read the files Spark can read itself (_native)."""
+    """Pin the snapshot in ``values`` and read the files Spark can read itself (_native).
+
+    Returns ``(native frame, its data file ids, whether it covers every task, the table
+    name for the source part)``; the name loses any ``@`` suffix, the snapshot being
+    pinned in ``values``.
+    """
     merged = {**values, **(storage_options or {}), **options, "path": table}
     parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
     lake = parsed.catalog()
@@ -185,7 +190,18 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
     values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
     plan = resolved.scan_plan()
     scan = native_scan(spark, resolved, plan, parsed.storage)
-    return scan.frame, scan.data_file_ids, len(scan.data_file_ids) == len(plan.tasks)
+    everything = len(scan.data_file_ids) == len(plan.tasks)
+    return (
+        scan.frame,
+        scan.data_file_ids,
+        everything,
+        _quoted(parsed.schema_name, parsed.table_name),
+    )
+
+
+def _quoted(schema: str, table: str) -> str:
+    """``"schema"."table"``, as ``split_table_name`` reads it back (quotes doubled)."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
 
 
 def read_changes(
