@@ -5,17 +5,20 @@
 
 The lake is ``bench/scan.py``'s table ``t`` (k BIGINT clustered by file, g, v, s, d; 10% of
 the rows of every odd file deleted), built once by the reference writer and cached under
-``./bench_lakes/``. Spark runs ``local[2]``. Readers, each timed on the same queries
-round-robin (median of ``--repeat`` runs after one warm-up):
+``./bench_lakes/``. It is read in two states: the snapshot before the DELETE (no deletes)
+and the latest (10% deleted in half the files). Spark runs ``local[2]``. Readers, each
+timed on the same queries round-robin (median of ``--repeat`` runs after one warm-up):
 
-* ``ducklake``: ``read_table(spark, lake, "main.t")`` (the ``ducklake`` format with filter
-  pushdown), all five columns: a Python data source cannot prune columns by itself;
-* ``ducklake+schema``: the same with ``schema="k BIGINT, v DOUBLE"``, the projection this
-  source honours;
+* ``ducklake``: ``read_table(spark, lake, "main.t", native=False)``: every file through the
+  Python data source (filter pushdown; all five columns, a Python source cannot prune
+  columns by itself);
+* ``ducklake native``: ``read_table(..., native=True)``: current-layout files on Spark's own
+  Parquet reader, deletes applied by the broadcast mask join (``spark/_native.py``);
 * ``parquet``: ``spark.read.parquet(*files)`` over the very same data files, deletes ignored
-  (so it counts more rows), with Spark's column pruning and row-group filters;
-* ``memory source`` (full aggregate only): a trivial Python data source yielding the same
-  number of rows of the same five columns from memory, without reading anything. It is the
+  (so it counts more rows on the second state), with Spark's column pruning and row-group
+  filters: the floor;
+* ``memory source`` (full aggregate, first state): a trivial Python data source yielding the
+  same number of rows of the same five columns from memory, without reading anything: the
   floor of pyspark's Python data source path (Arrow batches through a Python worker into the
   JVM, then rows), which no Python data source can beat.
 
@@ -160,20 +163,15 @@ def _snapshots(lake) -> dict[str, int]:
 
 
 def _query(df, select: str, group: str | None):
-    """One timed run: a fresh query on ``df``, collected and sorted on the driver."""
-    columns = select.split(", ")
-    if group:
-        return lambda: sorted(
-            tuple(r)
-            for r in df.groupBy(group).agg(*[F_expr(c) for c in columns if c != group]).collect()
-        )
-    return lambda: [tuple(df.selectExpr(*columns).collect()[0])]
-
-
-def F_expr(text: str):
+    """One timed run: a fresh query on ``df`` (Spark would reuse a repeated one's shuffle),
+    its rows collected and sorted on the driver."""
     from pyspark.sql import functions as F
 
-    return F.expr(text)
+    columns = select.split(", ")
+    if group:
+        aggregates = [F.expr(c) for c in columns if c != group]
+        return lambda: sorted(tuple(r) for r in df.groupBy(group).agg(*aggregates).collect())
+    return lambda: [tuple(df.selectExpr(*columns).collect()[0])]
 
 
 def _same(a: list, b: list) -> bool:
@@ -220,7 +218,9 @@ def main() -> None:
     timing_rows = []
     for state, snapshot in _snapshots(lake).items():
         readers = {
-            "ducklake": read_table(spark, lake.metadata, "main.t", snapshot=snapshot, **options),
+            "ducklake": read_table(
+                spark, lake.metadata, "main.t", snapshot=snapshot, native=False, **options
+            ),
             "ducklake native": read_table(
                 spark, lake.metadata, "main.t", snapshot=snapshot, native=True, **options
             ),
