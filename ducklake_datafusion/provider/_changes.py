@@ -50,7 +50,16 @@ from ._planner import build_scan_plan
 from ._reader import ROW_ID, open_file
 from ._timetravel import parse_snapshot_ref, snapshot_bounds
 
-__all__ = ["CHANGE_TYPES", "change_schema", "resolve_bound", "table_changes"]
+__all__ = [
+    "CHANGE_TYPES",
+    "ChangePlan",
+    "ChangeStep",
+    "change_schema",
+    "differing_rows",
+    "plan_changes",
+    "resolve_bound",
+    "table_changes",
+]
 
 CHANGE_TYPES = ("delete", "update_preimage", "update_postimage", "insert")
 _RANK = {name: rank for rank, name in enumerate(CHANGE_TYPES)}
@@ -202,36 +211,51 @@ def _file_tasks(state: _State) -> dict[int, DataFileTask]:
     return {t.data_file_id: t for t in state.plan.tasks if isinstance(t, DataFileTask)}
 
 
-def _touched(old: _State, new: _State, deletes: _DeleteCache) -> set[int]:
-    """Data files whose visible rows may differ between the two states."""
+def _touched(
+    old: _State, new: _State, deletes: _DeleteCache
+) -> tuple[set[int], dict[int, np.ndarray]]:
+    """Data files whose visible rows may differ between the two states.
+
+    Also returns, for touched files present in both states that only *lost* rows (no rows
+    of later snapshots inside, every position deleted before still deleted), the positions
+    deleted at ``new`` only: those rows are the file's whole difference, since a physical
+    row keeps its values.
+    """
     before, after = _file_tasks(old), _file_tasks(new)
     touched = set(before) ^ set(after)
+    shrunk: dict[int, np.ndarray] = {}
     for file_id in set(before) & set(after):
         entry = new.files[file_id]
         if entry.partial_max is not None and entry.partial_max > old.snapshot:
             touched.add(file_id)  # holds rows of later snapshots (merge, flush)
             continue
         table = new.plan.table
-        if not np.array_equal(
-            deletes.positions(before[file_id], old.snapshot, table),
-            deletes.positions(after[file_id], new.snapshot, table),
-        ):
+        was = deletes.positions(before[file_id], old.snapshot, table)
+        now = deletes.positions(after[file_id], new.snapshot, table)
+        if not np.array_equal(was, now):
             touched.add(file_id)
-    return touched
+            if np.isin(was, now, assume_unique=True).all():
+                shrunk[file_id] = np.setdiff1d(now, was, assume_unique=True)
+    return touched, shrunk
 
 
-def _rows(state: _State, schema: pa.Schema, files: set[int] | None) -> pa.Table:
-    """Visible rows (with ``rowid``) of the state, only of ``files`` plus inlined rows."""
+def _narrowed(state: _State, files: set[int] | None) -> ScanPlan | None:
+    """The state's plan with only the data files in ``files`` (all: None) and inlined rows."""
     if state.plan is None:
-        return schema.empty_table()
+        return None
     tasks = state.plan.tasks
     if files is not None:
         tasks = tuple(
             t for t in tasks if not isinstance(t, DataFileTask) or t.data_file_id in files
         )
-    if not tasks:
+    return dataclasses.replace(state.plan, tasks=tasks)
+
+
+def _rows(plan: ScanPlan | None, schema: pa.Schema) -> pa.Table:
+    """Visible rows (with ``rowid``) of a narrowed state plan."""
+    if plan is None or not plan.tasks:
         return schema.empty_table()
-    return execute_plan(dataclasses.replace(state.plan, tasks=tasks), with_row_ids=True)
+    return execute_plan(plan, with_row_ids=True)
 
 
 # -- comparing rows ---------------------------------------------------------------------------
@@ -308,6 +332,32 @@ def _diff(old: pa.Table, new: pa.Table, snapshot: int, schema: pa.Schema, where:
     ]
 
 
+def differing_rows(
+    old: pa.Table, new: pa.Table, snapshot: int, where: str
+) -> tuple[pa.Table, pa.Table]:
+    """The rows of two reads of the same rows (columns + ``rowid``) that are not identical.
+
+    Returns the rows of ``old`` whose rowid is missing from ``new`` or whose values differ
+    there, and the same for ``new``. Lets a distributed engine compare the two states of
+    one data file (or of the inlined rows) where they are, and ship only what differs.
+    """
+    old_ids, new_ids = old.column(ROW_ID), new.column(ROW_ID)
+    kept = pc.is_in(new_ids, value_set=old_ids.combine_chunks())
+    survived = pc.is_in(old_ids, value_set=new_ids.combine_chunks())
+    before = old.filter(survived).sort_by(ROW_ID)
+    after = new.filter(kept).sort_by(ROW_ID)
+    if before.num_rows != after.num_rows or not before.column(ROW_ID).equals(after.column(ROW_ID)):
+        raise DuckLakeError(
+            f"{where}: row ids are not unique at snapshot {snapshot} or its predecessor, "
+            "so the change feed cannot be derived; please report this lake"
+        )
+    changed = pa.array(_changed(before, after, old.num_columns - 1))
+    return (
+        pa.concat_tables([old.filter(pc.invert(survived)), before.filter(changed)]),
+        pa.concat_tables([new.filter(pc.invert(kept)), after.filter(changed)]),
+    )
+
+
 def _ordered(table: pa.Table) -> pa.Table:
     keys = pa.table(
         {
@@ -325,20 +375,56 @@ def _ordered(table: pa.Table) -> pa.Table:
 # -- entry point ------------------------------------------------------------------------------
 
 
-def table_changes(
+@dataclass(frozen=True)
+class ChangeStep:
+    """One compared pair of states: the feed rows of ``snapshot`` come from here.
+
+    Attributes:
+        previous: the predecessor snapshot (may be an expired id, see the module notes).
+        snapshot: the feed's ``snapshot_id`` for this step.
+        old / new: the table at ``previous`` / ``snapshot`` through the end snapshot's
+            columns, narrowed to the data files that differ plus the inlined rows (None:
+            the table did not exist then).
+        shrunk: data file id -> positions deleted at ``snapshot`` only, for differing files
+            in both states that only lost rows: the rows at those positions (read at
+            ``previous``) are the file's whole difference.
+    """
+
+    previous: int
+    snapshot: int
+    old: ScanPlan | None
+    new: ScanPlan | None
+    shrunk: dict[int, np.ndarray] = dataclasses.field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """Everything the change feed of one table over one range reads: metadata only.
+
+    Attributes:
+        table: ``schema.table`` as stored.
+        where: what the feed is, for messages (table and catalog).
+        first / last: the bounds, resolved to existing snapshot ids.
+        columns: the table's columns at ``last`` (the feed's table columns).
+        steps: the compared states, in snapshot order (none when ``first > last``).
+    """
+
+    table: str
+    where: str
+    first: int
+    last: int
+    columns: tuple[ColumnSpec, ...]
+    steps: tuple[ChangeStep, ...]
+
+
+def plan_changes(
     lake, schema: str, table: str, start: object, end: object, *, full_states: bool = False
-) -> pa.Table:
-    """The change feed of ``schema.table`` for snapshots ``start`` through ``end``.
+) -> ChangePlan:
+    """Plan the change feed of ``schema.table`` for snapshots ``start`` through ``end``.
 
-    Args:
-        lake: a :class:`~ducklake_datafusion.DuckLakeCatalog`.
-        start, end: inclusive bounds: snapshot ids, datetimes, or text of either.
-        full_states: compare whole table states instead of only the files that differ
-            (slower; used by tests to check the file selection).
-
-    Raises:
-        SnapshotNotFoundError: a bound names no existing snapshot.
-        TableNotFoundError: the table does not exist at the end snapshot.
+    Reads the catalog (one transaction) and the delete files of the data files present in
+    both states of a step; never a data file. Bounds, errors and arguments as
+    :func:`table_changes`.
     """
     access = lake._access
     backend = access.backend
@@ -357,28 +443,58 @@ def table_changes(
         )
         column_entries = metadata.read_columns(session, entry.table_id, last)
         columns = build_column_tree(column_entries)
-        out_schema = change_schema(columns)
-        steps = _steps(records, first, last, entry.table_id) if first <= last else []
+        pairs = _steps(records, first, last, entry.table_id) if first <= last else []
         data_path = resolve_data_path(access.data_path_override or settings.get("data_path", ""))
         states = {
             snapshot: _read_state(
                 session, lake, entry.table_id, snapshot, column_entries, columns, data_path
             )
-            for snapshot in sorted({s for step in steps for s in step})
+            for snapshot in sorted({s for pair in pairs for s in pair})
         }
-    where = f"change feed of {entry.schema_name}.{entry.table_name} in {description}"
-    rows_schema = arrow_schema(columns).append(pa.field(ROW_ID, pa.int64()))
     deletes = _DeleteCache(access.storage)
-    pieces = []
-    for previous, snapshot in steps:
+    steps = []
+    for previous, snapshot in pairs:
         old, new = states[previous], states[snapshot]
-        files = None if full_states else _touched(old, new, deletes)
+        files, shrunk = (None, {}) if full_states else _touched(old, new, deletes)
+        steps.append(
+            ChangeStep(previous, snapshot, _narrowed(old, files), _narrowed(new, files), shrunk)
+        )
+    return ChangePlan(
+        table=f"{entry.schema_name}.{entry.table_name}",
+        where=f"change feed of {entry.schema_name}.{entry.table_name} in {description}",
+        first=first,
+        last=last,
+        columns=tuple(columns),
+        steps=tuple(steps),
+    )
+
+
+def table_changes(
+    lake, schema: str, table: str, start: object, end: object, *, full_states: bool = False
+) -> pa.Table:
+    """The change feed of ``schema.table`` for snapshots ``start`` through ``end``.
+
+    Args:
+        lake: a :class:`~ducklake_datafusion.DuckLakeCatalog`.
+        start, end: inclusive bounds: snapshot ids, datetimes, or text of either.
+        full_states: compare whole table states instead of only the files that differ
+            (slower; used by tests to check the file selection).
+
+    Raises:
+        SnapshotNotFoundError: a bound names no existing snapshot.
+        TableNotFoundError: the table does not exist at the end snapshot.
+    """
+    plan = plan_changes(lake, schema, table, start, end, full_states=full_states)
+    out_schema = change_schema(plan.columns)
+    rows_schema = arrow_schema(plan.columns).append(pa.field(ROW_ID, pa.int64()))
+    pieces = []
+    for step in plan.steps:
         pieces += _diff(
-            _rows(old, rows_schema, files),
-            _rows(new, rows_schema, files),
-            snapshot,
+            _rows(step.old, rows_schema),
+            _rows(step.new, rows_schema),
+            step.snapshot,
             out_schema,
-            where,
+            plan.where,
         )
     if not pieces:
         return out_schema.empty_table()

@@ -223,8 +223,12 @@ def read_changes(
     The rows and columns of ``ducklake_table_changes`` / ``functions.table_changes``:
     ``snapshot_id`` (bigint), ``rowid`` (bigint), ``change_type`` (string: ``insert``,
     ``delete``, ``update_preimage``, ``update_postimage``), then the table's columns as of
-    the end snapshot. The driver computes the feed (once per query) and hands it to the
-    executors in Arrow batches; filters are applied by Spark (no pushdown).
+    the end snapshot, in ``table_changes``' order. Spark computes it: the executors read
+    the states that differ, Spark joins them on rowid and classifies the rows (see
+    ``_change_feed``); the driver reads only metadata, so the feed may exceed its memory.
+    Filters are applied by Spark on top (no pushdown). (The format's ``read_changes``
+    option instead computes the feed in the planning worker: a data source cannot hold a
+    join.)
 
     Args:
         spark: the ``SparkSession``.
@@ -232,17 +236,17 @@ def read_changes(
         table: ``"schema.table"`` (or ``"table"`` in ``main``).
         start / end: inclusive bounds: snapshot ids, or times (datetime, date or ISO text;
             no zone means UTC). A start time selects the first snapshot at or after it, an
-            end time the last at or before it. ``end=None``: the latest snapshot when the
-            DataFrame is loaded. Both are resolved once, so later actions on the DataFrame
-            read the same range.
+            end time the last at or before it. ``end=None``: the latest snapshot now. Both
+            are resolved once, here, so later actions on the DataFrame read the same range.
         data_path, partition_bytes, storage_options: as for :func:`read_table`.
-        min_partitions: split the feed into at least this many partitions (as far as it
-            has rows); default: Spark's default parallelism.
-        schema: a Spark schema (``StructType`` or DDL) selecting feed columns by name.
+        min_partitions: split each side's reads into at least this many partitions (as
+            far as there are files to read); default: Spark's default parallelism.
+        schema: a Spark schema (``StructType`` or DDL) selecting feed columns by name (and
+            re-typing them); rows still follow every table column.
 
     Raises:
-        SnapshotNotFoundError, InvalidOptionError, TableNotFoundError: bad bounds or table
-            (raised by ``load()``, inside a Spark ``AnalysisException``).
+        SnapshotNotFoundError, InvalidOptionError, TableNotFoundError: bad bounds, options
+            or table (raised here, from the catalog, before any Spark job).
     """
     if start is None:
         raise InvalidOptionError("read_changes needs a start snapshot id or time")
@@ -255,10 +259,11 @@ def read_changes(
         "partition_bytes": partition_bytes,
         "min_partitions": min_partitions or _default_parallelism(spark),
     }
-    reader = _reader(spark, values, storage_options, options)
-    if schema is not None:
-        reader = reader.schema(schema)
-    return reader.load(table)
+    from ._change_feed import read_changes_frame
+
+    merged = {**values, **(storage_options or {}), **options}
+    texts = {k: _option_text(v) for k, v in merged.items() if v is not None}
+    return read_changes_frame(spark, table, texts, schema)
 
 
 def _reader(spark, values: dict, storage_options, options: dict):
