@@ -11,6 +11,7 @@ import shutil
 import sys
 
 import pytest
+import sparkreplay
 from lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
 from lakes import make_lake as _make_lake
 
@@ -137,3 +138,27 @@ def spark(tmp_path_factory):
     register_spark(session)
     yield session
     session.stop()
+
+
+def _spark_replay_possible() -> bool:
+    if os.environ.get("DUCKLAKE_TEST_SPARK_REPLAY", "1") == "0":
+        return False
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return False
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _spark_replay(request):
+    """Let ``readcheck.check`` replay table states through Spark (``sparkreplay``); the
+    Spark session starts only when a check first needs it."""
+    if not _spark_replay_possible():
+        yield
+        return
+    sparkreplay.session = lambda: request.getfixturevalue("spark")
+    yield
+    sparkreplay.session = None

@@ -1,13 +1,15 @@
 """Run one query through our DataFusion catalog and through DuckDB, and compare.
 
 The oracle is always DuckDB's own DuckLake reader on the same lake at the same snapshot;
-no expected value in the read tests is typed by hand.
+no expected value in the read tests is typed by hand. Each table state a check reads is
+replayed through Spark too (``sparkreplay``).
 """
 
 from __future__ import annotations
 
 import re
 
+import sparkreplay
 from datafusion import SessionContext
 from lakes import assert_same_rows
 
@@ -44,4 +46,5 @@ def check(
     kwargs = {"snapshot": snapshot} if snapshot is not None else {}
     actual = ours(lake, sql, **kwargs)
     assert_same_rows(actual, expected, ordered=ordered)
+    sparkreplay.replay(lake, sql, snapshot)
     return actual

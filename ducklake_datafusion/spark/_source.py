@@ -190,7 +190,7 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
     values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
     plan = resolved.scan_plan()
     scan = native_scan(spark, resolved, plan, parsed.storage)
-    everything = len(scan.data_file_ids) == len(plan.tasks)
+    everything = scan.frame is not None and len(scan.data_file_ids) == len(plan.tasks)
     return (
         scan.frame,
         scan.data_file_ids,
