@@ -41,7 +41,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ..errors import InvalidOptionError, UnsupportedTypeError
+from ..errors import InvalidOptionError
 from ..provider import DataFileTask, InlinedRowsTask, ScanPlan, execute_tasks, read_request
 from ..provider._changes import ChangePlan, ChangeStep, differing_rows, plan_changes
 from ..provider._reader import ROW_ID, read_data_file
@@ -86,41 +86,35 @@ def side_key_fields() -> list[StructField]:
 def compare_type(column: ColumnSpec) -> pa.DataType | None:
     """The Arrow type a column is compared in when its Spark type would lose information.
 
-    ``None``: the column's Spark type holds it exactly (everything but ``timestamp_ns``,
-    which Spark truncates to microseconds, and INTERVAL, which Spark cannot receive).
-
-    Raises:
-        UnsupportedTypeError: an INTERVAL nested inside another type.
+    ``None``: the column's Spark type holds it exactly. Not so: ``timestamp_ns`` at any
+    depth (Spark keeps microseconds; compared as its int64 nanoseconds) and a top-level
+    INTERVAL (compared as its three exact parts, whatever Spark type it is read as).
     """
     arrow_type = column.arrow_type
     if pa.types.is_interval(arrow_type):
         return _INTERVAL_STRUCT
-    exact = _without_nanos(arrow_type, column.name)
+    exact = _without_nanos(arrow_type)
     return None if exact == arrow_type else exact
 
 
-def _without_nanos(arrow_type: pa.DataType, path: str) -> pa.DataType:
+def _without_nanos(arrow_type: pa.DataType) -> pa.DataType:
     """``arrow_type`` with every nanosecond timestamp replaced by its int64 value."""
     if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns":
         return pa.int64()
-    if pa.types.is_interval(arrow_type):
-        raise UnsupportedTypeError(
-            f"column {path!r} holds an INTERVAL inside a nested type, which the distributed "
-            "change feed cannot compare in Spark; read the feed with "
-            "spark.read.format('ducklake').option('read_changes', '<start>,<end>') instead"
-        )
     if pa.types.is_struct(arrow_type):
-        return pa.struct(
-            [f.with_type(_without_nanos(f.type, f"{path}.{f.name}")) for f in arrow_type]
-        )
+        return pa.struct([f.with_type(_without_nanos(f.type)) for f in arrow_type])
     if pa.types.is_map(arrow_type):
-        return pa.map_(
-            _without_nanos(arrow_type.key_type, f"{path}.key"),
-            _without_nanos(arrow_type.item_type, f"{path}.value"),
-        )
+        return pa.map_(_without_nanos(arrow_type.key_type), _without_nanos(arrow_type.item_type))
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return pa.list_(_without_nanos(arrow_type.value_type, f"{path}.element"))
+        return pa.list_(_without_nanos(arrow_type.value_type))
     return arrow_type
+
+
+def _exact(array: pa.Array, exact: pa.DataType) -> pa.Array:
+    """``array`` in its comparison type (``compare_type``)."""
+    if pa.types.is_interval(array.type):
+        return _interval_struct(array)
+    return array.cast(exact)
 
 
 def _interval_struct(array: pa.Array) -> pa.Array:
@@ -317,6 +311,7 @@ class _Output:
 
     column: int
     field: pa.Field
+    exact: pa.DataType | None = None  # a comparison field: convert to this type first
 
 
 class DuckLakeChangeSideReader(DataSourceReader):
@@ -357,7 +352,7 @@ class DuckLakeChangeSideReader(DataSourceReader):
                 check_castable(
                     column.arrow_type, target, column.name, field.dataType.simpleString()
                 )
-            outputs.append(_Output(index, pa.field(field.name, target)))
+            outputs.append(_Output(index, pa.field(field.name, target), exact))
         return outputs
 
     def partitions(self) -> Sequence[ChangeSidePartition]:
@@ -407,8 +402,8 @@ def _side_batches(rows, snapshot: int, outputs: list[_Output]) -> Iterator[pa.Re
         ]
         for output in outputs:
             array = batch.column(output.column)
-            if pa.types.is_interval(array.type):
-                array = _interval_struct(array)
+            if output.exact is not None:  # our own exact form, never _arrow's lossy cast
+                array = _exact(array, output.exact)
             arrays.append(array)
         fields = [pa.field(SNAPSHOT_FIELD, pa.int64()), pa.field(ROWID_FIELD, pa.int64())]
         target = pa.schema(fields + [o.field for o in outputs])
