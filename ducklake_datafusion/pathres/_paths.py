@@ -79,15 +79,34 @@ def join_path(parent: str, child: str | None, is_relative: bool | None) -> str:
 
     Returns:
         ``parent + child`` for a relative child (plain concatenation, ``parent`` first
-        normalised to end with ``/``), ``child`` itself for an absolute one.
+        normalised to end with ``/``), ``child`` itself for an absolute one. A child
+        stored as absolute whose text is a relative local path (``ducklake_add_data_files
+        ('lake', 't', 'data/f.parquet')`` stores it so) is resolved against the process
+        working directory, as DuckDB opens it: resolving it here, while planning, gives
+        Spark executors, whose working directory differs, the file the writer meant.
     """
     if child is None:
         return parent
     if is_relative is None:
         is_relative = not (has_scheme(child) or is_absolute_local(child))
     if not is_relative:
-        return child
+        if has_scheme(child) or is_absolute_local(child):
+            return child
+        return _from_working_directory(child)
     return _ensure_slash(parent) + child
+
+
+def _from_working_directory(path: str, cwd: str | None = None) -> str:
+    """A relative local path made absolute the way DuckDB opens it (``~`` expanded,
+    then against the process working directory), with ``/`` separators."""
+    if path.startswith("~"):
+        path = os.path.expanduser(path)
+    if not is_absolute_local(path):
+        base = os.getcwd() if cwd is None else cwd
+        path = os.path.normpath(os.path.join(base, path))
+        if os.sep == "\\":  # DuckLake joins with "/", so keep one separator style.
+            path = path.replace("\\", "/")
+    return path
 
 
 def resolve_data_path(
@@ -127,14 +146,7 @@ def resolve_data_path(
         root = file_url_to_path(root)
     elif has_scheme(root):
         return _ensure_slash(root)
-    if root.startswith("~"):
-        root = os.path.expanduser(root)
-    if not is_absolute_local(root):
-        base = os.getcwd() if cwd is None else cwd
-        root = os.path.normpath(os.path.join(base, root))
-        if os.sep == "\\":  # DuckLake joins with "/", so keep one separator style.
-            root = root.replace("\\", "/")
-    return _ensure_slash(root)
+    return _ensure_slash(_from_working_directory(root, cwd))
 
 
 def resolve_file_path(
