@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, duckdb_type_for
+from ._hugeint import check_hugeint_values
 from ._variant import variant_to_json
 
 __all__ = [
@@ -235,16 +236,31 @@ def _default_value(text: str, target: ColumnSpec) -> pa.Array:
 
 
 def conform_duckdb_export(array: pa.Array, target: ColumnSpec) -> pa.Array:
-    """Arrays exported by DuckDB (inlined rows, parsed literals) -> the target type."""
+    """Arrays exported by DuckDB (inlined rows, parsed literals) -> the target type.
+
+    Raises:
+        UnsupportedTypeError: a HUGEINT/UHUGEINT value DuckDB exported wrongly (_hugeint).
+    """
     source = pa.field(target.name, array.type)
-    return conform(array, annotate_by_names(source, target), target)
+    conformed = conform(array, annotate_by_names(source, target), target)
+    check_hugeint_values(conformed, target)
+    return conformed
 
 
 def default_array(target: ColumnSpec, length: int) -> pa.Array:
-    """The column's ``initial_default`` repeated ``length`` times (NULL if it has none)."""
+    """The column's ``initial_default`` repeated ``length`` times (NULL if it has none).
+
+    Raises:
+        UnsupportedTypeError: the default is a HUGEINT/UHUGEINT value beyond 38 digits.
+    """
     if target.initial_default is None or target.initial_default.upper() == "NULL":
         return pa.nulls(length, target.arrow_type)
-    single = _default_value(target.initial_default, target)
+    try:
+        single = _default_value(target.initial_default, target)
+    except UnsupportedTypeError as exc:
+        raise UnsupportedTypeError(
+            f"the initial default {target.initial_default!r} of {exc}"
+        ) from exc
     return single.take(pa.array(np.zeros(length, dtype=np.int32)))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..pathres import parse_location
 from ._filters import (
     NotRebuildable,
@@ -22,6 +22,7 @@ from ._filters import (
     referenced_columns,
     to_expression,
 )
+from ._inlined import refusal
 from ._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
 from ._reader import ROW_ID, ReadRequest, deleted_rows, read_data_file, scan_clean_files
 
@@ -165,6 +166,11 @@ def _counted_from_catalog(tasks: list[ScanTask], request: ReadRequest):
 
 def _inlined_batches(task: InlinedRowsTask, request: ReadRequest) -> Iterator[pa.RecordBatch]:
     rows = task.rows
+    refused = refusal(rows, [*request.output, *request.filter_columns])
+    if refused is not None:
+        raise UnsupportedTypeError(
+            f"inlined rows of table {request.table} (snapshot {request.snapshot}): {refused}"
+        )
     if request.filter is not None:
         rows = rows.filter(request.filter)
     names = list(request.output) + ([ROW_ID] if request.with_row_ids else [])

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 
-from ..errors import DataFileCorruptError, DataFileError
+from ..errors import DataFileCorruptError, DataFileError, UnsupportedTypeError
 from ..types import ColumnSpec
 from ._conform import conform, default_array, field_id, with_field_id
 from ._plan import DataFileTask
@@ -71,8 +71,14 @@ class FileColumns:
             elif column.name in self.partition_values:
                 out.append(_constant(self.partition_values[column.name], column, length))
             else:
-                out.append(default_array(column, length))
+                out.append(self._default(column, length))
         return out
+
+    def _default(self, column: ColumnSpec, length: int) -> pa.Array:
+        try:
+            return default_array(column, length)
+        except UnsupportedTypeError as exc:  # say which file needed the default
+            raise UnsupportedTypeError(f"{self.what}: {exc}") from exc
 
     def row_ids(self, batch, offset: int, length: int) -> pa.Array:
         return _row_ids(batch, self.row_id_field, self.task, offset, length, self.what)

@@ -9,17 +9,21 @@ itself parses them, so every type round-trips with the writer's own rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 
 from ..catalog._models import ColumnEntry
+from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, build_column_tree, duckdb_type_for
 from ._conform import _duckdb, annotate_by_names, conform, default_array
+from ._hugeint import check_hugeint_values
 
-__all__ = ["conform_inlined_rows"]
+__all__ = ["REFUSED", "conform_inlined_rows", "refusal"]
 
 ROW_ID = "rowid"
+# Field metadata key of an inlined column whose values cannot be returned; value: why.
+REFUSED = b"ducklake:refused"
 _TEXT_LIKE = ("varchar", "json")
 
 
@@ -30,7 +34,13 @@ def conform_inlined_rows(
     *,
     values_are_text: bool,
 ) -> pa.Table:
-    """Map one inlined table's live rows onto ``columns``; adds ``rowid``."""
+    """Map one inlined table's live rows onto ``columns``; adds ``rowid``.
+
+    A column holding a HUGEINT/UHUGEINT value that DuckDB exported wrongly (_hugeint) is
+    NULLs marked with the reason (:data:`REFUSED`): the executor refuses a query that
+    reads it, and one that does not read it runs. Queries are planned before their
+    columns are known (DataFusion's dataset hands them to the scanner), hence the mark.
+    """
     layout_tree = build_column_tree(layout)
     by_id: dict[int, tuple[pa.Array, pa.Field]] = {}
     for spec in layout_tree:
@@ -43,14 +53,38 @@ def conform_inlined_rows(
         field = annotate_by_names(pa.field(spec.name, array.type), spec)
         by_id[spec.column_id] = (array, field)
     n = raw.num_rows
-    arrays, names = [], []
+    arrays, fields = [], []
     for column in columns:
-        found = by_id.get(column.column_id)
-        arrays.append(conform(found[0], found[1], column) if found else default_array(column, n))
-        names.append(column.name)
+        array, refused = _column_array(by_id.get(column.column_id), column, n)
+        arrays.append(array)
+        metadata = None if refused is None else {REFUSED: refused.encode()}
+        fields.append(pa.field(column.name, array.type, metadata=metadata))
     arrays.append(raw.column("row_id").combine_chunks().cast(pa.int64()))
-    names.append(ROW_ID)
-    return pa.Table.from_arrays(arrays, names=names)
+    fields.append(pa.field(ROW_ID, pa.int64()))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def refusal(rows: pa.Table, names: Collection[str]) -> str | None:
+    """Why one of the columns ``names`` of conformed inlined rows cannot be read, if so."""
+    for name in names:
+        index = rows.schema.get_field_index(name)
+        metadata = rows.schema.field(index).metadata if index >= 0 else None
+        if metadata and REFUSED in metadata:
+            return metadata[REFUSED].decode()
+    return None
+
+
+def _column_array(found, column: ColumnSpec, n: int) -> tuple[pa.Array, str | None]:
+    """One table column of the inlined rows (conformed, or its default if it is newer),
+    or NULLs and the reason when its values cannot be returned."""
+    try:
+        if found is None:
+            return default_array(column, n), None
+        array = conform(found[0], found[1], column)
+        check_hugeint_values(array, column)
+        return array, None
+    except UnsupportedTypeError as exc:
+        return pa.nulls(n, column.arrow_type), str(exc)
 
 
 def _raw_name(names: Sequence[str], wanted: str) -> str | None:
