@@ -4,22 +4,112 @@ pyspark passes the batches a data source yields straight to the JVM, which reads
 column by its Arrow type. A mismatch (an unsigned integer, a list whose element field is
 named ``item`` instead of ``element``, nanosecond times) is misread or rejected there,
 far from its cause, so every batch is cast here, column by column, only where needed.
+
+Two conversions are not plain casts, at any nesting depth:
+
+* ``timestamp[ns]`` is floored to whole microseconds (Spark's finest unit), never
+  truncated toward zero: ``1969-12-31 23:59:59.999999999`` reads as
+  ``1969-12-31 23:59:59.999999``, in the same second, hour and year as the stored value
+  and in the partition its epoch transform put it in; ``ts < X`` and ``ts >= X`` keep
+  their answers for every microsecond literal ``X``.
+* ``month_day_nano_interval`` (DuckDB's INTERVAL) becomes the struct
+  ``{months: int, days: int, nanoseconds: bigint}``: the same three exact fields, as no
+  Spark interval type can travel through a Python data source.
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, UnsupportedTypeError
 
-__all__ = ["check_castable", "to_spark_batch", "to_spark_table"]
+__all__ = ["INTERVAL_STRUCT", "check_castable", "to_spark_batch", "to_spark_table"]
+
+# An INTERVAL in Spark, with pyarrow's MonthDayNano field names.
+INTERVAL_STRUCT = pa.struct(
+    [("months", pa.int32()), ("days", pa.int32()), ("nanoseconds", pa.int64())]
+)
+_MONTH_DAY_NANO = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")])
 
 
-def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
-    # allow_time_truncate: timestamp_ns -> microseconds (Spark's finest unit); integer
+def _cast(array: pa.Array | pa.ChunkedArray, target: pa.DataType):
+    # allow_time_truncate: finer timestamps (already floored) -> microseconds; integer
     # overflow and lossy decimals still raise.
+    array = _rewritten(array)
     return pc.cast(array, options=pc.CastOptions(target, allow_time_truncate=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _needs_rewrite(arrow_type: pa.DataType) -> bool:
+    """Whether ``arrow_type`` holds a nanosecond timestamp or an interval anywhere."""
+    if pa.types.is_timestamp(arrow_type):
+        return arrow_type.unit == "ns"
+    if pa.types.is_interval(arrow_type):
+        return True
+    return any(_needs_rewrite(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+
+
+def _rewritten(array: pa.Array | pa.ChunkedArray):
+    """``array`` with nanosecond timestamps floored and intervals as structs (see above)."""
+    if not _needs_rewrite(array.type):
+        return array
+    if isinstance(array, pa.ChunkedArray):
+        chunks = [_rewrite(chunk) for chunk in array.chunks]
+        if not chunks:
+            return pa.chunked_array([], type=_rewrite(pa.array([], type=array.type)).type)
+        return pa.chunked_array(chunks)
+    return _rewrite(array)
+
+
+def _rewrite(array: pa.Array) -> pa.Array:
+    t = array.type
+    if not _needs_rewrite(t):
+        return array
+    if pa.types.is_timestamp(t):
+        return pc.floor_temporal(array, unit="microsecond")
+    if pa.types.is_interval(t):
+        return _interval_struct(array)
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(t):
+        children = [_rewrite(child) for child in array.flatten()]
+        fields = [pa.field(t.field(i).name, c.type) for i, c in enumerate(children)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if pa.types.is_map(t):
+        offsets, start, length = _zero_based(array)
+        keys = _rewrite(array.keys.slice(start, length))
+        items = _rewrite(array.items.slice(start, length))
+        return pa.MapArray.from_arrays(offsets, keys, items, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        build = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
+        offsets, start, length = _zero_based(array)
+        return build.from_arrays(offsets, _rewrite(array.values.slice(start, length)), mask=mask)
+    raise UnsupportedTypeError(f"Arrow type {t} has no conversion for Spark here")
+
+
+def _zero_based(array: pa.Array) -> tuple[pa.Array, int, int]:
+    """The offsets of a list or map array rebased to start at 0, and the slice of its
+    child they cover (``from_arrays`` refuses sliced offsets together with a mask)."""
+    offsets = array.offsets
+    start = offsets[0].as_py()
+    length = offsets[len(offsets) - 1].as_py() - start
+    return pc.subtract(offsets, pa.scalar(start, offsets.type)), start, length
+
+
+def _interval_struct(array: pa.Array) -> pa.Array:
+    """month_day_nano_interval -> ``{months, days, nanoseconds}`` (zero under NULLs)."""
+    buffer = array.buffers()[1]
+    if buffer is None or len(array) == 0:
+        values = np.zeros(len(array), dtype=_MONTH_DAY_NANO)
+    else:
+        values = np.frombuffer(buffer, dtype=_MONTH_DAY_NANO)
+        values = values[array.offset : array.offset + len(array)]
+    children = [pa.array(values[field.name], type=field.type) for field in INTERVAL_STRUCT]
+    mask = array.is_null() if array.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(INTERVAL_STRUCT), mask=mask)
 
 
 def to_spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:

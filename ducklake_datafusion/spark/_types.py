@@ -17,15 +17,21 @@ hugeint / uhugeint             decimal128(38,0)            decimal(38,0)
 uuid, json, variant            string                      string (variant: JSON text)
 time, timetz                   time64[us]                  time(6)
 timestamp_s/_ms/(us)           timestamp[s/ms/us]          timestamp_ntz (exact)
-timestamp_ns                   timestamp[ns]               timestamp_ntz (truncated to us)
+timestamp_ns                   timestamp[ns]               timestamp_ntz (floored to us)
 timestamptz                    timestamp[us, UTC]          timestamp
-interval                       month_day_nano_interval     not supported (UnsupportedTypeError)
+interval                       month_day_nano_interval     struct<months:int, days:int,
+                                                           nanoseconds:bigint>
 =============================  ==========================  ===================================
 
 Spark's ``interval`` (CalendarIntervalType) cannot be returned through Arrow by a Python
 data source (pyspark 4.1: "CalendarIntervalType() is not supported in conversion to
-Arrow"), and ``interval day to second`` cannot hold months, so an INTERVAL column is
-refused by name instead of being read wrongly.
+Arrow"), ``interval day to second`` cannot hold months and ``interval year to month``
+cannot hold days, so an INTERVAL column is read as its three exact parts (pyarrow's
+``MonthDayNano`` fields) rather than refused: a table with one INTERVAL column stays
+readable, and ``make_interval(0, iv.months, 0, iv.days, 0, 0, CAST(iv.nanoseconds AS
+DECIMAL(38, 0)) / 1000000000)`` rebuilds a Spark interval (to the microsecond) where one
+is needed. Nanosecond timestamps are floored, not
+truncated toward zero, so a value keeps its calendar second (see ``_arrow``).
 """
 
 from __future__ import annotations
@@ -61,6 +67,15 @@ __all__ = ["spark_arrow_type", "spark_schema", "spark_type"]
 
 _MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType limit
 
+# INTERVAL as its exact parts; _arrow.INTERVAL_STRUCT is the Arrow form of this type.
+_INTERVAL = StructType(
+    [
+        StructField("months", IntegerType(), nullable=True),
+        StructField("days", IntegerType(), nullable=True),
+        StructField("nanoseconds", LongType(), nullable=True),
+    ]
+)
+
 _SIMPLE: dict[pa.DataType, DataType] = {
     pa.bool_(): BooleanType(),
     pa.int8(): ByteType(),
@@ -91,7 +106,7 @@ def spark_type(arrow_type: pa.DataType, column: str) -> DataType:
         column: the column's name or dotted path, for the error message.
 
     Raises:
-        UnsupportedTypeError: Spark cannot hold the values faithfully (INTERVAL).
+        UnsupportedTypeError: the type has no faithful Spark form.
     """
     simple = _SIMPLE.get(arrow_type)
     if simple is not None:
@@ -118,12 +133,7 @@ def spark_type(arrow_type: pa.DataType, column: str) -> DataType:
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return ArrayType(spark_type(arrow_type.value_type, f"{column}.element"), containsNull=True)
     if pa.types.is_interval(arrow_type):
-        raise UnsupportedTypeError(
-            f"column {column!r} is an INTERVAL (months, days and nanoseconds together); Spark "
-            "cannot receive that type from a Python data source. Read the other columns by "
-            "passing a schema without it, e.g. spark.read.schema('id BIGINT, name STRING'), "
-            "or cast it in DuckDB (e.g. to VARCHAR) before reading"
-        )
+        return _INTERVAL
     raise UnsupportedTypeError(
         f"column {column!r} has Arrow type {arrow_type}, which has no Spark equivalent here; "
         "read the other columns by passing a schema without it (spark.read.schema(...))"
