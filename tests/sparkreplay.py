@@ -7,8 +7,8 @@ exact: every file through the Python source), and compared with DuckDB's rows of
 snapshot. So every lake the suite builds is read by both engines.
 
 DuckDB's reference is cast to the Spark types the README documents (UUID and JSON as
-text, UBIGINT as DECIMAL(20,0), TIMESTAMP_NS truncated to microseconds). States with
-types whose Spark form has no DuckDB cast (INTERVAL, which Spark refuses, GEOMETRY,
+text, UBIGINT as DECIMAL(20,0), TIMESTAMP_NS floored to microseconds). States with
+types whose Spark form has no DuckDB cast (INTERVAL, read as a struct of its parts, GEOMETRY,
 VARIANT, TIMETZ) are left to their dedicated Spark tests. Only lakes of the
 ``duckdb-local`` cell are replayed (one catalog kind is enough for the engine; the other
 catalogs are covered by the Spark tests' own matrix), each state once per run.
@@ -118,10 +118,13 @@ def _error_kind(error: Exception) -> str | None:
 
 
 def _cast(column: str, kind: str) -> str:
+    quoted = _quote(column)
+    if kind.upper() == "TIMESTAMP_NS":  # floored, as Spark reads it (a CAST truncates)
+        nanos = f"epoch_ns({quoted})"
+        return f"make_timestamp({nanos} // 1000 - ({nanos} % 1000 < 0)::BIGINT) AS {quoted}"
     target = kind
     for pattern, replacement in _CASTS:
         target = pattern.sub(replacement, target)
-    quoted = _quote(column)
     return quoted if target == kind else f"CAST({quoted} AS {target}) AS {quoted}"
 
 

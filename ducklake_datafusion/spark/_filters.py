@@ -10,7 +10,7 @@ exactly (after deletes). Anything else goes back to Spark unchanged:
 * literals must convert to the column's Arrow type without changing value (``u8 > -1`` on
   an unsigned column, ``f4 = 1.1`` on a float, sub-second times on ``timestamp_s`` ...);
 * no NULL or NaN literals (SQL ``= NULL`` is never true; NaN ordering is left to Spark);
-  no filters on ``timestamp_ns`` columns, which Spark sees truncated to microseconds, nor
+  no filters on ``timestamp_ns`` columns, which Spark sees floored to microseconds, nor
   on nested or time columns.
 
 SQL three-valued logic is kept: a filter that is NULL for a row in Spark is NULL (or
