@@ -397,10 +397,13 @@ def test_nanosecond_timestamps_floor_to_the_microsecond(spark, make_lake):
     shown = df.selectExpr("id", "date_format(ts, 'yyyy-MM-dd HH:mm:ss') AS s").toArrow()
     assert_same_rows(shown, seconds)
     for where in ("ts < TIMESTAMP '1970-01-01'", "ts >= TIMESTAMP '1969-12-31 23:59:59.999999'"):
-        want = lake.reference(f"SELECT id FROM lake.main.ns_tbl WHERE {where}")
+        sql = f"SELECT id FROM lake.main.ns_tbl WHERE {where}"
+        want = lake.reference(sql)
         assert_same_rows(
             df.where(where.replace("TIMESTAMP", "TIMESTAMP_NTZ")).select("id").toArrow(), want
         )
+        # DataFusion prunes by partition: the 1969 value sits in DuckDB 1.5.5's year=1970
+        assert_same_rows(ours(lake, sql), want)
     exact = "SELECT * FROM lake.main.ns_tbl"
     assert_same_rows(ours(lake, exact), lake.reference(exact))
 

@@ -256,6 +256,8 @@ class FilePruner:
             date=kind == "date",
             unit=None if kind == "date" else column.arrow_type.unit,
         )
+        if kind != "date" and column.arrow_type.unit == "ns":
+            start = start - _NS_WRITER_SLACK
         mask = pa.array(~known)
         low = pc.if_else(mask, None, pa.array(start).cast(column.arrow_type))
         high = pc.if_else(mask, None, pa.array(end).cast(column.arrow_type))
@@ -348,6 +350,12 @@ class FilePruner:
             keep = test(pc.greater_equal(b.high, value))
         all_null = (b.nulls >= b.rows) & pc.is_null(b.low).to_numpy(zero_copy_only=False)
         return keep & ~all_null
+
+
+# DuckDB 1.5.5 computes the calendar partition of a TIMESTAMP_NS value from the value
+# truncated toward zero to microseconds: 1969-12-31 23:59:59.999999999 goes to year=1970.
+# Such a value lies up to 999 ns before its partition's first microsecond.
+_NS_WRITER_SLACK = np.timedelta64(999, "ns")
 
 
 def _calendar_span(fields: dict, *, date: bool, unit: str | None):
