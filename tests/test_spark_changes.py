@@ -268,10 +268,13 @@ def test_feed_is_computed_by_spark_not_collected_on_the_driver(spark, make_lake)
     assert "LocalTableScan" not in plan, plan
     assert_same_rows(df.toArrow(), _duckdb(lake, 3, 4))
 
-    # only the differing rows of the big file are picked (at positions), on the old side
+    # only the differing rows of the big file are picked (at positions), on the old side,
+    # in one read for both steps
     feed_plan = _plan(lake, 3, 4)
     old, new = side_units(feed_plan, "old"), side_units(feed_plan, "new")
-    assert [(type(u), len(u.positions)) for u in old] == [(PickedRows, 1), (PickedRows, 1)]
+    assert [type(u) for u in old] == [PickedRows]
+    positions, snapshots = old[0].ordered()
+    assert positions.tolist() == [7, 4321] and snapshots.tolist() == [4, 3]
     assert [type(u) for u in new] == [StateRows]  # the updated row's new file
     # the reader pickles as plain data; partitions hold plans, not feed rows
     options = SourceOptions.parse(

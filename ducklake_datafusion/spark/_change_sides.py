@@ -8,8 +8,9 @@ every step ``(p, s)`` of the feed, rows of the table at ``p``, the *new* side ro
 * a data file only in ``p`` (only in ``s``) contributes its visible rows to the old (new)
   side: inserts, deletes or one half of an update whose other half lives elsewhere;
 * a data file in both that only lost rows (``ChangeStep.shrunk``) contributes the rows at
-  its newly deleted positions, read at ``p``, to the old side only: a physical row keeps
-  its values, so the rows still visible are unchanged;
+  its newly deleted positions to the old side only: a physical row keeps its values, so
+  the rows still visible are unchanged; one read of the file serves every step of the
+  range (the positions of different steps are disjoint), not one read per step;
 * any other data file in both states (rows of later snapshots inside: merged or flushed
   files) is read at ``p`` and at ``s`` by the same task, which keeps the rows that are not
   identical in both (``provider._changes.differing_rows``) for its side;
@@ -41,7 +42,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ..errors import InvalidOptionError
+from ..errors import DuckLakeError, InvalidOptionError
 from ..provider import DataFileTask, InlinedRowsTask, ScanPlan, execute_tasks, read_request
 from ..provider._changes import ChangePlan, ChangeStep, differing_rows, plan_changes
 from ..provider._reader import ROW_ID, read_data_file
@@ -148,15 +149,31 @@ class StateRows:
 
 @dataclass(frozen=True)
 class PickedRows:
-    """The rows at ``positions`` of the one data file of ``plan`` (read at its snapshot)."""
+    """Rows at given positions of the one data file of ``plan``, each tagged with a step.
 
-    snapshot: int
+    One unit per data file for the whole range: a physical row keeps its values, and the
+    positions newly deleted at different steps are disjoint, so the file is read once
+    (at ``plan``'s snapshot, the latest predecessor, where every picked row is visible)
+    instead of once per step.
+
+    Attributes:
+        picks: per step, its feed ``snapshot_id`` and the positions deleted then (int32:
+            4 bytes per changed row is all the driver ships).
+    """
+
     plan: ScanPlan
-    positions: np.ndarray = dataclasses.field(compare=False)
+    picks: tuple[tuple[int, np.ndarray], ...] = dataclasses.field(compare=False)
 
     @property
     def weight(self) -> int:
         return sum(task.weight for task in self.plan.tasks)
+
+    def ordered(self) -> tuple[np.ndarray, np.ndarray]:
+        """All picked positions ascending, and the step snapshot of each."""
+        positions = np.concatenate([p for _, p in self.picks]).astype(np.int64)
+        snapshots = np.concatenate([np.full(len(p), s, dtype=np.int64) for s, p in self.picks])
+        order = np.argsort(positions, kind="stable")
+        return positions[order], snapshots[order]
 
 
 @dataclass(frozen=True)
@@ -179,12 +196,24 @@ Unit = StateRows | PickedRows | FileDiff
 def side_units(plan: ChangePlan, side: str) -> list[Unit]:
     """What the ``side`` scan reads for every step of ``plan`` (see the module notes)."""
     units: list[Unit] = []
+    picks: dict[int, list[tuple[ScanPlan, int, np.ndarray]]] = {}
     for step in plan.steps:
         units += _step_units(step, side, plan.where)
-    return units
+        if side == "old":
+            for fid, positions in step.shrunk.items():
+                task = _data_files(step.old)[fid]
+                picks.setdefault(fid, []).append((_only(step.old, task), step.snapshot, positions))
+    return units + [_picked(found) for _, found in sorted(picks.items())]
+
+
+def _picked(found: list[tuple[ScanPlan, int, np.ndarray]]) -> PickedRows:
+    """One file's picks of every step as one unit, read at the latest predecessor."""
+    plan = max(found, key=lambda f: f[0].snapshot_id)[0]
+    return PickedRows(plan, tuple((s, p.astype(np.int32)) for _, s, p in found))
 
 
 def _step_units(step: ChangeStep, side: str, where: str) -> list[Unit]:
+    """A step's whole-file and compared-file units (its shrunk files: ``side_units``)."""
     old, new = _data_files(step.old), _data_files(step.new)
     mine = old if side == "old" else new
     other = new if side == "old" else old
@@ -194,11 +223,7 @@ def _step_units(step: ChangeStep, side: str, where: str) -> list[Unit]:
         for fid, task in mine.items()
         if fid not in other
     ]
-    for fid in sorted(set(old) & set(new)):
-        if fid in step.shrunk:
-            if side == "old" and len(step.shrunk[fid]):
-                units.append(PickedRows(step.snapshot, _only(step.old, old[fid]), step.shrunk[fid]))
-            continue
+    for fid in sorted(set(old) & set(new) - set(step.shrunk)):
         units.append(
             FileDiff(step.snapshot, _only(step.old, old[fid]), _only(step.new, new[fid]), side)
         )
@@ -255,20 +280,40 @@ def _collect(plan: ScanPlan) -> pa.Table:
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def _unit_rows(unit: Unit, where: str) -> Iterator[pa.RecordBatch | pa.Table]:
-    """The rows (table columns + rowid) a unit contributes to its side."""
+def _unit_rows(unit: Unit, where: str) -> Iterator[tuple[pa.RecordBatch | pa.Table, object]]:
+    """The rows (table columns + rowid) a unit contributes, with their step snapshot(s)."""
     if isinstance(unit, StateRows):
-        yield from execute_tasks(
-            unit.plan, unit.plan.tasks, read_request(unit.plan, with_row_ids=True)
-        )
-    elif isinstance(unit, PickedRows):
-        (task,) = unit.plan.tasks
-        others = np.setdiff1d(np.arange(task.record_count, dtype=np.int64), unit.positions)
         request = read_request(unit.plan, with_row_ids=True)
-        yield from read_data_file(task, request, positions=others)
+        for batch in execute_tasks(unit.plan, unit.plan.tasks, request):
+            yield batch, unit.snapshot
+    elif isinstance(unit, PickedRows):
+        positions, snapshots = unit.ordered()
+        yield _picked_rows(unit.plan, positions, where), snapshots
     else:
         old, new = differing_rows(_collect(unit.old), _collect(unit.new), unit.snapshot, where)
-        yield old if unit.side == "old" else new
+        yield (old if unit.side == "old" else new), unit.snapshot
+
+
+def _picked_rows(plan: ScanPlan, positions: np.ndarray, where: str) -> pa.Table:
+    """The rows at ``positions`` (ascending), in that order (every other row as deleted)."""
+    (task,) = plan.tasks
+    others = np.setdiff1d(
+        np.arange(task.record_count, dtype=np.int64), positions, assume_unique=True
+    )
+    request = read_request(plan, with_row_ids=True)
+    schema = plan.table_schema.append(pa.field(ROW_ID, pa.int64()))
+    batches = [
+        b.cast(schema) if b.schema != schema else b
+        for b in read_data_file(task, request, positions=others)
+    ]
+    rows = pa.Table.from_batches(batches, schema=schema)
+    if rows.num_rows != len(positions):
+        raise DuckLakeError(
+            f"{where}: data file {task.file.url} yields {rows.num_rows} of its "
+            f"{len(positions)} rows deleted in the range at snapshot {plan.snapshot_id}; "
+            "please report this lake"
+        )
+    return rows
 
 
 # -- partitions and the reader ----------------------------------------------------------------
@@ -380,33 +425,39 @@ class DuckLakeChangeSideReader(DataSourceReader):
         for unit in partition.units:
             if outputs is None:
                 outputs = self._outputs(_plan_of(unit).columns)
-            for rows in _unit_rows(unit, self.where):
+            for rows, snapshots in _unit_rows(unit, self.where):
                 if rows.num_rows:
-                    yield from _side_batches(rows, unit.snapshot, outputs)
+                    yield from _side_batches(rows, snapshots, outputs)
 
 
 def _plan_of(unit: Unit) -> ScanPlan:
     return unit.old if isinstance(unit, FileDiff) else unit.plan
 
 
-def _side_batches(rows, snapshot: int, outputs: list[_Output]) -> Iterator[pa.RecordBatch]:
-    """Rows (table columns + rowid) -> batches of the side schema."""
+def _side_batches(rows, snapshots, outputs: list[_Output]) -> Iterator[pa.RecordBatch]:
+    """Rows (table columns + rowid) -> batches of the side schema.
+
+    ``snapshots``: the step snapshot of every row (an int), or one per row (an array).
+    """
     batches = rows.to_batches() if isinstance(rows, pa.Table) else [rows]
+    fields = [pa.field(SNAPSHOT_FIELD, pa.int64()), pa.field(ROWID_FIELD, pa.int64())]
+    target = pa.schema(fields + [o.field for o in outputs])
+    start = 0
     for batch in batches:
         n = batch.num_rows
+        if isinstance(snapshots, np.ndarray):
+            tags = snapshots[start : start + n]
+        else:
+            tags = np.full(n, snapshots, dtype=np.int64)
+        start += n
         if n == 0:
             continue
-        arrays = [
-            pa.array(np.full(n, snapshot, dtype=np.int64)),
-            batch.column(batch.num_columns - 1).cast(pa.int64()),
-        ]
+        arrays = [pa.array(tags), batch.column(batch.num_columns - 1).cast(pa.int64())]
         for output in outputs:
             array = batch.column(output.column)
             if output.exact is not None:  # our own exact form, never _arrow's lossy cast
                 array = _exact(array, output.exact)
             arrays.append(array)
-        fields = [pa.field(SNAPSHOT_FIELD, pa.int64()), pa.field(ROWID_FIELD, pa.int64())]
-        target = pa.schema(fields + [o.field for o in outputs])
         yield to_spark_batch(pa.RecordBatch.from_arrays(arrays, names=target.names), target)
 
 
