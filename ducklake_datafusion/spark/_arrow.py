@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError, UnsupportedTypeError
+from ..errors import InvalidOptionError
 
 __all__ = ["INTERVAL_STRUCT", "check_castable", "to_spark_batch", "to_spark_table"]
 
@@ -39,35 +39,52 @@ _MONTH_DAY_NANO = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", 
 def _cast(array: pa.Array | pa.ChunkedArray, target: pa.DataType):
     # allow_time_truncate: finer timestamps (already floored) -> microseconds; integer
     # overflow and lossy decimals still raise.
-    array = _rewritten(array)
+    array = _rewritten(array, target)
     return pc.cast(array, options=pc.CastOptions(target, allow_time_truncate=True))
 
 
 @functools.lru_cache(maxsize=256)
-def _needs_rewrite(arrow_type: pa.DataType) -> bool:
-    """Whether ``arrow_type`` holds a nanosecond timestamp or an interval anywhere."""
-    if pa.types.is_timestamp(arrow_type):
-        return arrow_type.unit == "ns"
-    if pa.types.is_interval(arrow_type):
-        return True
-    return any(_needs_rewrite(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+def _needs_rewrite(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether casting ``source`` to ``target`` floors nanoseconds or splits an interval
+    somewhere (a user schema may ask for other targets, e.g. BIGINT nanoseconds)."""
+    if pa.types.is_timestamp(source):
+        return source.unit == "ns" and pa.types.is_timestamp(target) and target.unit != "ns"
+    if pa.types.is_interval(source):
+        return pa.types.is_struct(target)
+    pairs = _child_types(source, target)
+    return pairs is not None and any(_needs_rewrite(s, t) for s, t in pairs)
 
 
-def _rewritten(array: pa.Array | pa.ChunkedArray):
-    """``array`` with nanosecond timestamps floored and intervals as structs (see above)."""
-    if not _needs_rewrite(array.type):
+def _child_types(source: pa.DataType, target: pa.DataType):
+    """Pairs of (source, target) child types of two nested types of the same shape."""
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        if source.num_fields != target.num_fields:
+            return None
+        return [(source.field(i).type, target.field(i).type) for i in range(source.num_fields)]
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return [(source.key_type, target.key_type), (source.item_type, target.item_type)]
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(f(source) for f in lists) and any(f(target) for f in lists):
+        return [(source.value_type, target.value_type)]
+    return None
+
+
+def _rewritten(array: pa.Array | pa.ChunkedArray, target: pa.DataType):
+    """``array`` with nanosecond timestamps floored and intervals as structs where
+    ``target`` wants microseconds or a struct (see above)."""
+    if not _needs_rewrite(array.type, target):
         return array
     if isinstance(array, pa.ChunkedArray):
-        chunks = [_rewrite(chunk) for chunk in array.chunks]
+        chunks = [_rewrite(chunk, target) for chunk in array.chunks]
         if not chunks:
-            return pa.chunked_array([], type=_rewrite(pa.array([], type=array.type)).type)
+            return pa.chunked_array([], type=_rewrite(pa.array([], array.type), target).type)
         return pa.chunked_array(chunks)
-    return _rewrite(array)
+    return _rewrite(array, target)
 
 
-def _rewrite(array: pa.Array) -> pa.Array:
+def _rewrite(array: pa.Array, target: pa.DataType) -> pa.Array:
     t = array.type
-    if not _needs_rewrite(t):
+    if not _needs_rewrite(t, target):
         return array
     if pa.types.is_timestamp(t):
         return pc.floor_temporal(array, unit="microsecond")
@@ -75,19 +92,19 @@ def _rewrite(array: pa.Array) -> pa.Array:
         return _interval_struct(array)
     mask = array.is_null() if array.null_count else None
     if pa.types.is_struct(t):
-        children = [_rewrite(child) for child in array.flatten()]
+        children = [
+            _rewrite(child, target.field(i).type) for i, child in enumerate(array.flatten())
+        ]
         fields = [pa.field(t.field(i).name, c.type) for i, c in enumerate(children)]
         return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    offsets, start, length = _zero_based(array)
     if pa.types.is_map(t):
-        offsets, start, length = _zero_based(array)
-        keys = _rewrite(array.keys.slice(start, length))
-        items = _rewrite(array.items.slice(start, length))
+        keys = _rewrite(array.keys.slice(start, length), target.key_type)
+        items = _rewrite(array.items.slice(start, length), target.item_type)
         return pa.MapArray.from_arrays(offsets, keys, items, mask=mask)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        build = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
-        offsets, start, length = _zero_based(array)
-        return build.from_arrays(offsets, _rewrite(array.values.slice(start, length)), mask=mask)
-    raise UnsupportedTypeError(f"Arrow type {t} has no conversion for Spark here")
+    build = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
+    values = _rewrite(array.values.slice(start, length), target.value_type)
+    return build.from_arrays(offsets, values, mask=mask)
 
 
 def _zero_based(array: pa.Array) -> tuple[pa.Array, int, int]:
