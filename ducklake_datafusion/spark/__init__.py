@@ -24,9 +24,10 @@ pushes down) and ships task groups of about ``partition_bytes`` each to the exec
 which read Parquet with the very executor DataFusion uses: positional deletes, inlined
 rows and schema evolution included. Executors never open the catalog. Filter pushdown is
 on in ``read_table`` and opt-in on the format (``.option("pushdown", "true")``), because of
-a pyspark 4.1 bug that ``read_table`` works around (see ``_reader.py``). The change feed
-is computed on the driver with ``table_changes`` and shipped to executors as Arrow batches
-(see ``_changes.py``).
+a pyspark 4.1 bug that ``read_table`` works around (see ``_reader.py``). ``read_changes``
+computes the change feed in Spark: executor scans of the states that differ, joined on
+rowid (see ``_change_feed.py``); the format's ``read_changes`` option computes it in the
+planning worker with ``table_changes`` and ships it as Arrow batches (``_changes.py``).
 
 Importing :mod:`ducklake_datafusion` does not import pyspark; only this subpackage does.
 """

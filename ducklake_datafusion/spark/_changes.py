@@ -1,9 +1,12 @@
-"""The change-feed mode of the ``ducklake`` source: ``read_changes``.
+"""The change-feed mode of the ``ducklake`` source: the ``read_changes`` option.
 
 ``.option("read_changes", "3,7")`` (or ``changes_start`` [+ ``changes_end``]) makes the
 source return the change feed of ``ducklake_table_changes`` instead of a table state:
 ``snapshot_id``, ``rowid``, ``change_type``, then the table's columns as of the end
-snapshot. How pyspark 4.1 runs it:
+snapshot. The function ``read_changes`` computes the same feed in Spark instead (executor
+scans joined on rowid, ``_change_feed.py``); a data source returns rows of its own reads
+and cannot hold that join, so the option keeps computing the feed on the driver, which
+limits it to feeds that fit in the driver's memory. How pyspark 4.1 runs it:
 
 * ``DataSource.schema()`` (planning worker, once per DataFrame) resolves both bounds to
   snapshot ids with the core's rules (``provider._changes.resolve_bound``: a time selects
