@@ -149,9 +149,11 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
     keys, masks = _masks([Task()], [-5], Plan(), None)
     assert np.all(keys >> 32 == -5)
     blocks = keys - (np.int64(-5) << np.int64(32))
+    words = len(masks.values) // len(masks)
     decoded = [
-        block * 64 + bit
-        for block, mask in zip(blocks.tolist(), masks.view(np.uint64).tolist(), strict=True)
+        (block * words + word) * 64 + bit
+        for block, row in zip(blocks.tolist(), masks.to_pylist(), strict=True)
+        for word, mask in enumerate(np.array(row, dtype=np.int64).view(np.uint64).tolist())
         for bit in range(64)
         if mask >> bit & 1
     ]

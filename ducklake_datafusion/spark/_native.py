@@ -9,20 +9,23 @@
 * *masked* files, the same but carrying positional deletes: one more ``spark.read.parquet``
   with each row's ``_metadata.file_path`` and ``_metadata.row_index`` (its physical
   position in the file, stable under row-group and page pruning), left-joined to a small
-  broadcast table holding, per file and 64-row block, a 64-bit mask of the deleted rows.
-  A row is kept when its bit is clear. The masks are built on the driver from the very
+  broadcast table holding, per file and block of 16,384 rows, a bit mask of its deleted
+  rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver from the very
   positions the exact reader removes (``provider/_deletes``: every live delete file, per-
   position snapshots, inlined deletes, deletion vectors), so both paths drop the same rows;
-* everything else (older layouts, name-mapped or encrypted files, files on object stores,
+* everything else (older layouts, name-mapped or encrypted files, files on a store whose
+  Hadoop connector the cluster lacks (``_hadoop``), object-store files with deletes,
   inlined rows, tables with a type Spark's reader does not return exactly) goes through
   the Python data source, told to skip the files read here. The parts are unioned.
 
 Why masks: a plain anti-join on (file, position) costs up to 14x the scan, per-file ``IN``
 lists take seconds to analyse, ``mapInArrow`` blocks filter pushdown, and per-file scans
 with literal mask arrays were slower still (measured; see ``docs/benchmarks.md``). One row
-per 64-row block keeps the broadcast table small (a 10%-deleted 250k-row file: ~4k rows),
-and a single bigint key, ``(hash(file path) << 32) + block``, makes the join Spark's fastest
-(a long-keyed broadcast hash join). The hash is Spark's own ``hash()``, computed on the
+per 16,384-row block keeps the broadcast table small (a 250k-row file: at most 16 rows; a
+block without deletes has none), so its hash table stays in cache and Spark's (adaptive)
+broadcast is cheap: 64-row blocks, one long each, were 20% slower on full scans and twice
+as slow on selective ones. A single bigint key, ``(hash(file path) << 32) + block``, makes
+the join a long-keyed broadcast hash join. The hash is Spark's own ``hash()``, computed on the
 driver for the exact ``_metadata.file_path`` spelling; files whose hashes collide with
 another masked file's are left to the exact path, so a key never names two files.
 
@@ -70,8 +73,12 @@ _GLOB = re.compile(r"([\\*?\[\]{}])")
 # known, so the listing stays on the driver.
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # Helper columns of the masked scan; a table using one of these names stays on the source.
-_KEY, _BIT, _MASK = "__ducklake_key", "__ducklake_bit", "__ducklake_mask"
-_RESERVED = frozenset(["_metadata", _KEY, _BIT, _MASK])
+_KEY, _INDEX, _MASK = "__ducklake_key", "__ducklake_row", "__ducklake_mask"
+_RESERVED = frozenset(["_metadata", _KEY, _INDEX, _MASK])
+# Rows per mask-table row: 256 longs of bits each. Fewer, wider rows keep the broadcast hash
+# table small (a 250k-row file: 16 rows) and were the fastest measured (docs/benchmarks.md).
+_BLOCK_SHIFT = 14
+_WORDS = 1 << (_BLOCK_SHIFT - 6)
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,7 @@ def _candidate(task, masks_allowed: bool) -> bool:
     location = parse_location(task.file.url)
     if location.scheme != "file" or _GLOB.search(location.path):
         return False
-    return masks_allowed and task.record_count < (1 << 38)
+    return masks_allowed and task.record_count < (1 << 46)
 
 
 def _read_parquet(spark, schema, tasks, read_options=None):
@@ -192,10 +199,11 @@ def _masked_read(spark, schema, tasks, plan, storage):
     file_hash = F.hash(F.col("_metadata.file_path")).cast("long")
     rows = _read_parquet(spark, schema, chosen).select(
         "*",
-        (F.shiftleft(file_hash, 32) + F.shiftright(index, 6)).alias(_KEY),
-        index.bitwiseAND(F.lit(63)).alias(_BIT),
+        (F.shiftleft(file_hash, 32) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
+        index.alias(_INDEX),
     )
-    bit_clear = F.expr(f"shiftright({_MASK}, {_BIT})").bitwiseAND(F.lit(1)) == 0
+    word = f"element_at({_MASK}, cast(shiftright({_INDEX}, 6) & {_WORDS - 1} AS INT) + 1)"
+    bit_clear = F.expr(f"shiftright({word}, cast({_INDEX} & 63 AS INT)) & 1") == 0
     kept = rows.join(F.broadcast(mask_frame), on=_KEY, how="left").where(
         F.col(_MASK).isNull() | bit_clear
     )
@@ -212,14 +220,16 @@ def _spark_hashes(spark, paths: list[str]) -> dict[str, int]:
     return {path: value for path, value in rows.collect()}
 
 
-def _masks(tasks, hashes: list[int], plan, storage) -> tuple[np.ndarray, np.ndarray]:
-    """Per (file, 64-row block holding a deleted row): the join key and the bit mask.
+def _masks(tasks, hashes: list[int], plan, storage) -> tuple[np.ndarray, pa.ListArray]:
+    """Per (file, block of 2**14 rows holding a deleted row): join key and bit masks.
 
-    The key is ``(Spark hash of the file's path << 32) + block``: unique as long as the
-    hashes are (``_masked_read`` leaves colliding files out) and blocks stay below 2**32
-    (``_candidate`` admits files below 2**38 rows).
+    The masks are 256 longs: bit ``p & 63`` of long ``(p >> 6) % 256`` is set for each
+    deleted position ``p`` of the block. The key is ``(Spark hash of the
+    file's path << 32) + block``: unique as long as the hashes are (``_masked_read`` leaves
+    colliding files out) and blocks stay below 2**32 (``_candidate`` admits files below
+    2**46 rows).
     """
-    keys, masks = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    keys, masks = [np.empty(0, np.int64)], [np.empty(0, np.uint64)]
     for task, file_hash in zip(tasks, hashes, strict=True):
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         positions = deleted_positions(
@@ -231,12 +241,19 @@ def _masks(tasks, hashes: list[int], plan, storage) -> tuple[np.ndarray, np.ndar
         )
         if len(positions) == 0:
             continue
-        block = positions >> 6
-        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
-        bits = np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64))
-        masks.append(np.bitwise_or.reduceat(bits, starts).view(np.int64))
-        keys.append((np.int64(file_hash) << np.int64(32)) + block[starts])
-    return np.concatenate(keys), np.concatenate(masks)
+        blocks = np.unique(positions >> _BLOCK_SHIFT)
+        dense = np.zeros((len(blocks), _WORDS), dtype=np.uint64)
+        row = np.searchsorted(blocks, positions >> _BLOCK_SHIFT)
+        word = (positions >> 6) & (_WORDS - 1)
+        np.bitwise_or.at(
+            dense, (row, word), np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64))
+        )
+        masks.append(dense.ravel())
+        keys.append((np.int64(file_hash) << np.int64(32)) + blocks)
+    key = np.concatenate(keys)
+    offsets = np.arange(len(key) + 1, dtype=np.int32) * _WORDS
+    values = pa.array(np.concatenate(masks).view(np.int64))
+    return key, pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
 def _local_path(uri: str) -> str:
