@@ -109,10 +109,15 @@ def native_scan(spark, table, plan, storage) -> NativeScan:
     clean, masked = [], []
     read_options: dict[str, str] = {}
     masks_allowed = not any(c.name in _RESERVED for c in table.columns)
+    stores: dict[tuple[str, str], dict[str, str] | None] = {}  # per (scheme, bucket)
     for task in plan.tasks:
         if not _candidate(task, masks_allowed):
             continue
-        store = native_store(spark, task.file.url, storage)
+        location = parse_location(task.file.url)
+        where = (location.scheme, location.authority)
+        if where not in stores:
+            stores[where] = native_store(spark, task.file.url, storage)
+        store = stores[where]
         if store is None:
             continue
         read_options.update(store)
