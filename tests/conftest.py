@@ -131,6 +131,7 @@ def spark(tmp_path_factory):
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")  # results over 1 MB are fetched from it
         .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
         .getOrCreate()
     )
