@@ -47,9 +47,10 @@ from datafusion import SessionConfig, SessionContext
 from scan import FULL, QUICK, scan_lake
 
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.provider import DuckLakeDataset, _dataset, read_request
-from ducklake_datafusion.provider._deletes import decoded_deletes, deleted_positions
-from ducklake_datafusion.provider._reader import open_file, read_data_file, scan_clean_files
+from ducklake_datafusion.provider import DuckLakeDataset, _dataset
+from ducklake_datafusion.read import read_request
+from ducklake_datafusion.read._deletes import decoded_deletes, deleted_positions
+from ducklake_datafusion.read._reader import open_file, read_data_file, scan_clean_files
 
 QUERY = "SELECT count(*) AS n, sum(v) AS sv, max(k) AS mk FROM {t}"
 COLUMNS = ["v", "k"]

@@ -49,7 +49,8 @@ from common import (
 )
 
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.provider import DuckLakeDataset, ScanPlan
+from ducklake_datafusion.provider import DuckLakeDataset
+from ducklake_datafusion.scan import ScanPlan
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from . import errors
 from .errors import DuckLakeError
-from .provider import DuckLakeTable, ScanPlan
+from .provider import DuckLakeTable
+from .scan import ScanPlan
 
 if TYPE_CHECKING:
     from .provider._catalog_provider import DuckLakeCatalog

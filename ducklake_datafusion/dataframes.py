@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import MissingDependencyError
-from .provider import execute_tasks, read_request
+from .read import execute_tasks, read_request
 
 __all__ = ["polars_predicate_to_arrow", "scan_polars", "to_pandas", "to_polars"]
 

@@ -35,9 +35,9 @@ import pyarrow.dataset as ds
 
 from .errors import InvalidOptionError
 from .provider import DuckLakeCatalog
-from .provider._changes import table_changes
 from .provider._lake_info import list_files_table, snapshots_table, table_info_table
-from .provider._timetravel import SnapshotRef, parse_snapshot_ref
+from .read._changes import table_changes
+from .scan._timetravel import SnapshotRef, parse_snapshot_ref
 
 __all__ = [
     "FUNCTION_NAMES",

@@ -14,7 +14,7 @@ import pyarrow.dataset as ds
 from datafusion import SessionContext
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
-from ducklake_datafusion.provider._filters import Call, Field, Literal, decode_expression
+from ducklake_datafusion.scan._filters import Call, Field, Literal, decode_expression
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.string())])
 DATA = pa.table({"a": list(range(10)), "b": [str(i) for i in range(10)]})

@@ -11,7 +11,7 @@ import pytest
 from lakes import assert_same_rows
 from test_time_travel import EXPIRED, session, snapshot_times, write_history
 
-from ducklake_datafusion.provider import _footers
+from ducklake_datafusion.read import _footers
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_count_star_opens_no_data_file(make_lake, monkeypatch):
         return original(ref, *args, **kwargs)
 
     monkeypatch.setattr(_footers, "parsed_fragment", counting)
-    monkeypatch.setattr("ducklake_datafusion.provider._reader.parsed_fragment", counting)
+    monkeypatch.setattr("ducklake_datafusion.read._reader.parsed_fragment", counting)
     ctx = session(lake)
     assert_same_rows(ctx.sql("SELECT count(*) AS n FROM lake.main.t").to_arrow_table(), expected)
     assert opened == []

@@ -1,7 +1,7 @@
 """Encrypted lakes (``ATTACH ... (ENCRYPTED)``) read like any other, compared with DuckDB.
 
 pyarrow cannot decrypt DuckDB's encrypted Parquet files, so they are read through
-DuckDB's reader (``provider/_encrypted.py``); every other step is the common one.
+DuckDB's reader (``read/_encrypted.py``); every other step is the common one.
 """
 
 from __future__ import annotations

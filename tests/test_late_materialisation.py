@@ -15,7 +15,7 @@ from lakes import assert_same_rows
 from readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog
-from ducklake_datafusion.provider import execute_plan
+from ducklake_datafusion.read import execute_plan
 
 
 @pytest.fixture

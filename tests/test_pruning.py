@@ -17,7 +17,7 @@ import pytest
 from readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog
-from ducklake_datafusion.provider import DataFileTask
+from ducklake_datafusion.scan import DataFileTask
 
 
 def _files_opened(plan) -> int:
@@ -143,7 +143,7 @@ def test_row_group_pruning_kept_with_deletes(make_lake, monkeypatch):
     catalog = DuckLakeCatalog(**lake.reader_args())
     table = catalog.table("main", "r")
     plan = table.scan_plan(filter=(pc.field("k") >= 5000) & (pc.field("k") < 6500))
-    from ducklake_datafusion.provider import execute_plan
+    from ducklake_datafusion.read import execute_plan
 
     result = execute_plan(plan)
     assert plan.stats.files_with_deletes == 1
@@ -212,8 +212,8 @@ def test_calendar_partitions_prune_through_the_transform(make_lake, spec, column
     from dataclasses import replace
 
     from ducklake_datafusion.catalog import metadata
-    from ducklake_datafusion.provider import execute_plan
-    from ducklake_datafusion.provider._pruning import FilePruner
+    from ducklake_datafusion.read import execute_plan
+    from ducklake_datafusion.scan._pruning import FilePruner
 
     lake = make_lake(inline_limit=0)
     lake.sql(f"CREATE TABLE lake.main.c (c {column_type}, v INTEGER)")

@@ -241,7 +241,7 @@ def test_scan_plan_is_picklable(lake):
     import pyarrow.compute as pc
 
     from ducklake_datafusion import DuckLakeCatalog
-    from ducklake_datafusion.provider import execute_plan
+    from ducklake_datafusion.read import execute_plan
 
     lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' FROM range(100) r(i)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from readcheck import check
 
-from ducklake_datafusion.provider import _deletes, _footers
+from ducklake_datafusion.read import _deletes, _footers
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ from ducklake_datafusion.errors import (
     TableNotFoundError,
 )
 from ducklake_datafusion.functions import table_changes
-from ducklake_datafusion.provider import DataFileTask
+from ducklake_datafusion.scan import DataFileTask
 from ducklake_datafusion.spark import (
     DuckLakeChangesReader,
     DuckLakeDataSource,

@@ -27,7 +27,7 @@ from ducklake_datafusion.errors import (
     TableNotFoundError,
 )
 from ducklake_datafusion.functions import table_changes
-from ducklake_datafusion.provider._changes import plan_changes
+from ducklake_datafusion.read._changes import plan_changes
 from ducklake_datafusion.spark import read_changes
 from ducklake_datafusion.spark._change_sides import (
     DuckLakeChangeSideReader,

@@ -1,40 +1,15 @@
-"""Planning and execution: metadata -> ScanPlan -> Arrow batches, and the DataFusion adapter.
+"""The DataFusion adapter: catalog, schema and table providers over a lake.
 
-The DataFusion catalog providers are imported on first use, so Spark executors (which only
-run ``execute_tasks``) never pay for importing ``datafusion``.
+Planning lives in ``scan/`` and execution in ``read/``; this package only adapts them to
+DataFusion (catalog providers, the ``pyarrow.dataset`` adapter, views, lake-info tables).
+The catalog providers are imported on first use, so importing ``DuckLakeTable`` does
+not import ``datafusion``.
 """
 
 from ._dataset import DuckLakeDataset
-from ._executor import execute_plan, execute_tasks, read_request
-from ._plan import (
-    DataFileTask,
-    DeleteFile,
-    DeleteSource,
-    FileRef,
-    InlinedRowsTask,
-    PlanStats,
-    ScanPlan,
-    ScanTask,
-)
 from ._table import DuckLakeTable
 
-__all__ = [
-    "DataFileTask",
-    "DeleteFile",
-    "DeleteSource",
-    "DuckLakeCatalog",
-    "DuckLakeDataset",
-    "DuckLakeSchema",
-    "DuckLakeTable",
-    "FileRef",
-    "InlinedRowsTask",
-    "PlanStats",
-    "ScanPlan",
-    "ScanTask",
-    "execute_plan",
-    "execute_tasks",
-    "read_request",
-]
+__all__ = ["DuckLakeCatalog", "DuckLakeDataset", "DuckLakeSchema", "DuckLakeTable"]
 
 
 def __getattr__(name: str):

@@ -24,19 +24,12 @@ from collections.abc import Mapping
 import pyarrow as pa
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
-from ..catalog import MetadataBackend, metadata, open_backend
+from ..catalog import MetadataBackend, metadata
 from ..catalog._models import SnapshotInfo
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
-from ..pathres import StorageOptions
-from ..types import build_column_tree
-from ._lookup import find_table, require_table
-from ._table import DuckLakeTable, LakeAccess
-from ._timetravel import (
-    SnapshotRef,
-    resolve_snapshot_ref,
-    suffixed_table,
-    suffixed_table_exists,
-)
+from ..scan import Lake
+from ..scan._lookup import find_table
+from ._table import DuckLakeTable
 from ._views import find_view, plannable_view_names, view_table
 
 __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
@@ -70,6 +63,10 @@ class DuckLakeCatalog(CatalogProvider):
         storage_options: object-storage options (see ``pathres.StorageOptions``).
         metadata_schema: the schema of the catalog database that holds the
             ``ducklake_*`` tables, as DuckDB's ``METADATA_SCHEMA`` attach option.
+
+    Attributes:
+        lake: the engine-neutral ``scan.Lake`` this catalog adapts (catalog access,
+            snapshot pin, table resolution and planning); Spark reads through the same.
     """
 
     def __init__(
@@ -82,35 +79,33 @@ class DuckLakeCatalog(CatalogProvider):
         storage_options: Mapping[str, object] | None = None,
         metadata_schema: str | None = None,
     ) -> None:
-        if snapshot is not None and snapshot_time is not None:
-            raise InvalidOptionError("pass either snapshot or snapshot_time, not both")
-        if snapshot is not None and (isinstance(snapshot, bool) or not isinstance(snapshot, int)):
-            raise InvalidOptionError(f"snapshot must be an integer snapshot id, got {snapshot!r}")
-        if snapshot_time is not None and not isinstance(snapshot_time, _dt.datetime):
-            raise InvalidOptionError(f"snapshot_time must be a datetime, got {snapshot_time!r}")
         self._metadata = metadata
         self._metadata_schema = metadata_schema
-        backend: MetadataBackend = open_backend(metadata, metadata_schema)
-        self._access = LakeAccess(backend, StorageOptions.from_user(storage_options), data_path)
-        self._snapshot = snapshot
-        self._snapshot_time = snapshot_time
+        self.lake = Lake.open(
+            metadata,
+            data_path=data_path,
+            snapshot=snapshot,
+            snapshot_time=snapshot_time,
+            storage_options=storage_options,
+            metadata_schema=metadata_schema,
+        )
 
     # -- lake-level API ---------------------------------------------------------------
 
     @property
     def backend(self) -> MetadataBackend:
-        return self._access.backend
+        return self.lake.backend
 
     @property
     def description(self) -> str:
-        return self._access.backend.description
+        return self.lake.description
 
     def __repr__(self) -> str:
         pin = ""
-        if self._snapshot is not None:
-            pin = f", snapshot={self._snapshot}"
-        elif self._snapshot_time is not None:
-            pin = f", snapshot_time={self._snapshot_time.isoformat()}"
+        if self.lake.snapshot is not None:
+            pin = f", snapshot={self.lake.snapshot}"
+        elif self.lake.snapshot_time is not None:
+            pin = f", snapshot_time={self.lake.snapshot_time.isoformat()}"
         return f"DuckLakeCatalog({self.description!r}{pin})"
 
     def at(self, *, snapshot: int | None = None, snapshot_time: _dt.datetime | None = None):
@@ -119,10 +114,10 @@ class DuckLakeCatalog(CatalogProvider):
             raise InvalidOptionError("at() needs exactly one of snapshot= or snapshot_time=")
         return DuckLakeCatalog(
             self._metadata,
-            data_path=self._access.data_path_override,
+            data_path=self.lake.data_path_override,
             snapshot=snapshot,
             snapshot_time=snapshot_time,
-            storage_options=self._access.storage,
+            storage_options=self.lake.storage,
             metadata_schema=self._metadata_schema,
         )
 
@@ -146,45 +141,27 @@ class DuckLakeCatalog(CatalogProvider):
         every query); frees their memory, and lets benchmarks time planning as it is after a
         commit. The validated global settings stay (they expire on their own).
         """
-        cache = self._access.backend.cache
+        cache = self.lake.backend.cache
         for key in [k for k in cache if k != "settings"]:
             del cache[key]
 
     def resolve_snapshot(self, session) -> SnapshotInfo:
         """The snapshot this catalog reads now (pinned id/time, else the latest)."""
-        if self._snapshot is None and self._snapshot_time is None:
-            return metadata.latest_snapshot(session)
-        ref = SnapshotRef(snapshot_id=self._snapshot, time=self._snapshot_time)
-        return resolve_snapshot_ref(session, ref, self.description)
+        return self.lake.resolve_snapshot(session)
 
     def snapshot_id(self) -> int:
         """The snapshot id a query planned now would read."""
-        backend = self._access.backend
-        with backend.session() as session:
-            metadata.read_settings(session, backend.description)
-            return self.resolve_snapshot(session).snapshot_id
+        return self.lake.snapshot_id()
 
     def table(self, schema: str, table: str) -> DuckLakeTable:
         """Resolve ``schema.table`` at this catalog's snapshot; raises TableNotFoundError."""
-        backend = self._access.backend
-        with backend.session() as session:
-            metadata.read_settings(session, backend.description)
-            snap = self.resolve_snapshot(session)
-            entry = require_table(session, self.description, snap.snapshot_id, schema, table)
-            entries = metadata.read_columns(session, entry.table_id, snap.snapshot_id)
-        table = DuckLakeTable(self._access, entry, snap, entries, build_column_tree(entries))
-        table.catalog = self
-        return table
+        return DuckLakeTable.of(self.lake.table(schema, table), self)
 
     # -- DataFusion CatalogProvider ------------------------------------------------------
 
     def list_schema_names(self) -> set[str]:
         """The schemas at this catalog's snapshot; raises the catalog's error if unreadable."""
-        backend = self._access.backend
-        with backend.session() as session:
-            metadata.read_settings(session, backend.description)
-            snap = self.resolve_snapshot(session)
-            return {s.schema_name for s in metadata.list_schemas(session, snap.snapshot_id)}
+        return self.lake.list_schema_names()
 
     def schema_names(self) -> set[str]:
         """For DataFusion: an unreadable catalog lists ``main``, whose tables raise its error.
@@ -251,11 +228,12 @@ class DuckLakeSchema(SchemaProvider):
             # "orders@v12" / "orders@2024-05-01T12:00:00": time travel (see _timetravel);
             # a bad suffix, snapshot or table raises our error so the message says why.
 
-            table = suffixed_table(self._catalog, self._name, name)
-            if table is None:
-                if self._catalog._snapshot is not None or self._catalog._snapshot_time is not None:
+            suffixed = self._catalog.lake.suffixed_table(self._name, name)
+            if suffixed is None:
+                if self._catalog.lake.pinned:
                     raise  # pinned: say the table did not exist at that snapshot
                 return None
+            table = DuckLakeTable.of(suffixed)
         return Table(table.dataset())
 
     def table_exist(self, name: str) -> bool:
@@ -271,7 +249,7 @@ class DuckLakeSchema(SchemaProvider):
         if "@" not in name:
             return False
 
-        return suffixed_table_exists(self._catalog, self._name, name)
+        return self._catalog.lake.suffixed_table_exists(self._name, name)
 
     def _view_exists(self, name: str) -> bool:
         try:

@@ -22,10 +22,10 @@ import pyarrow as pa
 from ..catalog import metadata
 from ..catalog._change_tokens import ChangeToken, split_quoted_names
 from ..catalog._history import list_file_rows, list_snapshot_records, table_sizes
-from ..pathres import join_path, resolve_data_path
-from ._lookup import require_table
-from ._planner import table_directory
-from ._timetravel import SnapshotRef, resolve_snapshot_ref
+from ..pathres import join_path
+from ..scan._lookup import require_table
+from ..scan._planner import table_directory
+from ..scan._timetravel import SnapshotRef, resolve_snapshot_ref
 
 __all__ = [
     "LIST_FILES_SCHEMA",
@@ -213,8 +213,7 @@ def list_files_table(
     lake, schema: str, table: str, snapshot: SnapshotRef | None = None
 ) -> pa.Table:
     """Data files of ``schema.table`` with their live delete file, at a snapshot."""
-    access = lake._access
-    backend = access.backend
+    backend = lake.backend
     with backend.session() as session:
         settings = metadata.read_settings(session, backend.description)
         if snapshot is None:
@@ -223,7 +222,7 @@ def list_files_table(
             snap = resolve_snapshot_ref(session, snapshot, backend.description)
         entry = require_table(session, backend.description, snap.snapshot_id, schema, table)
         files = list_file_rows(session, entry.table_id, snap.snapshot_id)
-    root = resolve_data_path(access.data_path_override or settings.get("data_path", ""))
+    root = lake.lake.data_path(settings)
     directory = table_directory(root, entry)
     rows = [
         {

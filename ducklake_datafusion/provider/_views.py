@@ -31,7 +31,7 @@ from datafusion.catalog import Table
 from ..catalog import metadata
 from ..catalog._models import ViewEntry
 from ..errors import DuckLakeError, UnsupportedFeatureError
-from ._timetravel import resolve_snapshot_ref, split_table_suffix
+from ..scan._timetravel import resolve_snapshot_ref, split_table_suffix
 
 __all__ = ["VIEW_CATALOG", "datafusion_sql", "find_view", "plannable_view_names", "view_table"]
 

@@ -1,6 +1,6 @@
 """``read_changes``: the change feed computed by Spark, from two side scans joined by rowid.
 
-The feed is a state difference keyed by rowid (``provider/_changes.py``). Here the driver
+The feed is a state difference keyed by rowid (``read/_changes.py``). Here the driver
 only resolves the bounds and the end snapshot's columns (metadata); everything that
 touches rows is a Spark operation over executor reads:
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from ..provider._changes import CHANGE_TYPES
+from ..scan._changes import CHANGE_TYPES
 from ..types import ColumnSpec
 from ._arrow import check_castable
 from ._change_sides import (

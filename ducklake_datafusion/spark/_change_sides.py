@@ -13,7 +13,7 @@ every step ``(p, s)`` of the feed, rows of the table at ``p``, the *new* side ro
   range (the positions of different steps are disjoint), not one read per step;
 * any other data file in both states (rows of later snapshots inside: merged or flushed
   files) is read at ``p`` and at ``s`` by the same task, which keeps the rows that are not
-  identical in both (``provider._changes.differing_rows``) for its side;
+  identical in both (``read._changes.differing_rows``) for its side;
 * inlined rows are compared the same way in the planning worker, which holds them
   anyway, and only the differing ones travel in the partitions.
 
@@ -43,9 +43,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import DuckLakeError, InvalidOptionError
-from ..provider import DataFileTask, InlinedRowsTask, ScanPlan, execute_tasks, read_request
-from ..provider._changes import ChangePlan, ChangeStep, differing_rows, plan_changes
-from ..provider._reader import ROW_ID, read_data_file
+from ..read import execute_tasks, read_request
+from ..read._changes import differing_rows, plan_changes
+from ..read._reader import ROW_ID, read_data_file
+from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
+from ..scan._changes import ChangePlan, ChangeStep
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._options import SourceOptions
@@ -403,9 +405,9 @@ class DuckLakeChangeSideReader(DataSourceReader):
     def partitions(self) -> Sequence[ChangeSidePartition]:
         """Plan the feed (metadata and delete files only) and group this side's units."""
         options = self.options
-        with options.open_catalog() as catalog:
+        with options.open_lake() as lake:
             plan = plan_changes(
-                catalog,
+                lake,
                 options.schema_name,
                 options.table_name,
                 options.changes_start,

@@ -9,7 +9,7 @@ and cannot hold that join, so the option keeps computing the feed on the driver,
 limits it to feeds that fit in the driver's memory. How pyspark 4.1 runs it:
 
 * ``DataSource.schema()`` (planning worker, once per DataFrame) resolves both bounds to
-  snapshot ids with the core's rules (``provider._changes.resolve_bound``: a time selects
+  snapshot ids with the core's rules (``scan._changes.resolve_bound``: a time selects
   the first snapshot at or after it as the start, the last at or before it as the end; no
   end means the latest snapshot) and reads the table's columns at the end snapshot. The data source keeps the two ids, so every action on the
   DataFrame reads the same range and schema even while writers commit.
@@ -84,20 +84,20 @@ def resolve_changes(options: SourceOptions) -> ChangeRange:
         InvalidOptionError: a bound is neither a snapshot id nor an ISO timestamp.
         TableNotFoundError: the table does not exist at the end snapshot.
     """
-    with options.open_catalog() as catalog:
-        first, last = _resolve_bounds(catalog, options.changes_start, options.changes_end)
+    with options.open_lake() as lake:
+        first, last = _resolve_bounds(lake, options.changes_start, options.changes_end)
     with options.pinned(last).open_table() as table:
         return ChangeRange(first, last, table.columns)
 
 
-def _resolve_bounds(catalog, start: str | None, end: str | None) -> tuple[int, int]:
+def _resolve_bounds(lake, start: str | None, end: str | None) -> tuple[int, int]:
     """The same resolution ``table_changes`` applies, in one catalog transaction."""
     from ..catalog import metadata
     from ..catalog._history import list_snapshot_records
-    from ..provider._changes import resolve_bound
-    from ..provider._timetravel import snapshot_bounds
+    from ..scan._changes import resolve_bound
+    from ..scan._timetravel import snapshot_bounds
 
-    backend = catalog.backend
+    backend = lake.backend
     description = backend.description
     with backend.session() as session:
         metadata.read_settings(session, description)
@@ -164,15 +164,15 @@ class DuckLakeChangesReader(DataSourceReader):
                 type the column cannot be cast to.
             SnapshotNotFoundError, TableNotFoundError: as ``table_changes``.
         """
-        from ..functions import table_changes
+        from ..read._changes import table_changes
 
         options = self.options
-        with options.open_catalog() as catalog:
+        with options.open_lake() as lake:
             end = options.changes_end
             if end is None:  # a user schema skipped DataSource.schema(): latest now
-                end = catalog.snapshot_id()
+                end = lake.snapshot_id()
             feed = table_changes(
-                catalog, options.schema_name, options.table_name, options.changes_start, end
+                lake, options.schema_name, options.table_name, options.changes_start, end
             )
         return self._to_target(feed)
 

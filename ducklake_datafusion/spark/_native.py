@@ -11,7 +11,7 @@
   position in the file, stable under row-group and page pruning), left-joined to a small
   broadcast table holding, per file and block of 16,384 rows, a bit mask of its deleted
   rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver from the very
-  positions the exact reader removes (``provider/_deletes``: every live delete file, per-
+  positions the exact reader removes (``read/_deletes``: every live delete file, per-
   position snapshots, inlined deletes, deletion vectors), so both paths drop the same rows;
 * everything else (older layouts, name-mapped or encrypted files, files on a store whose
   Hadoop connector the cluster lacks (``_hadoop``), object-store files with deletes,
@@ -30,7 +30,7 @@ driver for the exact ``_metadata.file_path`` spelling; files whose hashes collid
 another masked file's are left to the exact path, so a key never names two files.
 
 Each native file is first checked against the catalog on the driver (row count, field
-ids under the expected names: ``provider/_file_checks``), from its footer, which is
+ids under the expected names: ``read/_file_checks``), from its footer, which is
 parsed once per process. A file that fails the name check goes to the Python source,
 which reads by field id; a damaged file raises, as on every other path.
 """
@@ -46,11 +46,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..pathres import parse_location
-from ..provider import DataFileTask
-from ..provider._deletes import deleted_positions
-from ..provider._file_checks import check_data_file, reads_by_name
-from ..provider._footers import parsed_fragment
-from ..provider._reader import _FORMAT, open_file
+from ..read._deletes import deleted_positions
+from ..read._file_checks import check_data_file, reads_by_name
+from ..read._footers import parsed_fragment
+from ..read._reader import _FORMAT, open_file
+from ..scan import DataFileTask
 from ._hadoop import hadoop_url, native_store
 from ._types import spark_schema
 

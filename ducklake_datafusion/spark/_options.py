@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidOptionError
 from ..pathres import ACCEPTED_KEYS, StorageOptions
-from ..provider._timetravel import SnapshotRef, parse_snapshot_ref
+from ..scan._timetravel import SnapshotRef, parse_snapshot_ref
 
 if TYPE_CHECKING:
-    from ..provider import DuckLakeCatalog, DuckLakeTable
+    from ..scan import Lake, LakeTable
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
@@ -168,11 +168,11 @@ class SourceOptions:
         """The same change feed, its bounds fixed to the snapshot ids they resolved to."""
         return dataclasses.replace(self, changes_start=str(first), changes_end=str(last))
 
-    def catalog(self) -> DuckLakeCatalog:
-        """The lake (pinned if ``snapshot``/``snapshot_time`` are set); see :meth:`open_catalog`."""
-        from ..provider import DuckLakeCatalog
+    def lake(self) -> Lake:
+        """The lake (pinned if ``snapshot``/``snapshot_time`` are set); see :meth:`open_lake`."""
+        from ..scan import Lake
 
-        return DuckLakeCatalog(
+        return Lake.open(
             self.metadata,
             data_path=self.data_path,
             snapshot=self.snapshot,
@@ -186,21 +186,21 @@ class SourceOptions:
 
         Only the Spark driver's planning workers call this; executors never do.
         """
-        catalog = self.catalog()
+        lake = self.lake()
         try:
-            return OpenTable(catalog.table(self.schema_name, self.table_name), catalog)
+            return OpenTable(lake.table(self.schema_name, self.table_name), lake)
         except BaseException:
-            OpenTable(None, catalog).close()
+            lake.close()
             raise
 
     @contextmanager
-    def open_catalog(self) -> Iterator:
-        """:meth:`catalog` as a context manager: yields it, then releases its handle."""
-        catalog = self.catalog()
+    def open_lake(self) -> Iterator:
+        """:meth:`lake` as a context manager: yields it, then releases its handle."""
+        lake = self.lake()
         try:
-            yield catalog
+            yield lake
         finally:
-            OpenTable(None, catalog).close()
+            lake.close()
 
     @contextmanager
     def open_table(self) -> Iterator:
@@ -214,16 +214,14 @@ class SourceOptions:
 
 @dataclass
 class OpenTable:
-    """A resolved ``DuckLakeTable`` and the catalog whose database handle it uses."""
+    """A resolved ``scan.LakeTable`` and the lake whose database handle it uses."""
 
-    table: DuckLakeTable | None
-    catalog: DuckLakeCatalog
+    table: LakeTable | None
+    lake: Lake
 
     def close(self) -> None:
         """Release the catalog database now (a DuckDB file would stay locked a while)."""
-        close = getattr(self.catalog.backend, "close", None)
-        if close is not None:
-            close()
+        self.lake.close()
 
 
 def _table_option(values: Mapping[str, str]) -> str:

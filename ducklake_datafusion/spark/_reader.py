@@ -37,7 +37,8 @@ from pyspark.sql.datasource import DataSourceReader, EqualTo, Filter, InputParti
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..errors import InvalidOptionError, UnsupportedTypeError
-from ..provider import ScanPlan, execute_tasks, read_request
+from ..read import execute_tasks, read_request
+from ..scan import ScanPlan
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._filters import FilterColumn, combine, translate_filter

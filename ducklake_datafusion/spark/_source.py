@@ -188,7 +188,7 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
     """
     merged = {**values, **(storage_options or {}), **options, "path": table}
     parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
-    lake = parsed.catalog()
+    lake = parsed.lake()
     resolved = lake.table(parsed.schema_name, parsed.table_name)
     values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
     plan = resolved.scan_plan()

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from ..catalog import metadata as _metadata_queries
-from ..provider import DuckLakeCatalog
+from ..scan import Lake
 from ._source import read_table, register_spark
 
 __all__ = ["register_spark_views"]
@@ -55,7 +55,7 @@ def register_spark_views(
         data_path, storage_options, metadata_schema: as for ``DuckLakeCatalog``.
     """
     register_spark(spark)
-    lake = DuckLakeCatalog(
+    lake = Lake.open(
         metadata,
         data_path=data_path,
         snapshot=snapshot,

@@ -1,7 +1,7 @@
 """The scan plan: plain, frozen, picklable data that any engine can execute.
 
 The planner turns catalog metadata into a :class:`ScanPlan`; DataFusion, Spark or a bare
-pyarrow loop execute its tasks with :func:`ducklake_datafusion.provider.execute_task`.
+pyarrow loop execute its tasks with :func:`ducklake_datafusion.read.execute_tasks`.
 A task carries everything needed to produce its rows (URLs, sizes, delete positions,
 column mapping), so an executor never opens the catalog.
 """

@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import DataFileCorruptError, DataFileError, UnsupportedTypeError
+from ..scan._conform import conform, default_array, field_id, with_field_id
+from ..scan._plan import DataFileTask
 from ..types import ColumnSpec
-from ._conform import conform, default_array, field_id, with_field_id
-from ._plan import DataFileTask
 
 if TYPE_CHECKING:
     from ._reader import ReadRequest

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 from ..errors import DataFileMissingError, DeleteFileError, UnsupportedFeatureError
 from ..pathres import translate_storage_error
+from ..scan._plan import DeleteFile, DeleteSource
 from ._encrypted import read_encrypted_bytes
-from ._plan import DeleteFile, DeleteSource
 
 __all__ = ["deleted_positions", "keep_mask"]
 

@@ -19,24 +19,20 @@ from dataclasses import dataclass
 
 from ..catalog import MetadataSession, metadata
 from ..catalog._models import SnapshotInfo
-from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
-from ..types import build_column_tree
-from ._lookup import require_table
-from ._table import DuckLakeTable
+from ..errors import SnapshotNotFoundError
 
 __all__ = [
+    "SUFFIX_HELP",
     "SnapshotRef",
     "parse_snapshot_ref",
     "parse_time",
     "resolve_snapshot_ref",
     "snapshot_bounds",
     "split_table_suffix",
-    "suffixed_table",
-    "suffixed_table_exists",
 ]
 
 _VERSION = re.compile(r"^[vV](\d+)$")
-_SUFFIX_HELP = (
+SUFFIX_HELP = (
     "after '@' write v<snapshot id> (orders@v12) or an ISO timestamp "
     "(orders@2024-05-01T12:00:00, UTC unless it carries an offset)"
 )
@@ -125,49 +121,3 @@ def resolve_snapshot_ref(
             f"before the first snapshot kept); {snapshot_bounds(session)}"
         )
     return found
-
-
-def _table_at(catalog, schema: str, name: str, ref: SnapshotRef) -> DuckLakeTable:
-    access = catalog._access
-    backend = access.backend
-    with backend.session() as session:
-        metadata.read_settings(session, backend.description)
-        snap = resolve_snapshot_ref(session, ref, backend.description)
-        entry = require_table(
-            session,
-            backend.description,
-            snap.snapshot_id,
-            schema,
-            name,
-            context=f" ({snap.snapshot_time.isoformat()}, asked for as @{ref})",
-        )
-        entries = metadata.read_columns(session, entry.table_id, snap.snapshot_id)
-    return DuckLakeTable(access, entry, snap, entries, build_column_tree(entries))
-
-
-def suffixed_table(catalog, schema: str, name: str) -> DuckLakeTable | None:
-    """Resolve ``table@snapshot`` in ``schema``; ``None`` if ``name`` has no suffix.
-
-    Raises:
-        InvalidOptionError: the suffix is neither ``v<id>`` nor an ISO timestamp.
-        SnapshotNotFoundError: no such snapshot id, or the time is before the first one.
-        TableNotFoundError: the table did not exist at that snapshot.
-    """
-    split = split_table_suffix(name)
-    if split is None:
-        return None
-    base, ref = split
-    if ref is None:
-        raise InvalidOptionError(
-            f"{catalog.description} has no table {schema}.{name}, and {name!r} is not a valid "
-            f"time-travel name: {_SUFFIX_HELP}"
-        )
-    return _table_at(catalog, schema, base, ref)
-
-
-def suffixed_table_exists(catalog, schema: str, name: str) -> bool:
-    """Whether ``table@snapshot`` resolves (any error means it does not)."""
-    try:
-        return suffixed_table(catalog, schema, name) is not None
-    except (InvalidOptionError, SnapshotNotFoundError, TableNotFoundError):
-        return False

@@ -25,14 +25,14 @@ from pyarrow import acero
 
 from ..errors import DataFileCorruptError, DataFileError, DeleteFileError, DuckLakeError
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
+from ..scan._conform import field_id
+from ..scan._plan import DataFileTask, FileRef
 from ..types import ColumnSpec
-from ._conform import field_id
 from ._deletes import deleted_positions, keep_mask
 from ._encrypted import read_encrypted_file
 from ._file_checks import check_data_file, reads_by_name
 from ._file_columns import FileColumns, file_columns, physical_fields
 from ._footers import parsed_fragment, require_regular_file
-from ._plan import DataFileTask, FileRef
 
 __all__ = [
     "ROW_ID",

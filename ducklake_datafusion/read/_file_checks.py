@@ -18,9 +18,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..errors import DataFileCorruptError
+from ..scan._conform import field_id
+from ..scan._plan import DataFileTask
 from ..types import ColumnSpec
-from ._conform import field_id
-from ._plan import DataFileTask
 
 __all__ = ["check_data_file", "reads_by_name"]
 

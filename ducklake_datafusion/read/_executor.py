@@ -15,15 +15,15 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..pathres import parse_location
-from ._filters import (
+from ..scan._filters import (
     NotRebuildable,
     decode_expression,
     nan_ordered,
     referenced_columns,
     to_expression,
 )
-from ._inlined import refusal
-from ._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
+from ..scan._inlined import refusal
+from ..scan._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
 from ._reader import ROW_ID, ReadRequest, deleted_rows, read_data_file, scan_clean_files
 
 __all__ = ["execute_plan", "execute_tasks", "read_request"]

@@ -1,5 +1,8 @@
 """The change feed: which rows of a table changed between two snapshots, and how.
 
+Bounds, steps and the plan's data types are plain planning (``scan/_changes.py``); this
+module reads what they name: delete files to narrow each step, and the rows to compare.
+
 Output is DuckDB's ``ducklake_table_changes``: ``snapshot_id``, ``rowid``,
 ``change_type`` (``insert``, ``delete``, ``update_preimage``, ``update_postimage``), then
 the table's columns as of the end snapshot.
@@ -26,9 +29,7 @@ are folded into the next existing snapshot.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,114 +37,30 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import MetadataSession, metadata
-from ..catalog._change_tokens import ROW_CHANGE_KINDS
-from ..catalog._history import SnapshotRecord, list_snapshot_records, table_by_id
+from ..catalog._history import list_snapshot_records, table_by_id
 from ..catalog._models import ColumnEntry, DataFileEntry
-from ..errors import DuckLakeError, InvalidOptionError, SnapshotNotFoundError
-from ..pathres import resolve_data_path
+from ..errors import DuckLakeError
+from ..scan import Lake
+from ..scan._changes import (
+    CHANGE_TYPES,
+    ChangePlan,
+    ChangeStep,
+    change_schema,
+    change_steps,
+    resolve_bound,
+)
+from ..scan._lookup import require_table
+from ..scan._plan import DataFileTask, FileRef, ScanPlan
+from ..scan._planner import build_scan_plan
+from ..scan._timetravel import snapshot_bounds
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._deletes import deleted_positions
 from ._executor import execute_plan
-from ._lookup import require_table
-from ._plan import DataFileTask, FileRef, ScanPlan
-from ._planner import build_scan_plan
 from ._reader import ROW_ID, open_file
-from ._timetravel import parse_snapshot_ref, snapshot_bounds
 
-__all__ = [
-    "CHANGE_TYPES",
-    "ChangePlan",
-    "ChangeStep",
-    "change_schema",
-    "differing_rows",
-    "plan_changes",
-    "resolve_bound",
-    "table_changes",
-]
+__all__ = ["differing_rows", "neutral_lake", "plan_changes", "table_changes"]
 
-CHANGE_TYPES = ("delete", "update_preimage", "update_postimage", "insert")
 _RANK = {name: rank for rank, name in enumerate(CHANGE_TYPES)}
-
-
-def change_schema(columns: Sequence[ColumnSpec]) -> pa.Schema:
-    """The output schema: the three change columns, then the table columns."""
-    head = [("snapshot_id", pa.int64()), ("rowid", pa.int64()), ("change_type", pa.string())]
-    return pa.schema([pa.field(n, t) for n, t in head] + list(arrow_schema(columns)))
-
-
-# -- range bounds -----------------------------------------------------------------------------
-
-
-def resolve_bound(
-    records: Sequence[SnapshotRecord],
-    value: object,
-    *,
-    lower: bool,
-    description: str,
-    bounds: Callable[[], str] = lambda: "",
-) -> int:
-    """A range bound (snapshot id, datetime or text of either) -> an existing snapshot id.
-
-    Ids must exist, like in DuckDB. A time selects the first snapshot at or after it for
-    the lower bound and the last at or before it for the upper bound; naive times are UTC.
-    """
-    which = "start" if lower else "end"
-    if isinstance(value, str):
-        text = value.strip()
-        ref = parse_snapshot_ref(text if not text.isdigit() else f"v{text}")
-        if ref is None:
-            raise InvalidOptionError(
-                f"change feed {which} {value!r} is neither a snapshot id nor an ISO timestamp"
-            )
-        value = ref.snapshot_id if ref.time is None else ref.time
-    if isinstance(value, bool) or value is None:
-        raise InvalidOptionError(f"change feed {which} must be a snapshot id or a timestamp")
-    if isinstance(value, (int, np.integer)):
-        wanted = int(value)
-        if any(r.snapshot_id == wanted for r in records):
-            return wanted
-        raise SnapshotNotFoundError(
-            f"{description} has no snapshot {wanted} (never written, or expired by "
-            f"ducklake_expire_snapshots), so it cannot be the change feed {which}; {bounds()}"
-        )
-    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-        value = _dt.datetime.combine(value, _dt.time())
-    if not isinstance(value, _dt.datetime):
-        raise InvalidOptionError(
-            f"change feed {which} must be a snapshot id or a timestamp, got {value!r}"
-        )
-    when = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
-    if lower:
-        later = [r for r in records if r.snapshot_time >= when]
-        found = min(later, key=lambda r: (r.snapshot_time, r.snapshot_id)) if later else None
-    else:
-        earlier = [r for r in records if r.snapshot_time <= when]
-        found = max(earlier, key=lambda r: (r.snapshot_time, r.snapshot_id)) if earlier else None
-    if found is None:
-        side = "at or after" if lower else "at or before"
-        raise SnapshotNotFoundError(
-            f"{description} has no snapshot {side} {when.isoformat()} for the change feed "
-            f"{which}; {bounds()}"
-        )
-    return found.snapshot_id
-
-
-def _steps(records: Sequence[SnapshotRecord], first: int, last: int, table_id: int):
-    """``(predecessor, snapshot)`` pairs whose states must be compared."""
-    steps = []
-    previous = first - 1
-    for index, record in enumerate(r for r in records if first <= r.snapshot_id <= last):
-        expired_before = index > 0 and record.snapshot_id - previous > 1
-        if expired_before or _touches(record, table_id):
-            steps.append((previous, record.snapshot_id))
-        previous = record.snapshot_id
-    return steps
-
-
-def _touches(record: SnapshotRecord, table_id: int) -> bool:
-    if record.changes is None:
-        return True  # no changes row: nothing known, so compare
-    return any(t.kind in ROW_CHANGE_KINDS and t.table_id() == table_id for t in record.changes)
 
 
 # -- states -----------------------------------------------------------------------------------
@@ -170,18 +87,17 @@ def _read_state(
     entry = table_by_id(session, snapshot, table_id)
     if entry is None:
         return _State(snapshot, None, {})
-    access = lake._access
     files = metadata.read_table_files(session, entry, snapshot)
     plan = build_scan_plan(
         table=entry,
-        catalog=access.backend.description,
+        catalog=lake.description,
         snapshot_id=snapshot,
         column_entries=column_entries,
         columns=columns,
         files=files,
         data_path=data_path,
-        storage=access.storage,
-        inlined_values_are_text=access.backend.inlined_values_are_text,
+        storage=lake.storage,
+        inlined_values_are_text=lake.backend.inlined_values_are_text,
     )
     return _State(snapshot, plan, {f.data_file_id: f for f in files.files})
 
@@ -375,46 +291,13 @@ def _ordered(table: pa.Table) -> pa.Table:
 # -- entry point ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChangeStep:
-    """One compared pair of states: the feed rows of ``snapshot`` come from here.
+def neutral_lake(lake) -> Lake:
+    """The ``scan.Lake`` of ``lake``: itself, or the one an engine's catalog holds.
 
-    Attributes:
-        previous: the predecessor snapshot (may be an expired id, see the module notes).
-        snapshot: the feed's ``snapshot_id`` for this step.
-        old / new: the table at ``previous`` / ``snapshot`` through the end snapshot's
-            columns, narrowed to the data files that differ plus the inlined rows (None:
-            the table did not exist then).
-        shrunk: data file id -> positions deleted at ``snapshot`` only, for differing files
-            in both states that only lost rows: the rows at those positions (read at
-            ``previous``) are the file's whole difference.
+    ``table_changes`` is public and takes a ``DuckLakeCatalog``; Spark passes the neutral
+    handle. Both hold the same lake, so the feed reads the same snapshots.
     """
-
-    previous: int
-    snapshot: int
-    old: ScanPlan | None
-    new: ScanPlan | None
-    shrunk: dict[int, np.ndarray] = dataclasses.field(default_factory=dict, compare=False)
-
-
-@dataclass(frozen=True)
-class ChangePlan:
-    """Everything the change feed of one table over one range reads: metadata only.
-
-    Attributes:
-        table: ``schema.table`` as stored.
-        where: what the feed is, for messages (table and catalog).
-        first / last: the bounds, resolved to existing snapshot ids.
-        columns: the table's columns at ``last`` (the feed's table columns).
-        steps: the compared states, in snapshot order (none when ``first > last``).
-    """
-
-    table: str
-    where: str
-    first: int
-    last: int
-    columns: tuple[ColumnSpec, ...]
-    steps: tuple[ChangeStep, ...]
+    return lake if isinstance(lake, Lake) else lake.lake
 
 
 def plan_changes(
@@ -426,8 +309,8 @@ def plan_changes(
     both states of a step; never a data file. Bounds, errors and arguments as
     :func:`table_changes`.
     """
-    access = lake._access
-    backend = access.backend
+    lake = neutral_lake(lake)
+    backend = lake.backend
     description = backend.description
     with backend.session() as session:
         settings = metadata.read_settings(session, description)
@@ -443,15 +326,15 @@ def plan_changes(
         )
         column_entries = metadata.read_columns(session, entry.table_id, last)
         columns = build_column_tree(column_entries)
-        pairs = _steps(records, first, last, entry.table_id) if first <= last else []
-        data_path = resolve_data_path(access.data_path_override or settings.get("data_path", ""))
+        pairs = change_steps(records, first, last, entry.table_id) if first <= last else []
+        data_path = lake.data_path(settings)
         states = {
             snapshot: _read_state(
                 session, lake, entry.table_id, snapshot, column_entries, columns, data_path
             )
             for snapshot in sorted({s for pair in pairs for s in pair})
         }
-    deletes = _DeleteCache(access.storage)
+    deletes = _DeleteCache(lake.storage)
     steps = []
     for previous, snapshot in pairs:
         old, new = states[previous], states[snapshot]
@@ -475,7 +358,7 @@ def table_changes(
     """The change feed of ``schema.table`` for snapshots ``start`` through ``end``.
 
     Args:
-        lake: a :class:`~ducklake_datafusion.DuckLakeCatalog`.
+        lake: a :class:`~ducklake_datafusion.DuckLakeCatalog` or a ``scan.Lake``.
         start, end: inclusive bounds: snapshot ids, datetimes, or text of either.
         full_states: compare whole table states instead of only the files that differ
             (slower; used by tests to check the file selection).

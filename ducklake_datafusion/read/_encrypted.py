@@ -42,11 +42,11 @@ from ..errors import (
     UnsupportedFeatureError,
 )
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
+from ..scan._conform import conform_duckdb_export
+from ..scan._plan import DataFileTask, FileRef
 from ..types import ColumnSpec, duckdb_type_for
-from ._conform import conform_duckdb_export
 from ._file_columns import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID
 from ._footers import require_regular_file
-from ._plan import DataFileTask, FileRef
 
 __all__ = ["read_encrypted_bytes", "read_encrypted_file", "read_encrypted_table"]
 
