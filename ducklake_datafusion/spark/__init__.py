@@ -8,7 +8,8 @@
     ...         .load("main.orders"))
 
     >>> from ducklake_datafusion.spark import read_table
-    >>> df = read_table(spark, "lake.ducklake", "main.orders")   # + filter pushdown
+    >>> df = read_table(spark, "lake.ducklake", "main.orders")   # Spark's own reader
+    >>> old = read_table(spark, "lake.ducklake", "main.orders@v12")  # time travel
 
     >>> from ducklake_datafusion.spark import read_changes       # the change feed
     >>> changes = read_changes(spark, "lake.ducklake", "main.orders", 3, 7)
@@ -16,10 +17,11 @@
     >>> from ducklake_datafusion.spark import register_spark_views   # Spark SQL
     >>> register_spark_views(spark, "lake.ducklake")               # lake_main_orders ...
     >>> spark.sql("SELECT count(*) FROM lake_main_orders")
-    >>> # = spark.read.format("ducklake").option("metadata", ...)
-    >>> #       .option("read_changes", "3,7").load("main.orders")
 
-The driver plans the scan once (catalog metadata, files pruned with the filters Spark
+``read_table`` reads the files written at the table's current layout with Spark's own
+Parquet reader, deletes applied by a broadcast join of bit masks (``_native.py``;
+object stores through Hadoop connectors, ``_hadoop.py``), and unions the rest, read by
+the ``ducklake`` data source. For the data source, the driver plans the scan once (catalog metadata, files pruned with the filters Spark
 pushes down) and ships task groups of about ``partition_bytes`` each to the executors,
 which read Parquet with the very executor DataFusion uses: positional deletes, inlined
 rows and schema evolution included. Executors never open the catalog. Filter pushdown is
