@@ -229,34 +229,28 @@ def _tagged(rows: pa.Table, snapshot: int, change: str, schema: pa.Schema) -> pa
 
 def _diff(old: pa.Table, new: pa.Table, snapshot: int, schema: pa.Schema, where: str) -> list:
     """Tables of deletes, update pairs and inserts at ``snapshot`` (rows: columns + rowid)."""
-    old_ids, new_ids = old.column(ROW_ID), new.column(ROW_ID)
-    kept = pc.is_in(new_ids, value_set=old_ids.combine_chunks())
-    survived = pc.is_in(old_ids, value_set=new_ids.combine_chunks())
-    before = old.filter(survived).sort_by(ROW_ID)
-    after = new.filter(kept).sort_by(ROW_ID)
-    if before.num_rows != after.num_rows or not before.column(ROW_ID).equals(after.column(ROW_ID)):
-        raise DuckLakeError(
-            f"{where}: row ids are not unique at snapshot {snapshot} or its predecessor, "
-            "so the change feed cannot be derived; please report this lake"
-        )
-    changed = pa.array(_changed(before, after, len(schema) - 3))
+    match = _match(old, new, snapshot, where)
     return [
-        _tagged(old.filter(pc.invert(survived)), snapshot, "delete", schema),
-        _tagged(before.filter(changed), snapshot, "update_preimage", schema),
-        _tagged(after.filter(changed), snapshot, "update_postimage", schema),
-        _tagged(new.filter(pc.invert(kept)), snapshot, "insert", schema),
+        _tagged(old.filter(pc.invert(match.survived)), snapshot, "delete", schema),
+        _tagged(match.before.filter(match.changed), snapshot, "update_preimage", schema),
+        _tagged(match.after.filter(match.changed), snapshot, "update_postimage", schema),
+        _tagged(new.filter(pc.invert(match.kept)), snapshot, "insert", schema),
     ]
 
 
-def differing_rows(
-    old: pa.Table, new: pa.Table, snapshot: int, where: str
-) -> tuple[pa.Table, pa.Table]:
-    """The rows of two reads of the same rows (columns + ``rowid``) that are not identical.
+@dataclass(frozen=True)
+class _Match:
+    """Two reads of one set of rows paired by rowid (see ``_match``)."""
 
-    Returns the rows of ``old`` whose rowid is missing from ``new`` or whose values differ
-    there, and the same for ``new``. Lets a distributed engine compare the two states of
-    one data file (or of the inlined rows) where they are, and ship only what differs.
-    """
+    survived: pa.ChunkedArray  # per old row: its rowid is in the new read
+    kept: pa.ChunkedArray  # per new row: its rowid is in the old read
+    before: pa.Table  # the old rows of both reads, by rowid
+    after: pa.Table  # the new rows of both reads, by rowid (aligned with ``before``)
+    changed: pa.Array  # per pair: the values differ
+
+
+def _match(old: pa.Table, new: pa.Table, snapshot: int, where: str) -> _Match:
+    """Pair the rows of two reads (columns + ``rowid``) by rowid; rowids must be unique."""
     old_ids, new_ids = old.column(ROW_ID), new.column(ROW_ID)
     kept = pc.is_in(new_ids, value_set=old_ids.combine_chunks())
     survived = pc.is_in(old_ids, value_set=new_ids.combine_chunks())
@@ -268,9 +262,24 @@ def differing_rows(
             "so the change feed cannot be derived; please report this lake"
         )
     changed = pa.array(_changed(before, after, old.num_columns - 1))
+    return _Match(survived, kept, before, after, changed)
+
+
+def differing_rows(
+    old: pa.Table, new: pa.Table, snapshot: int, where: str
+) -> tuple[pa.Table, pa.Table]:
+    """The rows of two reads of the same rows (columns + ``rowid``) that are not identical.
+
+    Returns the rows of ``old`` whose rowid is missing from ``new`` or whose values differ
+    there, and the same for ``new``. Lets a distributed engine compare the two states of
+    one data file (or of the inlined rows) where they are, and ship only what differs.
+    """
+    match = _match(old, new, snapshot, where)
     return (
-        pa.concat_tables([old.filter(pc.invert(survived)), before.filter(changed)]),
-        pa.concat_tables([new.filter(pc.invert(kept)), after.filter(changed)]),
+        pa.concat_tables(
+            [old.filter(pc.invert(match.survived)), match.before.filter(match.changed)]
+        ),
+        pa.concat_tables([new.filter(pc.invert(match.kept)), match.after.filter(match.changed)]),
     )
 
 

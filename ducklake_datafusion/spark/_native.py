@@ -184,10 +184,8 @@ def _masked_read(spark, schema, tasks, plan, storage):
     """
     from pyspark.sql import functions as F
 
-    listed = {
-        _local_path(uri): _metadata_spelling(uri)
-        for uri in _read_parquet(spark, schema, tasks).inputFiles()
-    }
+    scan = _read_parquet(spark, schema, tasks)
+    listed = {_local_path(uri): _metadata_spelling(uri) for uri in scan.inputFiles()}
     spelled = {t.data_file_id: listed.get(parse_location(t.file.url).path) for t in tasks}
     hashes = _spark_hashes(spark, [p for p in spelled.values() if p is not None])
     owners: dict[int, int] = {}
@@ -202,7 +200,9 @@ def _masked_read(spark, schema, tasks, plan, storage):
     mask_frame = spark.createDataFrame(pa.table({_KEY: keys, _MASK: masks}))
     index = F.col("_metadata.row_index")
     file_hash = F.hash(F.col("_metadata.file_path")).cast("long")
-    rows = _read_parquet(spark, schema, chosen).select(
+    if len(chosen) < len(tasks):  # a narrower file list: list it again
+        scan = _read_parquet(spark, schema, chosen)
+    rows = scan.select(
         "*",
         (F.shiftleft(file_hash, 32) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
         index.alias(_INDEX),
