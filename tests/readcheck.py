@@ -1,8 +1,9 @@
 """Run one query through our DataFusion catalog and through DuckDB, and compare.
 
 The oracle is always DuckDB's own DuckLake reader on the same lake at the same snapshot;
-no expected value in the read tests is typed by hand. Each table state a check reads is
-replayed through Spark too (``sparkreplay``).
+no expected value in the read tests is typed by hand. Each check reads through both
+DataFusion paths (native scans, and the exact reader alone), and each table state it
+reads is replayed through Spark too (``sparkreplay``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def check(
         expected_sql = with_version(sql, snapshot)
     expected = lake.reference(expected_sql)
     kwargs = {"snapshot": snapshot} if snapshot is not None else {}
+    # Both DataFusion paths: native scans where they apply, then the exact reader alone
+    # (last, so the planner's log of the last scan is the exact path's filtered plan).
     actual = ours(lake, sql, **kwargs)
     assert_same_rows(actual, expected, ordered=ordered)
+    assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
     sparkreplay.replay(lake, sql, snapshot)
     return actual

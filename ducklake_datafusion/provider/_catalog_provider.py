@@ -63,6 +63,9 @@ class DuckLakeCatalog(CatalogProvider):
         storage_options: object-storage options (see ``pathres.StorageOptions``).
         metadata_schema: the schema of the catalog database that holds the
             ``ducklake_*`` tables, as DuckDB's ``METADATA_SCHEMA`` attach option.
+        native: read the files DataFusion's own Parquet reader reads exactly with it
+            (default); ``False`` reads every file through the exact streaming reader.
+            See the README's "Which reader runs" for when each path is taken.
 
     Attributes:
         lake: the engine-neutral ``scan.Lake`` this catalog adapts (catalog access,
@@ -78,7 +81,11 @@ class DuckLakeCatalog(CatalogProvider):
         snapshot_time: _dt.datetime | None = None,
         storage_options: Mapping[str, object] | None = None,
         metadata_schema: str | None = None,
+        native: bool = True,
     ) -> None:
+        if not isinstance(native, bool):
+            raise InvalidOptionError(f"native must be True or False, got {native!r}")
+        self.native = native
         self._metadata = metadata
         self._metadata_schema = metadata_schema
         self.lake = Lake.open(
@@ -119,6 +126,7 @@ class DuckLakeCatalog(CatalogProvider):
             snapshot_time=snapshot_time,
             storage_options=self.lake.storage,
             metadata_schema=self._metadata_schema,
+            native=self.native,
         )
 
     def snapshots(self) -> pa.Table:
@@ -234,7 +242,7 @@ class DuckLakeSchema(SchemaProvider):
                     raise  # pinned: say the table did not exist at that snapshot
                 return None
             table = DuckLakeTable.of(suffixed)
-        return Table(table.dataset())
+        return table.datafusion_table(native=self._catalog.native)
 
     def table_exist(self, name: str) -> bool:
         backend = self._catalog.backend

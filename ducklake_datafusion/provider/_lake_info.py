@@ -190,8 +190,7 @@ def table_history_table(lake, table_id: int) -> pa.Table:
         for r in _snapshot_records(lake)
         if r.changes is not None
         and any(
-            t.table_id() == table_id
-            or (t.kind == "created_table" and _display(t) in names)
+            t.table_id() == table_id or (t.kind == "created_table" and _display(t) in names)
             for t in r.changes
         )
     ]
