@@ -93,13 +93,13 @@ class NativeSplit:
     Attributes:
         clean: files read by one listing scan as they are.
         masked: files read by a second listing scan, filtered by their deleted positions.
-        deleted: the masked files' sorted deleted positions, by the spelling
-            ``input_file_name()`` gives each file.
+        live: each masked file's live-row mask (bit ``i`` clear: row ``i`` is deleted), by
+            local path without the leading slash (how ``input_file_name()`` names it).
     """
 
     clean: tuple[DataFileTask, ...] = ()
     masked: tuple[DataFileTask, ...] = ()
-    deleted: Mapping[str, np.ndarray] = field(default_factory=dict)
+    live: Mapping[str, pa.BooleanArray] = field(default_factory=dict)
 
     @property
     def file_ids(self) -> frozenset[int]:
@@ -111,42 +111,122 @@ def native_type(type_name: str) -> bool:
     return name in NATIVE_TYPES or bool(_DECIMAL.match(name))
 
 
-def split_native(table, plan: ScanPlan, max_files: int = NATIVE_MAX_FILES) -> NativeSplit:
-    """The plan's files that DataFusion reads exactly (see the module docstring)."""
+def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeSplit:
+    """The plan's files that DataFusion reads exactly (see the module docstring).
+
+    ``max_files`` defaults to ``NATIVE_MAX_FILES``.
+    """
     if not all(native_type(c.type_name) for c in table.columns):
         return NativeSplit()
-    candidates = [t for t in plan.tasks if _candidate(t)]
-    if not candidates or len(candidates) > max_files:
+    limit = NATIVE_MAX_FILES if max_files is None else max_files
+    current = [t for t in plan.tasks if getattr(t, "layout_current", False)]
+    if len(current) > limit:  # checked first: a 10,000-file table costs nothing more
+        return NativeSplit()
+    candidates = [t for t in current if _candidate(t)]
+    if not candidates:
         return NativeSplit()
     schema = plan.table_schema
-    clean, masked, deleted = [], [], {}
+    signature = tuple((c.column_id, c.name, str(c.arrow_type)) for c in table.columns)
+    clean, masked, live = [], [], {}
     for task in candidates:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        try:
-            fragment = parsed_fragment(task.file, plan.storage, _FORMAT)
-        except Exception as exc:  # translated as the exact reader does
-            raise _fail(exc, what) from exc
-        physical = fragment.physical_schema
-        check_data_file(task, fragment.metadata, physical, table.columns, what)
-        if not reads_by_name(physical, table.columns) or not _same_types(physical, schema):
+        if not _reads_natively(task, plan, table.columns, schema, signature, what):
             continue
         if task.deletes is None:
             clean.append(task)
             continue
-        positions = deleted_positions(
-            task.deletes,
-            plan.snapshot_id,
-            lambda ref: open_file(ref, plan.storage),
-            what,
-            task.record_count,
-        )
-        if len(positions) == 0:
+        mask = _live_mask(task, plan, what)
+        if mask is None:
             clean.append(task)
             continue
         masked.append(task)
-        for spelling in _spellings(parse_location(task.file.url).path):
-            deleted[spelling] = positions
-    return NativeSplit(tuple(clean), tuple(masked), deleted)
+        live[parse_location(task.file.url).path.lstrip("/")] = mask
+    return NativeSplit(tuple(clean), tuple(masked), live)
+
+
+# Verdicts of _reads_natively per (file, size, rows, columns): the footer is cached too,
+# but comparing it with the columns on every query cost ~1 ms for 40 files.
+_VERDICTS: dict[tuple, bool] = {}
+_VERDICTS_MAX = 65536
+
+
+def _reads_natively(task, plan, columns, schema, signature, what: str) -> bool:
+    """Check the file against the catalog (raises if damaged); True if read by name.
+
+    The file is stat-ed on every call (``parsed_fragment``), so a file removed or
+    replaced by a FIFO since the last query raises the typed error here.
+    """
+    try:
+        fragment = parsed_fragment(task.file, plan.storage, _FORMAT)
+    except Exception as exc:  # translated as the exact reader does
+        raise _fail(exc, what) from exc
+    key = (task.file.url, task.file.size, task.record_count, signature)
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        physical = fragment.physical_schema
+        check_data_file(task, fragment.metadata, physical, columns, what)
+        verdict = reads_by_name(physical, columns) and _same_types(physical, schema)
+        if len(_VERDICTS) >= _VERDICTS_MAX:
+            _VERDICTS.clear()
+        _VERDICTS[key] = verdict
+    return verdict
+
+
+class _LiveMasks:
+    """Live-row masks by (data file, its deletes, snapshot), up to ``limit`` bytes.
+
+    A mask is one bit per row (31 kB for 250k rows) and costs ~0.3 ms to build from the
+    positions, so it is kept across queries; its key names every delete file, so a new
+    DELETE (a new delete file) makes a new key.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._masks: dict[tuple, pa.BooleanArray | None] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            return self._masks.get(key, False)
+
+    def put(self, key: tuple, mask: pa.BooleanArray | None) -> None:
+        size = 0 if mask is None else mask.nbytes
+        with self._lock:
+            if self._bytes + size > self._limit:
+                self._masks.clear()
+                self._bytes = 0
+            self._masks[key] = mask
+            self._bytes += size
+
+
+live_masks = _LiveMasks(64 << 20)
+
+
+def _live_mask(task: DataFileTask, plan: ScanPlan, what: str) -> pa.BooleanArray | None:
+    """The file's live rows at the plan's snapshot (``None``: no row is deleted).
+
+    From the exact reader's own ``deleted_positions``, which checks every delete file
+    against the catalog and raises ``DeleteFileError`` when one cannot be trusted.
+    """
+    key = (task.file.url, task.record_count, task.deletes, plan.snapshot_id)
+    mask = live_masks.get(key)
+    if mask is not False:
+        return mask
+    positions = deleted_positions(
+        task.deletes,
+        plan.snapshot_id,
+        lambda ref: open_file(ref, plan.storage),
+        what,
+        task.record_count,
+    )
+    mask = None
+    if len(positions):
+        keep = np.ones(task.record_count, dtype=bool)
+        keep[positions] = False
+        mask = pa.array(keep)
+    live_masks.put(key, mask)
+    return mask
 
 
 def _candidate(task) -> bool:
@@ -177,12 +257,6 @@ def _kind(type_: pa.DataType) -> pa.DataType:
     if pa.types.is_binary_view(type_):
         return pa.binary()
     return type_
-
-
-def _spellings(path: str) -> set[str]:
-    """How ``input_file_name()`` may name a local file: its path without the leading
-    slash, as given or with symbolic links resolved."""
-    return {path.lstrip("/"), os.path.realpath(path).lstrip("/")}
 
 
 def _file_url(task: DataFileTask) -> str:
@@ -239,8 +313,8 @@ def _frame(table, plan: ScanPlan, split: NativeSplit, adapter):
         parts.append(listing_frame(ctx, [_file_url(t) for t in split.clean], schema))
     if split.masked:
         scan = listing_frame(ctx, [_file_url(t) for t in split.masked], schema)
-        live = live_rows_udf(split.deleted, plan.table, plan.snapshot_id)
-        parts.append(scan.filter(live(F.input_file_name(), F.file_row_index())))
+        live_rows = live_rows_udf(split.live, plan.table, plan.snapshot_id)
+        parts.append(scan.filter(live_rows(F.input_file_name(), F.file_row_index())))
     if adapter is not None:
         parts.append(ctx.read_table(adapter))
     frame = parts[0].select(*names)
@@ -252,66 +326,72 @@ def _frame(table, plan: ScanPlan, split: NativeSplit, adapter):
 # ------------------------------------------------------------------------------------------
 # The delete filter
 
-_ALL_LIVE = pa.array(np.ones(1 << 16, dtype=bool))
+
+def live_rows_udf(live: Mapping[str, pa.BooleanArray], table: str, snapshot: int):
+    """``ducklake_live_rows(input_file_name(), file_row_index())`` over ``live``'s masks."""
+    return udf(
+        LiveRows(live, table, snapshot),
+        [pa.string(), pa.int64()],
+        pa.bool_(),
+        "immutable",
+        name=_LIVE_ROWS,
+    )
 
 
-def live_rows_udf(deleted: Mapping[str, np.ndarray], table: str, snapshot: int):
-    """``ducklake_live_rows(file, position)``: false for the deleted rows of ``deleted``.
+class LiveRows:
+    """The UDF's body: each row's bit in its file's live-row mask.
 
     Row-wise pure, so DataFusion may evaluate it on any batch or subset of rows. Batches
     straight from the Parquet scan hold the rows of one file in position order; those
-    take the fast path (a slice of an all-true array, or one ``searchsorted`` pair).
+    take the fast path, a zero-copy slice of the mask. The one-file check compares every
+    name (about 4 ns a row), so a batch mixing files can never take a wrong mask.
     """
 
-    def live(files: pa.StringArray, positions: pa.Int64Array) -> pa.BooleanArray:
-        count = len(positions)
-        if count == 0:
+    def __init__(self, live: Mapping[str, pa.BooleanArray], table: str, snapshot: int) -> None:
+        self._live = live
+        self._resolved: dict[str, pa.BooleanArray] = {}
+        self._what = f"native scan of table {table} (snapshot {snapshot})"
+
+    def __call__(self, files: pa.StringArray, positions: pa.Int64Array) -> pa.BooleanArray:
+        if len(positions) == 0:
             return pa.array([], pa.bool_())
         first = files[0].as_py()
         if files.null_count == 0 and pc.all(pc.equal(files, first)).as_py():
-            return _live(_positions(deleted, first, table, snapshot), positions.to_numpy())
+            return _rows_of(self._mask(first), positions)
         codes = files.dictionary_encode()
         indices = codes.indices.to_numpy(zero_copy_only=False)
-        rows = positions.to_numpy()
-        out = np.empty(count, dtype=bool)
+        out = np.empty(len(positions), dtype=bool)
         for code, name in enumerate(codes.dictionary.to_pylist()):
-            chosen = indices == code
-            out[chosen] = _live_array(_positions(deleted, name, table, snapshot), rows[chosen])
+            chosen = np.flatnonzero(indices == code)
+            mask = _rows_of(self._mask(name), positions.take(pa.array(chosen)))
+            out[chosen] = mask.to_numpy(zero_copy_only=False)
         return pa.array(out)
 
-    return udf(live, [pa.string(), pa.int64()], pa.bool_(), "immutable", name=_LIVE_ROWS)
+    def _mask(self, name: str | None) -> pa.BooleanArray:
+        """The mask of the file ``input_file_name()`` names: its path without the leading
+        slash, as the catalog gives it or with symbolic links resolved."""
+        found = self._live.get(name)
+        if found is None and name is not None:
+            if not self._resolved:
+                self._resolved.update(
+                    {os.path.realpath("/" + p).lstrip("/"): m for p, m in self._live.items()}
+                )
+            found = self._resolved.get(name)
+        if found is None:
+            # Every file of the masked scan has a mask; anything else is a bug, reported
+            # instead of returning deleted rows.
+            raise DuckLakeError(
+                f"{self._what} read a row of {name!r}, a file it has no delete mask for. "
+                "Please report this; DuckLakeCatalog(..., native=False) reads through the "
+                "exact path"
+            )
+        return found
 
 
-def _positions(deleted: Mapping[str, np.ndarray], name, table: str, snapshot: int):
-    positions = deleted.get(name)
-    if positions is None:
-        # Every file of the masked scan has positions under each spelling DataFusion
-        # uses; anything else is a bug, reported instead of reading deleted rows.
-        raise DuckLakeError(
-            f"native scan of table {table} (snapshot {snapshot}) read a row of {name!r}, "
-            "a file it has no deleted positions for. Please report this; "
-            "DuckLakeCatalog(..., native=False) reads through the exact path"
-        )
-    return positions
-
-
-def _live(deleted: np.ndarray, rows: np.ndarray) -> pa.BooleanArray:
-    count = len(rows)
-    first, last = int(rows[0]), int(rows[-1])
-    if last - first + 1 != count or (count > 1 and not np.all(np.diff(rows) == 1)):
-        return pa.array(_live_array(deleted, rows))  # not one run: a row selection, a subset
-    start, stop = np.searchsorted(deleted, (first, last + 1))
-    if start == stop:
-        if count <= len(_ALL_LIVE):
-            return _ALL_LIVE.slice(0, count)
-        return pa.array(np.ones(count, dtype=bool))
-    keep = np.ones(count, dtype=bool)
-    keep[deleted[start:stop] - first] = False
-    return pa.array(keep)
-
-
-def _live_array(deleted: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    if len(deleted) == 0:
-        return np.ones(len(rows), dtype=bool)
-    at = np.minimum(np.searchsorted(deleted, rows), len(deleted) - 1)
-    return deleted[at] != rows
+def _rows_of(mask: pa.BooleanArray, positions: pa.Int64Array) -> pa.BooleanArray:
+    """``mask[positions]``: a slice when the positions are one ascending run."""
+    rows = positions.to_numpy()
+    count, first = len(rows), int(rows[0])
+    if int(rows[-1]) - first + 1 == count and (count == 1 or np.all(np.diff(rows) == 1)):
+        return mask.slice(first, count)
+    return mask.take(positions)  # a row selection or a subset; raises if out of range

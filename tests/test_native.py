@@ -1,0 +1,287 @@
+"""Native DataFusion scans (``provider/_native``): the DataFusion facts they rest on, and
+the same lakes read through the native path, the exact path and DuckDB.
+
+The contract tests fail loudly if a datafusion release changes a fact the native path
+relies on: a listing scan over a file list through the plan's protobuf, ``Table(df)``
+built on a helper thread inside ``SchemaProvider.table()``, ``file_row_index()`` being
+the physical position under row-group and page pruning, and ``input_file_name()``'s
+spelling of a local file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from datafusion import SessionConfig, SessionContext, col, lit
+from datafusion import functions as F
+from datafusion.catalog import CatalogProvider, SchemaProvider, Table
+from lakes import assert_same_rows
+from readcheck import check, ours
+
+from ducklake_datafusion import DuckLakeCatalog, register
+from ducklake_datafusion.errors import DuckLakeError, InvalidOptionError
+from ducklake_datafusion.provider import _native
+from ducklake_datafusion.provider._listing import listing_frame
+from ducklake_datafusion.provider._native import LiveRows, split_native
+
+# ------------------------------------------------------------------------------------------
+# DataFusion facts
+
+
+def _files(tmp_path, count=3, rows=5000, row_group=700):
+    """Parquet files whose column ``k`` equals the row's position in its file."""
+    paths = []
+    for i in range(count):
+        path = str(tmp_path / f"f{i}.parquet")
+        k = np.arange(rows, dtype=np.int64)
+        pq.write_table(
+            pa.table({"k": k, "f": np.full(rows, i, dtype=np.int32), "s": [f"v{x}" for x in k]}),
+            path,
+            row_group_size=row_group,
+            data_page_size=512,
+            write_page_index=True,
+        )
+        paths.append(path)
+    return paths
+
+
+SCHEMA = pa.schema([("k", pa.int64()), ("f", pa.int32()), ("s", pa.string())])
+
+
+def test_listing_frame_reads_exactly_the_listed_files(tmp_path):
+    paths = _files(tmp_path, count=4)
+    frame = listing_frame(SessionContext(), ["file://" + p for p in paths[:3]], SCHEMA)
+    assert frame.schema().names == SCHEMA.names
+    table = frame.to_arrow_table()
+    assert sorted(set(table.column("f").to_pylist())) == [0, 1, 2]  # not the fourth
+    assert table.num_rows == 15000
+    plan = frame.execution_plan().display_indent()
+    assert "DataSourceExec" in plan and "f3.parquet" not in plan
+
+
+def test_file_row_index_is_the_physical_position_under_pruning(tmp_path):
+    """Row groups pruned by statistics, pages by the page index, files split in byte
+    ranges over 8 partitions: ``file_row_index()`` still equals ``k``."""
+    paths = _files(tmp_path)
+    ctx = SessionContext(SessionConfig().with_target_partitions(8))
+    frame = listing_frame(ctx, ["file://" + p for p in paths], SCHEMA)
+    for predicate in (None, (col("k") >= lit(1234)) & (col("k") < lit(2345)), col("k") == lit(4999)):
+        part = frame if predicate is None else frame.filter(predicate)
+        out = part.select(col("k"), F.file_row_index().alias("i")).to_arrow_table()
+        assert out.num_rows > 0
+        assert out.column("k").to_pylist() == out.column("i").to_pylist()
+
+
+def test_input_file_name_is_the_path_without_its_leading_slash(tmp_path):
+    paths = _files(tmp_path, count=2)
+    frame = listing_frame(SessionContext(), ["file://" + p for p in paths], SCHEMA)
+    names = frame.select(F.input_file_name().alias("n")).distinct().to_arrow_table()
+    assert sorted(names.column("n").to_pylist()) == sorted(p.lstrip("/") for p in paths)
+
+
+def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path):
+    """``Table(df)`` from ``table()``: planned by the querying session, filter pushed into
+    the Parquet scan as a pruning predicate."""
+    paths = _files(tmp_path)
+
+    class Schema(SchemaProvider):
+        def table_names(self):
+            return {"t"}
+
+        def table(self, name):
+            out = {}
+
+            def build():
+                out["df"] = listing_frame(SessionContext(), ["file://" + p for p in paths], SCHEMA)
+
+            worker = threading.Thread(target=build)
+            worker.start()
+            worker.join()
+            return Table(out["df"])
+
+        def table_exist(self, name):
+            return name == "t"
+
+    class Catalog(CatalogProvider):
+        def schema_names(self):
+            return {"s"}
+
+        def schema(self, name):
+            return Schema() if name == "s" else None
+
+    ctx = SessionContext()
+    ctx.register_catalog_provider("c", Catalog())
+    sql = "SELECT count(*) AS n FROM c.s.t WHERE k < 100"
+    assert ctx.sql(sql).to_pylist() == [{"n": 300}]
+    plan = "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
+    assert "DataSourceExec" in plan and "pruning_predicate" in plan
+
+
+# ------------------------------------------------------------------------------------------
+# The delete filter
+
+
+def _mask(live: list[bool]) -> pa.BooleanArray:
+    return pa.array(live)
+
+
+def test_live_rows_on_runs_subsets_and_mixed_batches():
+    a = _mask([True, False, True, True, False, True])
+    b = _mask([False, True, True])
+    rows = LiveRows({"x/a.parquet": a, "x/b.parquet": b}, "main.t", 3)
+    one = rows(pa.array(["x/a.parquet"] * 4), pa.array([1, 2, 3, 4], pa.int64()))
+    assert one.to_pylist() == [False, True, True, False]
+    subset = rows(pa.array(["x/a.parquet"] * 3), pa.array([5, 0, 4], pa.int64()))
+    assert subset.to_pylist() == [True, True, False]
+    mixed = rows(
+        pa.array(["x/a.parquet", "x/b.parquet", "x/a.parquet", "x/b.parquet"]),
+        pa.array([1, 0, 2, 2], pa.int64()),
+    )
+    assert mixed.to_pylist() == [False, False, True, True]
+    assert rows(pa.array([], pa.string()), pa.array([], pa.int64())).to_pylist() == []
+
+
+def test_live_rows_refuses_a_file_it_has_no_mask_for():
+    rows = LiveRows({"x/a.parquet": _mask([True])}, "main.t", 3)
+    with pytest.raises(DuckLakeError, match="main.t.*snapshot 3.*x/c.parquet"):
+        rows(pa.array(["x/c.parquet"]), pa.array([0], pa.int64()))
+    with pytest.raises(pa.ArrowIndexError):
+        rows(pa.array(["x/a.parquet", "x/a.parquet"]), pa.array([0, 7], pa.int64()))
+
+
+# ------------------------------------------------------------------------------------------
+# Lakes through both paths
+
+
+def _explain(lake, sql: str, **kwargs) -> str:
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), **kwargs))
+    return "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
+
+
+@pytest.fixture
+def deleted_lake(make_lake):
+    """Four files of 5,000 rows (row groups of 1,000), deletes in three of them, two
+    DELETEs in one (a cumulative delete file), one file without deletes."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR, d DATE, x DOUBLE)")
+    for start in range(0, 20000, 5000):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, i % 7, 's' || i, DATE '2024-01-01' + (i % 400)::INT, "
+            f"CASE WHEN i % 11 = 0 THEN NULL ELSE i / 3.0 END FROM range({start}, {start + 5000}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 3 AND k < 15000")
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 2000 AND 2999")
+    return lake
+
+
+QUERIES = [
+    "SELECT * FROM lake.main.t",
+    "SELECT count(*) AS n FROM lake.main.t",
+    "SELECT g, count(*) AS n, count(x) AS nx, max(k) AS mk, min(s) AS ms FROM lake.main.t GROUP BY g",
+    "SELECT k, s FROM lake.main.t WHERE k BETWEEN 1990 AND 3010",
+    "SELECT * FROM lake.main.t WHERE k = 4513 OR k = 4514",
+    "SELECT count(*) AS n FROM lake.main.t WHERE x IS NULL",
+    "SELECT d, max(k) AS mk FROM lake.main.t WHERE d >= DATE '2024-12-01' GROUP BY d",
+]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_deletes_natively_match_duckdb(deleted_lake, sql):
+    check(deleted_lake, sql)  # native, then exact, each against DuckDB
+
+
+def test_native_path_is_taken_and_shown(deleted_lake):
+    plan = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t WHERE k > 100")
+    assert plan.count("DataSourceExec") == 2, plan  # the clean file, the masked files
+    assert "ducklake_live_rows" in plan and "DatasetExec" not in plan
+    exact = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t", native=False)
+    assert "DataSourceExec" not in exact and "DatasetExec" in exact
+
+
+def test_every_snapshot_natively(deleted_lake):
+    for snapshot in range(1, 8):
+        check(deleted_lake, "SELECT k, g, s FROM lake.main.t WHERE k % 5 = 3", snapshot=snapshot)
+
+
+def test_older_layouts_take_the_exact_path_beside_native_files(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'a' || i FROM range(1000) r(i)")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'b' || i, i FROM range(1000, 2000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 0")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'c' || i, -i FROM range(2000, 3000) r(i)")
+    plan = _explain(lake, "SELECT * FROM lake.main.t")
+    assert "DataSourceExec" in plan and "DatasetExec" in plan, plan
+    for sql in (
+        "SELECT * FROM lake.main.t",
+        "SELECT name, v FROM lake.main.t WHERE k BETWEEN 990 AND 2010",
+        "SELECT v, count(*) AS n FROM lake.main.t GROUP BY v HAVING count(*) > 1",
+    ):
+        check(lake, sql)
+
+
+def test_inlined_rows_and_native_files_together(make_lake):
+    lake = make_lake(inline_limit=100)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'f' || i FROM range(5000) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (-1, 'inlined'), (-2, NULL)")
+    lake.sql("DELETE FROM lake.main.t WHERE k = 17 OR k = -2")
+    plan = _explain(lake, "SELECT * FROM lake.main.t")
+    assert "DataSourceExec" in plan and "DatasetExec" in plan, plan
+    check(lake, "SELECT * FROM lake.main.t")
+    check(lake, "SELECT count(*) AS n FROM lake.main.t")
+
+
+def test_types_the_native_reader_would_change_stay_exact(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, t TIME, ns TIMESTAMP_NS, u UUID)")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, TIME '10:00:00' + INTERVAL (i) SECOND, "
+        "TIMESTAMP_NS '2024-01-01 00:00:00.123456789', uuid() FROM range(100) r(i)"
+    )
+    assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
+    check(lake, "SELECT k, t, ns FROM lake.main.t WHERE k > 50")
+
+
+def test_unusual_path_characters_stay_exact(make_lake):
+    lake = make_lake(inline_limit=0, name="a lake%20with #odd chars é")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k < 10")
+    assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
+    check(lake, "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t")
+
+
+def test_symlinked_data_directory(make_lake, tmp_path):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(3000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 4 = 0")
+    link = tmp_path / "linked-data"
+    os.symlink(lake.data_path.rstrip("/"), link)
+    sql = "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
+    got = ours(lake, sql, data_path=str(link) + "/")
+    assert_same_rows(got, lake.reference(sql))
+
+
+def test_many_files_stay_on_the_exact_path(deleted_lake, monkeypatch):
+    monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 2)
+    assert "DataSourceExec" not in _explain(deleted_lake, "SELECT * FROM lake.main.t")
+    check(deleted_lake, "SELECT count(*) AS n FROM lake.main.t")
+    table = DuckLakeCatalog(**deleted_lake.reader_args()).table("main", "t")
+    split = split_native(table, table.scan_plan(), max_files=4)
+    assert len(split.clean) == 1 and len(split.masked) == 3
+
+
+def test_native_option_is_checked(tmp_path):
+    with pytest.raises(InvalidOptionError, match="native"):
+        DuckLakeCatalog(str(tmp_path / "x.ducklake"), native="yes")
