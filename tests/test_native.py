@@ -2,10 +2,11 @@
 the same lakes read through the native path, the exact path and DuckDB.
 
 The contract tests fail loudly if a datafusion release changes a fact the native path
-relies on: a listing scan over a file list through the plan's protobuf, ``Table(df)``
-built on a helper thread inside ``SchemaProvider.table()``, ``file_row_index()`` being
-the physical position under row-group and page pruning, and ``input_file_name()``'s
-spelling of a local file.
+relies on: a listing scan over a file list through the plan's protobuf, and ``Table(df)``
+built on a helper thread inside ``SchemaProvider.table()``. Two more guard the facts a
+native delete filter was measured with (``docs/benchmarks.md``): ``file_row_index()`` is
+the physical position under row-group and page pruning, and ``input_file_name()`` names
+a local file by its path.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from lakes import assert_same_rows
 from readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.errors import DuckLakeError, InvalidOptionError
+from ducklake_datafusion.errors import DataFileMissingError, InvalidOptionError
 from ducklake_datafusion.provider import _native
 from ducklake_datafusion.provider._listing import listing_frame
-from ducklake_datafusion.provider._native import LiveRows, split_native
+from ducklake_datafusion.provider._native import split_native
 
 # ------------------------------------------------------------------------------------------
 # DataFusion facts
@@ -70,7 +71,11 @@ def test_file_row_index_is_the_physical_position_under_pruning(tmp_path):
     paths = _files(tmp_path)
     ctx = SessionContext(SessionConfig().with_target_partitions(8))
     frame = listing_frame(ctx, ["file://" + p for p in paths], SCHEMA)
-    for predicate in (None, (col("k") >= lit(1234)) & (col("k") < lit(2345)), col("k") == lit(4999)):
+    for predicate in (
+        None,
+        (col("k") >= lit(1234)) & (col("k") < lit(2345)),
+        col("k") == lit(4999),
+    ):
         part = frame if predicate is None else frame.filter(predicate)
         out = part.select(col("k"), F.file_row_index().alias("i")).to_arrow_table()
         assert out.num_rows > 0
@@ -123,38 +128,6 @@ def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path)
 
 
 # ------------------------------------------------------------------------------------------
-# The delete filter
-
-
-def _mask(live: list[bool]) -> pa.BooleanArray:
-    return pa.array(live)
-
-
-def test_live_rows_on_runs_subsets_and_mixed_batches():
-    a = _mask([True, False, True, True, False, True])
-    b = _mask([False, True, True])
-    rows = LiveRows({"x/a.parquet": a, "x/b.parquet": b}, "main.t", 3)
-    one = rows(pa.array(["x/a.parquet"] * 4), pa.array([1, 2, 3, 4], pa.int64()))
-    assert one.to_pylist() == [False, True, True, False]
-    subset = rows(pa.array(["x/a.parquet"] * 3), pa.array([5, 0, 4], pa.int64()))
-    assert subset.to_pylist() == [True, True, False]
-    mixed = rows(
-        pa.array(["x/a.parquet", "x/b.parquet", "x/a.parquet", "x/b.parquet"]),
-        pa.array([1, 0, 2, 2], pa.int64()),
-    )
-    assert mixed.to_pylist() == [False, False, True, True]
-    assert rows(pa.array([], pa.string()), pa.array([], pa.int64())).to_pylist() == []
-
-
-def test_live_rows_refuses_a_file_it_has_no_mask_for():
-    rows = LiveRows({"x/a.parquet": _mask([True])}, "main.t", 3)
-    with pytest.raises(DuckLakeError, match="main.t.*snapshot 3.*x/c.parquet"):
-        rows(pa.array(["x/c.parquet"]), pa.array([0], pa.int64()))
-    with pytest.raises(pa.ArrowIndexError):
-        rows(pa.array(["x/a.parquet", "x/a.parquet"]), pa.array([0, 7], pa.int64()))
-
-
-# ------------------------------------------------------------------------------------------
 # Lakes through both paths
 
 
@@ -199,8 +172,8 @@ def test_deletes_natively_match_duckdb(deleted_lake, sql):
 
 def test_native_path_is_taken_and_shown(deleted_lake):
     plan = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t WHERE k > 100")
-    assert plan.count("DataSourceExec") == 2, plan  # the clean file, the masked files
-    assert "ducklake_live_rows" in plan and "DatasetExec" not in plan
+    # the clean file natively, the three with deletes through the exact reader
+    assert plan.count("DataSourceExec") == 1 and "DatasetExec" in plan, plan
     exact = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t", native=False)
     assert "DataSourceExec" not in exact and "DatasetExec" in exact
 
@@ -233,6 +206,7 @@ def test_inlined_rows_and_native_files_together(make_lake):
     lake = make_lake(inline_limit=100)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'f' || i FROM range(5000) r(i)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'g' || i FROM range(5000, 6000) r(i)")
     lake.sql("INSERT INTO lake.main.t VALUES (-1, 'inlined'), (-2, NULL)")
     lake.sql("DELETE FROM lake.main.t WHERE k = 17 OR k = -2")
     plan = _explain(lake, "SELECT * FROM lake.main.t")
@@ -261,6 +235,34 @@ def test_unusual_path_characters_stay_exact(make_lake):
     check(lake, "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t")
 
 
+def test_clean_table_is_read_natively_alone(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, b BLOB, ts TIMESTAMPTZ, m DECIMAL(9,2))"
+    )
+    for start in (0, 700, 1400):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 's' || i, 'b'::BLOB, TIMESTAMPTZ '2024-01-01 00:00:00+00' "
+            f"+ INTERVAL (i) MINUTE, i / 7 FROM range({start}, {start + 700}) r(i)"
+        )
+    plan = _explain(lake, "SELECT * FROM lake.main.t")
+    assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
+    check(lake, "SELECT * FROM lake.main.t")
+    check(lake, "SELECT count(*) AS n, max(ts) AS t, sum(m) AS sm FROM lake.main.t WHERE k >= 650")
+
+
+def test_a_file_removed_after_a_query_raises_the_typed_error(deleted_lake):
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**deleted_lake.reader_args()))
+    sql = "SELECT count(*) AS n FROM lake.main.t"
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), deleted_lake.reference(sql))
+    table = DuckLakeCatalog(**deleted_lake.reader_args()).table("main", "t")
+    (clean,) = split_native(table, table.scan_plan()).clean
+    os.remove(clean.file.url.removeprefix("file://"))
+    with pytest.raises(DataFileMissingError, match="main.t"):
+        ctx.sql(sql).to_arrow_table()
+
+
 def test_symlinked_data_directory(make_lake, tmp_path):
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
@@ -274,12 +276,11 @@ def test_symlinked_data_directory(make_lake, tmp_path):
 
 
 def test_many_files_stay_on_the_exact_path(deleted_lake, monkeypatch):
-    monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 2)
+    monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 0)
     assert "DataSourceExec" not in _explain(deleted_lake, "SELECT * FROM lake.main.t")
     check(deleted_lake, "SELECT count(*) AS n FROM lake.main.t")
     table = DuckLakeCatalog(**deleted_lake.reader_args()).table("main", "t")
-    split = split_native(table, table.scan_plan(), max_files=4)
-    assert len(split.clean) == 1 and len(split.masked) == 3
+    assert len(split_native(table, table.scan_plan(), max_files=1).clean) == 1
 
 
 def test_native_option_is_checked(tmp_path):

@@ -95,20 +95,13 @@ class DuckLakeTable(LakeTable):
     def datafusion_table(self, native: bool = True):
         """The ``datafusion.catalog.Table`` a schema provider returns for this table.
 
-        With ``native``, the files DataFusion's own Parquet reader can read exactly are
+        With ``native``, the clean files DataFusion's own Parquet reader reads exactly are
         read by it and the rest by the adapter (see ``_native``); otherwise, and when no
         file qualifies, everything goes through the adapter.
         """
         from datafusion.catalog import Table
 
-        from ._native import native_table, split_native
+        from ._native import native_table
 
-        if native:
-            plan = self.scan_plan()
-            split = split_native(self, plan)
-            if split.clean or split.masked:
-                ids = split.file_ids
-                rest = [t for t in plan.tasks if getattr(t, "data_file_id", None) not in ids]
-                adapter = self.dataset(ids) if rest else None
-                return native_table(self, plan, split, adapter)
-        return Table(self.dataset())
+        table = native_table(self) if native else None
+        return table if table is not None else Table(self.dataset())
