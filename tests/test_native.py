@@ -166,34 +166,37 @@ QUERIES = [
 
 
 @pytest.mark.parametrize("sql", QUERIES)
-def test_deletes_natively_match_duckdb(deleted_lake, sql):
-    check(deleted_lake, sql)  # native, then exact, each against DuckDB
+def test_deleted_lake_matches_duckdb(deleted_lake, sql):
+    check(deleted_lake, sql)  # both catalog settings, each against DuckDB
 
 
-def test_native_path_is_taken_and_shown(deleted_lake):
+def test_a_table_with_deletes_takes_the_exact_path(deleted_lake):
     plan = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t WHERE k > 100")
-    # the clean file natively, the three with deletes through the exact reader
-    assert plan.count("DataSourceExec") == 1 and "DatasetExec" in plan, plan
+    assert "DataSourceExec" not in plan and "DatasetExec" in plan, plan
     exact = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t", native=False)
     assert "DataSourceExec" not in exact and "DatasetExec" in exact
 
 
-def test_every_snapshot_natively(deleted_lake):
-    for snapshot in range(1, 8):
+def test_every_snapshot_on_its_own_path(deleted_lake):
+    """Native until the first DELETE, exact after it; DuckDB's answer at every snapshot."""
+    paths = []
+    for snapshot in range(2, 8):
         check(deleted_lake, "SELECT k, g, s FROM lake.main.t WHERE k % 5 = 3", snapshot=snapshot)
+        plan = _explain(deleted_lake, "SELECT * FROM lake.main.t", snapshot=snapshot)
+        paths.append("DataSourceExec" in plan)
+    assert paths == [True, True, True, True, False, False]
 
 
-def test_older_layouts_take_the_exact_path_beside_native_files(make_lake):
+def test_older_layouts_take_the_exact_path(make_lake):
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'a' || i FROM range(1000) r(i)")
     lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
     lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'b' || i, i FROM range(1000, 2000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 0")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'c' || i, -i FROM range(2000, 3000) r(i)")
     plan = _explain(lake, "SELECT * FROM lake.main.t")
-    assert "DataSourceExec" in plan and "DatasetExec" in plan, plan
+    assert "DataSourceExec" not in plan and "DatasetExec" in plan, plan
     for sql in (
         "SELECT * FROM lake.main.t",
         "SELECT name, v FROM lake.main.t WHERE k BETWEEN 990 AND 2010",
@@ -202,15 +205,15 @@ def test_older_layouts_take_the_exact_path_beside_native_files(make_lake):
         check(lake, sql)
 
 
-def test_inlined_rows_and_native_files_together(make_lake):
+def test_inlined_rows_take_the_exact_path(make_lake):
     lake = make_lake(inline_limit=100)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'f' || i FROM range(5000) r(i)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'g' || i FROM range(5000, 6000) r(i)")
+    assert "DataSourceExec" in _explain(lake, "SELECT * FROM lake.main.t")
     lake.sql("INSERT INTO lake.main.t VALUES (-1, 'inlined'), (-2, NULL)")
-    lake.sql("DELETE FROM lake.main.t WHERE k = 17 OR k = -2")
+    lake.sql("DELETE FROM lake.main.t WHERE k = -2")
     plan = _explain(lake, "SELECT * FROM lake.main.t")
-    assert "DataSourceExec" in plan and "DatasetExec" in plan, plan
+    assert "DataSourceExec" not in plan and "DatasetExec" in plan, plan
     check(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT count(*) AS n FROM lake.main.t")
 
@@ -230,7 +233,6 @@ def test_unusual_path_characters_stay_exact(make_lake):
     lake = make_lake(inline_limit=0, name="a lake%20with #odd chars é")
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE k < 10")
     assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t")
 
@@ -251,14 +253,18 @@ def test_clean_table_is_read_natively_alone(make_lake):
     check(lake, "SELECT count(*) AS n, max(ts) AS t, sum(m) AS sm FROM lake.main.t WHERE k >= 650")
 
 
-def test_a_file_removed_after_a_query_raises_the_typed_error(deleted_lake):
+def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in range(0, 3000, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
     ctx = SessionContext()
-    register(ctx, "lake", DuckLakeCatalog(**deleted_lake.reader_args()))
-    sql = "SELECT count(*) AS n FROM lake.main.t"
-    assert_same_rows(ctx.sql(sql).to_arrow_table(), deleted_lake.reference(sql))
-    table = DuckLakeCatalog(**deleted_lake.reader_args()).table("main", "t")
-    (clean,) = split_native(table, table.scan_plan()).clean
-    os.remove(clean.file.url.removeprefix("file://"))
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
+    sql = "SELECT sum(k) AS s FROM lake.main.t"
+    assert ctx.sql(sql).to_pylist() == [{"s": sum(range(3000))}]  # native (cached now)
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    clean = split_native(table, table.scan_plan()).clean
+    os.remove(clean[1].file.url.removeprefix("file://"))
     with pytest.raises(DataFileMissingError, match="main.t"):
         ctx.sql(sql).to_arrow_table()
 
@@ -267,7 +273,6 @@ def test_symlinked_data_directory(make_lake, tmp_path):
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(3000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE k % 4 = 0")
     link = tmp_path / "linked-data"
     os.symlink(lake.data_path.rstrip("/"), link)
     sql = "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
@@ -275,12 +280,18 @@ def test_symlinked_data_directory(make_lake, tmp_path):
     assert_same_rows(got, lake.reference(sql))
 
 
-def test_many_files_stay_on_the_exact_path(deleted_lake, monkeypatch):
-    monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 0)
-    assert "DataSourceExec" not in _explain(deleted_lake, "SELECT * FROM lake.main.t")
-    check(deleted_lake, "SELECT count(*) AS n FROM lake.main.t")
-    table = DuckLakeCatalog(**deleted_lake.reader_args()).table("main", "t")
-    assert len(split_native(table, table.scan_plan(), max_files=1).clean) == 1
+def test_many_files_stay_on_the_exact_path(make_lake, monkeypatch):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in range(0, 3000, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    assert "DataSourceExec" in _explain(lake, "SELECT * FROM lake.main.t")
+    monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 2)
+    monkeypatch.setattr(_native, "_built", {})
+    assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
+    check(lake, "SELECT count(*) AS n FROM lake.main.t")
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    assert len(split_native(table, table.scan_plan(), max_files=3).clean) == 3
 
 
 def test_native_option_is_checked(tmp_path):

@@ -19,7 +19,6 @@ above are provided.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator
 
@@ -80,9 +79,8 @@ class DuckLakeFragment:
 class DuckLakeDataset(ds.Dataset):
     """A DuckLake table as a pyarrow Dataset, planned lazily per scan."""
 
-    def __init__(self, table, skip_files: frozenset[int] = frozenset()) -> None:
+    def __init__(self, table) -> None:
         self._table = table
-        self._skip = skip_files  # data_file_ids read natively (see _native)
         self.last_plan: ScanPlan | None = None
 
     @property
@@ -104,11 +102,6 @@ class DuckLakeDataset(ds.Dataset):
 
     def get_fragments(self, filter: pc.Expression | None = None):
         plan = self._table.scan_plan(filter=filter)
-        if self._skip:
-            kept = tuple(
-                t for t in plan.tasks if getattr(t, "data_file_id", None) not in self._skip
-            )
-            plan = dataclasses.replace(plan, tasks=kept)
         self.last_plan = plan
         groups = plan.groups(_partitions())
         return [DuckLakeFragment(plan, group) for group in groups] or [DuckLakeFragment(plan, ())]

@@ -1,19 +1,21 @@
 """Native DataFusion scans: a table's clean files on DataFusion's own Parquet reader.
 
-``DuckLakeSchema.table()`` returns ``datafusion.catalog.Table(frame)`` for a DataFrame
-that unions two parts, planned once for the table's pinned snapshot:
+When every live file of a table's snapshot is *clean* (written at the table's current
+column layout, no deletes, no name mapping, no encryption, local, with columns whose
+Parquet form DataFusion decodes to exactly the table's Arrow type) and no row is inlined,
+``DuckLakeSchema.table()`` returns ``datafusion.catalog.Table(frame)`` for one
+``ListingTable`` scan over the file list (``_listing``): projection, filter pushdown,
+row-group and page pruning, parallel decode and the aggregation all stay in DataFusion,
+and no batch crosses into Python. Every other table goes through the ``pyarrow.dataset``
+adapter (``_dataset``), the exact path, which sees the query's filter and prunes by
+catalog statistics.
 
-* *clean* files (written at the table's current column layout, no deletes, no name
-  mapping, no encryption, local, with columns whose Parquet form DataFusion decodes to
-  exactly the table's Arrow type): one ``ListingTable`` scan over the file list
-  (``_listing``). Projection, filter pushdown, row-group and page pruning, parallel
-  decode and the aggregation all stay in DataFusion; no batch crosses into Python.
-* everything else (files with deletes, older layouts, name-mapped, encrypted or remote
-  files, files with a type DataFusion would decode differently, inlined rows): the
-  ``pyarrow.dataset`` adapter (``_dataset``), told to skip the native files. It still
-  sees the query's filter and prunes by catalog statistics.
+Why all or nothing (measured, ``docs/benchmarks.md``): a union of a native scan and the
+adapter was slower than the adapter alone on the benchmark lake (0.218 vs 0.184 s). The
+adapter's partitions block DataFusion's runtime threads while Python reads, so the
+native partitions wait for them on 2 cores.
 
-Why files with deletes stay on the exact reader (measured, ``docs/benchmarks.md``): no
+Why files with deletes are not read natively (measured, ``docs/benchmarks.md``): no
 DataFusion operator reachable from Python applies positional deletes cheaply. A
 vectorised Python UDF over ``(input_file_name(), file_row_index())`` with cached per-file
 bit masks gave DuckDB's answers but was no faster than the streaming reader (0.188 vs
@@ -22,10 +24,10 @@ scan, a 25k-literal ``IN`` list per file takes a second to plan, ``array_has`` o
 literal list is 6x the scan.
 
 What is given up: ``table()`` runs before DataFusion knows the query's filter, so the
-native part cannot be pruned by catalog statistics; DataFusion prunes it by the files'
-own footers instead, at a per-file cost on every query (about 2 ms on the benchmark's
-selective queries). Tables with more than ``NATIVE_MAX_FILES`` clean files therefore stay
-entirely on the adapter, whose pruning reads only the catalog.
+native scan cannot be pruned by catalog statistics; DataFusion prunes by the files' own
+footers instead, at a per-file cost on every query. Tables with more than
+``NATIVE_MAX_FILES`` files therefore stay on the adapter, whose pruning reads only the
+catalog.
 
 Each native file is checked against the catalog first (row count, field ids under the
 expected names, Arrow types: ``read/_file_checks``) from its footer, parsed once per
@@ -79,10 +81,6 @@ class NativeSplit:
     """The files of a plan that DataFusion reads itself, in one listing scan."""
 
     clean: tuple[DataFileTask, ...] = ()
-
-    @property
-    def file_ids(self) -> frozenset[int]:
-        return frozenset(t.data_file_id for t in self.clean)
 
 
 def native_type(type_name: str) -> bool:
@@ -198,7 +196,7 @@ _LOCK = threading.Lock()
 
 
 def native_table(table) -> Table | None:
-    """``Table(frame)`` for ``table``'s snapshot, or ``None`` if no file is read natively."""
+    """``Table(frame)`` for ``table``'s snapshot, or ``None`` unless every file is clean."""
     lake = table.lake
     key = (
         id(lake.backend),
@@ -216,10 +214,8 @@ def native_table(table) -> Table | None:
     plan = table.scan_plan()
     split = split_native(table, plan)
     built = None
-    if split.clean:
-        ids = split.file_ids
-        rest = any(getattr(t, "data_file_id", None) not in ids for t in plan.tasks)
-        frame = _on_own_thread(lambda: _frame(plan, split, table.dataset(ids) if rest else None))
+    if split.clean and len(split.clean) == len(plan.tasks):  # all or nothing: see above
+        frame = _on_own_thread(lambda: _frame(plan, split))
         built = _Built(Table(frame), split.clean, lake.backend)
     with _LOCK:
         if len(_built) >= _BUILT_MAX:
@@ -270,12 +266,8 @@ def _builder() -> SessionContext:
         return _BUILDER
 
 
-def _frame(plan: ScanPlan, split: NativeSplit, adapter):
-    """The clean files' listing scan, unioned with ``adapter`` (the other files) if any."""
-    ctx = _builder()
+def _frame(plan: ScanPlan, split: NativeSplit):
+    """The clean files' listing scan, with the table's columns in order."""
     schema = plan.table_schema
     names = [col(f'"{f.name}"') for f in schema]
-    frame = listing_frame(ctx, [_file_url(t) for t in split.clean], schema).select(*names)
-    if adapter is not None:
-        frame = frame.union(ctx.read_table(adapter).select(*names))
-    return frame
+    return listing_frame(_builder(), [_file_url(t) for t in split.clean], schema).select(*names)

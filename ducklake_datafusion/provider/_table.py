@@ -86,18 +86,17 @@ class DuckLakeTable(LakeTable):
             )
         return self.catalog
 
-    def dataset(self, skip_files: frozenset[int] = frozenset()):
+    def dataset(self):
         """The ``pyarrow.dataset.Dataset`` adapter DataFusion scans (the exact path)."""
         from ._dataset import DuckLakeDataset
 
-        return DuckLakeDataset(self, skip_files)
+        return DuckLakeDataset(self)
 
     def datafusion_table(self, native: bool = True):
         """The ``datafusion.catalog.Table`` a schema provider returns for this table.
 
-        With ``native``, the clean files DataFusion's own Parquet reader reads exactly are
-        read by it and the rest by the adapter (see ``_native``); otherwise, and when no
-        file qualifies, everything goes through the adapter.
+        With ``native``, a table whose files DataFusion's own Parquet reader reads exactly
+        is read by it (see ``_native``); otherwise everything goes through the adapter.
         """
         from datafusion.catalog import Table
 
