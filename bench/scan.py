@@ -118,6 +118,13 @@ def queries(sizes: Sizes) -> list[Query]:
             "SELECT count(*) AS n, sum(v) AS sv FROM {p} "
             "WHERE d >= DATE '2022-03-01' AND d < DATE '2022-04-01'",
         ),
+        # p has no deletes: DataFusion's own Parquet reader scans it (native path)
+        Query("f full aggregate, p", "SELECT count(*) AS n, sum(v) AS sv, max(k) AS mk FROM {p}"),
+        Query("g group by g, p", "SELECT g, count(*) AS n, sum(v) AS sv FROM {p} GROUP BY g"),
+        Query(
+            "h range 0.5%, p",
+            f"SELECT count(*) AS n, sum(v) AS sv FROM {{p}} WHERE k BETWEEN {lo} AND {hi}",
+        ),
     ]
 
 
