@@ -269,6 +269,24 @@ def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
         ctx.sql(sql).to_arrow_table()
 
 
+def test_a_file_replaced_after_a_query_leaves_the_native_path(make_lake):
+    """A file no longer of the catalog's size is not read natively from a cached plan;
+    the exact path, and its checks, take the table over."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in range(0, 3000, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
+    sql = "SELECT * FROM lake.main.t"
+    explain = lambda: "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
+    assert "DataSourceExec" in explain()  # native, and cached now
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    path = split_native(table, table.scan_plan()).clean[0].file.url.removeprefix("file://")
+    pq.write_table(pq.read_table(path).slice(0, 10), path)  # a restore of the wrong file
+    assert "DataSourceExec" not in explain() and "DatasetExec" in explain()
+
+
 def test_symlinked_data_directory(make_lake, tmp_path):
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
