@@ -59,7 +59,7 @@ __all__ = ["NATIVE_MAX_FILES", "NATIVE_TYPES", "NativeSplit", "native_table", "s
 
 log = logging.getLogger("ducklake_datafusion")
 
-# Tables with more clean files than this stay on the adapter: the native scan cannot be
+# Tables with more files than this stay on the adapter: the native scan cannot be
 # pruned by catalog statistics and costs ~50 µs per file and query (docs/benchmarks.md).
 NATIVE_MAX_FILES = 256
 
@@ -81,7 +81,8 @@ _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/=+@,-]+$")
 
 @dataclass(frozen=True)
 class NativeSplit:
-    """The files of a plan that DataFusion reads itself, in one listing scan."""
+    """The files of a plan that DataFusion reads itself, in one listing scan (all of
+    the plan's tasks, or none)."""
 
     clean: tuple[DataFileTask, ...] = ()
 
@@ -92,7 +93,7 @@ def native_type(type_name: str) -> bool:
 
 
 def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeSplit:
-    """The plan's files that DataFusion reads exactly (see the module docstring).
+    """All of the plan's files if DataFusion reads every one exactly, else none.
 
     ``max_files`` defaults to ``NATIVE_MAX_FILES``. Raises the exact reader's typed error
     for a candidate file that is missing, not a regular file or not what the catalog says.
@@ -100,19 +101,18 @@ def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeS
     if not all(native_type(c.type_name) for c in table.columns):
         return NativeSplit()
     limit = NATIVE_MAX_FILES if max_files is None else max_files
-    fast = [t for t in plan.tasks if getattr(t, "fast", False)]
-    if len(fast) > limit:  # checked first: a 10,000-file table costs nothing more
+    tasks = plan.tasks
+    if not tasks or len(tasks) > limit:  # checked first: a 10,000-file table costs nothing
         return NativeSplit()
+    if not all(isinstance(t, DataFileTask) and t.fast and _candidate(t) for t in tasks):
+        return NativeSplit()  # all or nothing (see the module docstring)
     schema = plan.table_schema
     signature = _signature(table)
-    clean = []
-    for task in fast:
-        if not _candidate(task):
-            continue
+    for task in tasks:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        if _reads_natively(task, plan, table.columns, schema, signature, what):
-            clean.append(task)
-    return NativeSplit(tuple(clean))
+        if not _reads_natively(task, plan, table.columns, schema, signature, what):
+            return NativeSplit()
+    return NativeSplit(tuple(tasks))
 
 
 def _signature(table) -> tuple:
@@ -120,7 +120,7 @@ def _signature(table) -> tuple:
 
 
 def _candidate(task: DataFileTask) -> bool:
-    """Clean (``fast``: current layout, no deletes, unencrypted), local, plainly spelled."""
+    """Local and plainly spelled, with no name mapping (``fast`` covers the rest)."""
     if task.name_mapping is not None:
         return False
     location = parse_location(task.file.url)
@@ -219,7 +219,7 @@ def native_table(table) -> Table | None:
     plan = table.scan_plan()
     split = split_native(table, plan)
     built = None
-    if split.clean and len(split.clean) == len(plan.tasks):  # all or nothing: see above
+    if split.clean:
         try:
             frame = _on_own_thread(lambda: _frame(plan, split))
         except ListingUnsupported as exc:  # a datafusion release changed the plan format
