@@ -150,6 +150,15 @@ def _four_files(make_lake):
     return lake
 
 
+def _three_files(make_lake):
+    """A clean table of three 1,000-row files: read natively."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in range(0, 3000, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    return lake
+
+
 @pytest.fixture
 def clean_lake(make_lake):
     return _four_files(make_lake)
@@ -272,10 +281,7 @@ def test_clean_table_is_read_natively_alone(make_lake):
 
 
 def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
-    lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
-    for start in range(0, 3000, 1000):
-        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    lake = _three_files(make_lake)
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
     sql = "SELECT sum(k) AS s FROM lake.main.t"
@@ -290,10 +296,7 @@ def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
 def test_a_file_replaced_after_a_query_leaves_the_native_path(make_lake):
     """A file no longer of the catalog's size is not read natively from a cached plan;
     the exact path, and its checks, take the table over."""
-    lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
-    for start in range(0, 3000, 1000):
-        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    lake = _three_files(make_lake)
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
     sql = "SELECT * FROM lake.main.t"
@@ -317,10 +320,7 @@ def test_symlinked_data_directory(make_lake, tmp_path):
 
 
 def test_many_files_stay_on_the_exact_path(make_lake, monkeypatch):
-    lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
-    for start in range(0, 3000, 1000):
-        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    lake = _three_files(make_lake)
     assert "DataSourceExec" in _explain(lake, "SELECT * FROM lake.main.t")
     monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 2)
     monkeypatch.setattr(_native, "_built", {})

@@ -54,6 +54,7 @@ from ..read._footers import parsed_fragment
 from ..read._reader import _FORMAT, _fail
 from ..scan import DataFileTask, ScanPlan
 from ._listing import ListingUnsupported, listing_frame
+from ._threads import on_own_thread
 
 __all__ = ["NATIVE_MAX_FILES", "NATIVE_TYPES", "NativeSplit", "native_table", "split_native"]
 
@@ -164,13 +165,17 @@ def _same_types(physical: pa.Schema, schema: pa.Schema) -> bool:
 
 
 def _kind(type_: pa.DataType) -> pa.DataType:
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+    if (
+        pa.types.is_string(type_)
+        or pa.types.is_large_string(type_)
+        or pa.types.is_string_view(type_)
+    ):
         return pa.string()
-    if pa.types.is_string_view(type_):
-        return pa.string()
-    if pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
-        return pa.binary()
-    if pa.types.is_binary_view(type_):
+    if (
+        pa.types.is_binary(type_)
+        or pa.types.is_large_binary(type_)
+        or pa.types.is_binary_view(type_)
+    ):
         return pa.binary()
     return type_
 
@@ -221,7 +226,7 @@ def native_table(table) -> Table | None:
     built = None
     if split.clean:
         try:
-            frame = _on_own_thread(lambda: _frame(plan, split))
+            frame = on_own_thread(lambda: _frame(plan, split), "ducklake-native")
         except ListingUnsupported as exc:  # a datafusion release changed the plan format
             _warn_once(f"native scans are off: {exc}; every table takes the exact path")
             return None
@@ -254,26 +259,6 @@ def _unchanged(tasks: tuple[DataFileTask, ...]) -> bool:
         if task.file.size is not None and found.st_size != task.file.size:
             return False
     return True
-
-
-def _on_own_thread(build):
-    """Run ``build`` on a thread of its own: ``table()`` runs inside DataFusion's planner,
-    where planning on the same thread panics ("Cannot start a runtime from within a
-    runtime")."""
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = build()
-        except Exception as exc:  # noqa: BLE001 - re-raised on the caller's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, name="ducklake-native", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 _BUILDER: SessionContext | None = None

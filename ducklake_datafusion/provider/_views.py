@@ -10,7 +10,8 @@ under the querying session.
 
 ``SchemaProvider.table()`` runs inside DataFusion's planner, where planning another query
 on the same thread panics ("Cannot start a runtime from within a runtime"), so the view's
-query is planned on a thread of its own (one per view, so views over views nest).
+query is planned on a thread of its own (``_threads``; one per view, so views over views
+nest).
 
 A query DataFusion cannot plan (DuckDB-only functions such as ``list_value``, other
 syntax) raises :class:`UnsupportedFeatureError` with the view's SQL and DataFusion's
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 
 from datafusion import SessionConfig, SessionContext, col
 from datafusion.catalog import Table
@@ -32,6 +32,7 @@ from ..catalog import metadata
 from ..catalog._models import ViewEntry
 from ..errors import DuckLakeError, UnsupportedFeatureError
 from ..scan._timetravel import resolve_snapshot_ref, split_table_suffix
+from ._threads import on_own_thread
 
 __all__ = ["VIEW_CATALOG", "datafusion_sql", "find_view", "plannable_view_names", "view_table"]
 
@@ -129,9 +130,8 @@ def view_table(catalog, view: ViewEntry, snapshot: int) -> Table:
         )
     pinned = catalog.at(snapshot=snapshot)
     sql = datafusion_sql(view.sql)
-    outcome: dict = {}
 
-    def plan() -> None:
+    def plan():
         config = SessionConfig().with_default_catalog_and_schema(VIEW_CATALOG, view.schema_name)
         ctx = SessionContext(config)
         ctx.register_catalog_provider(VIEW_CATALOG, pinned)
@@ -146,19 +146,14 @@ def view_table(catalog, view: ViewEntry, snapshot: int) -> Table:
                 frame = frame.select(
                     *[col(f'"{n}"').alias(a) for n, a in zip(names, view.column_aliases)]
                 )
-            outcome["frame"] = frame
-        except DuckLakeError as exc:  # the lake's own error (a table gone, a bad file...)
-            outcome["error"] = exc
-        except Exception as exc:  # noqa: BLE001 - DataFusion's planning errors, reported below
-            outcome["error"] = UnsupportedFeatureError(
+            return frame
+        except DuckLakeError:  # the lake's own error (a table gone, a bad file...)
+            raise
+        except Exception as exc:  # DataFusion's planning errors, reported as ours
+            raise UnsupportedFeatureError(
                 f"{catalog.description}: {label} cannot be planned by DataFusion ({exc}). "
                 f"Its SQL, in DuckDB's dialect: {view.sql}. Query it in DuckDB, or define an "
                 "equivalent view in DataFusion"
-            )
+            ) from exc
 
-    worker = threading.Thread(target=plan, name="ducklake-view", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return Table(outcome["frame"])
+    return Table(on_own_thread(plan, "ducklake-view"))
