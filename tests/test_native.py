@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionConfig, SessionContext, col, lit
@@ -122,7 +123,8 @@ def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path)
     ctx = SessionContext()
     ctx.register_catalog_provider("c", Catalog())
     sql = "SELECT count(*) AS n FROM c.s.t WHERE k < 100"
-    assert ctx.sql(sql).to_pylist() == [{"n": 300}]
+    expected = sum(pc.sum(pc.less(pq.read_table(p).column("k"), 100)).as_py() for p in paths)
+    assert ctx.sql(sql).to_pylist() == [{"n": expected}]
     plan = "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
     assert "DataSourceExec" in plan and "pruning_predicate" in plan
 
@@ -284,8 +286,8 @@ def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
     lake = _three_files(make_lake)
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
-    sql = "SELECT sum(k) AS s FROM lake.main.t"
-    assert ctx.sql(sql).to_pylist() == [{"s": sum(range(3000))}]  # native (cached now)
+    sql = "SELECT CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))  # native, cached now
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
     clean = split_native(table, table.scan_plan()).clean
     os.remove(clean[1].file.url.removeprefix("file://"))
