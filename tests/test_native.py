@@ -216,33 +216,133 @@ def test_every_snapshot_on_its_own_path(deleted_lake):
     assert paths == [True, True, True, True, False, False]
 
 
-def test_older_layouts_take_the_exact_path(make_lake):
+def _is_native(lake, sql="SELECT * FROM lake.main.t", snapshot=None) -> bool:
+    plan = _explain(lake, sql, snapshot=snapshot)
+    assert ("DataSourceExec" in plan) != ("DatasetExec" in plan), plan  # one path, not both
+    return "DataSourceExec" in plan
+
+
+LAYOUT_QUERIES = [
+    "SELECT * FROM lake.main.t",
+    "SELECT count(*) AS n FROM lake.main.t",
+    "SELECT name, v FROM lake.main.t WHERE k BETWEEN 990 AND 2010",
+    "SELECT v, count(*) AS n, CAST(sum(w) AS BIGINT) AS sw FROM lake.main.t GROUP BY v HAVING count(*) > 1",
+    "SELECT k, d, m, note FROM lake.main.t WHERE v = 7 AND k % 97 = 0",
+    "SELECT count(*) AS n FROM lake.main.t WHERE note IS NULL",
+]
+
+
+@pytest.fixture
+def evolved_lake(make_lake):
+    """Files of four layouts: a column renamed, columns added with defaults of several
+    types, an integer, a float and a decimal widened, a column dropped and one of the same
+    name added again (a new field id, which old files must not fill)."""
+    lake = make_lake(inline_limit=0)
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, w INTEGER, f FLOAT, m DECIMAL(9,2), note VARCHAR)"
+    )
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'a' || i, i, i / 4, i / 8, 'old' FROM range(1000) r(i)"
+    )
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN d DATE DEFAULT '2024-02-29'")
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN w TYPE BIGINT")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'b' || i, i, i / 4, i / 8, NULL, i % 5, NULL FROM range(1000, 2000) r(i)"
+    )
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN m TYPE DECIMAL(18,3)")
+    lake.sql("ALTER TABLE lake.main.t DROP COLUMN note")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN note VARCHAR DEFAULT 'new'")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'c' || i, -i, i / 3, i / 9, i % 3, DATE '2024-01-01', 'n' || i FROM range(2000, 3000) r(i)"
+    )
+    return lake
+
+
+@pytest.mark.parametrize("sql", LAYOUT_QUERIES)
+def test_older_layouts_natively_match_duckdb(evolved_lake, sql):
+    assert _is_native(evolved_lake)
+    check(evolved_lake, sql)  # native, then the exact path, each against DuckDB
+
+
+def test_older_layouts_project_by_field_id(evolved_lake):
+    plan = _explain(evolved_lake, "SELECT * FROM lake.main.t")
+    # the first file: s read as name, the old note not read, defaults as literals
+    assert "s@1 as name" in plan and "CAST(7 AS Int32) as v" in plan, plan
+    assert plan.count("DataSourceExec") == 3, plan  # one scan per layout
+
+
+def test_every_snapshot_of_an_evolved_table_natively(evolved_lake):
+    for snapshot in range(2, 13):  # the first INSERT to the last
+        assert _is_native(evolved_lake, snapshot=snapshot)
+        check(evolved_lake, "SELECT * FROM lake.main.t", snapshot=snapshot)
+
+
+def test_lossy_widenings_stay_exact(make_lake):
+    """A BIGINT widened to DOUBLE may round (the exact path refuses to), and a DATE
+    widened to TIMESTAMP is left to it as well."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, big BIGINT, d DATE)")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, i * 1000, DATE '2024-01-01' + i::INT FROM range(100) r(i)"
+    )
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN big TYPE DOUBLE")
+    assert not _is_native(lake)
+    check(lake, "SELECT * FROM lake.main.t")
+    lake2 = make_lake(inline_limit=0)
+    lake2.sql("CREATE TABLE lake.main.t (k BIGINT, d DATE)")
+    lake2.sql("INSERT INTO lake.main.t SELECT i, DATE '2024-01-01' + i::INT FROM range(100) r(i)")
+    lake2.sql("ALTER TABLE lake.main.t ALTER COLUMN d TYPE TIMESTAMP")
+    assert not _is_native(lake2)
+    check(lake2, "SELECT * FROM lake.main.t WHERE d > TIMESTAMP '2024-02-01'")
+
+
+def test_merged_files_drop_rows_of_later_snapshots_natively(make_lake):
+    """A merged file holds per-row snapshot ids: reading it natively at an older
+    snapshot must drop the newer rows, as DuckDB does."""
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'a' || i FROM range(1000) r(i)")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
-    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'b' || i, i FROM range(1000, 2000) r(i)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'c' || i, -i FROM range(2000, 3000) r(i)")
-    plan = _explain(lake, "SELECT * FROM lake.main.t")
-    assert "DataSourceExec" not in plan and "DatasetExec" in plan, plan
-    for sql in (
-        "SELECT * FROM lake.main.t",
-        "SELECT name, v FROM lake.main.t WHERE k BETWEEN 990 AND 2010",
-        "SELECT v, count(*) AS n FROM lake.main.t GROUP BY v HAVING count(*) > 1",
-    ):
-        check(lake, sql)
+    for start in range(0, 4000, 1000):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 's' || i FROM range({start}, {start + 1000}) r(i)"
+        )
+    lake.sql("CALL ducklake_merge_adjacent_files('lake')")
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    assert len(table.scan_plan().tasks) == 1  # one merged file
+    for snapshot in (2, 3, 4, 5, None):
+        assert _is_native(lake, snapshot=snapshot)
+        check(lake, "SELECT count(*) AS n, max(k) AS mk FROM lake.main.t", snapshot=snapshot)
+        check(lake, "SELECT * FROM lake.main.t WHERE k % 250 = 1", snapshot=snapshot)
 
 
-def test_inlined_rows_take_the_exact_path(make_lake):
+def test_inlined_rows_are_read_from_memory_beside_the_files(make_lake):
     lake = make_lake(inline_limit=100)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'f' || i FROM range(5000) r(i)")
-    assert "DataSourceExec" in _explain(lake, "SELECT * FROM lake.main.t")
-    lake.sql("INSERT INTO lake.main.t VALUES (-1, 'inlined'), (-2, NULL)")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, m DECIMAL(9,2))")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'f' || i, i / 7 FROM range(5000) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (-1, 'inlined', 1.25), (-2, NULL, NULL)")
     lake.sql("DELETE FROM lake.main.t WHERE k = -2")
     plan = _explain(lake, "SELECT * FROM lake.main.t")
-    assert "DataSourceExec" not in plan and "DatasetExec" in plan, plan
+    assert "DataSourceExec" in plan and "DatasetExec" not in plan and "UnionExec" in plan, plan
+    for sql in (
+        "SELECT * FROM lake.main.t",
+        "SELECT count(*) AS n, sum(m) AS sm FROM lake.main.t",
+        "SELECT * FROM lake.main.t WHERE k < 3",
+    ):
+        check(lake, sql)
+    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: the exact path
+    assert not _is_native(lake)
+    check(lake, "SELECT * FROM lake.main.t WHERE k < 10")
+
+
+def test_a_table_of_inlined_rows_only(make_lake):
+    lake = make_lake(inline_limit=100)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1, 'a'), (2, 'b')")
+    assert _is_native(lake, "SELECT * FROM lake.main.t WHERE k > 0")
+    check(lake, "SELECT * FROM lake.main.t")
+    lake.sql("DELETE FROM lake.main.t WHERE k > 0")
     check(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT count(*) AS n FROM lake.main.t")
 
@@ -289,7 +389,7 @@ def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
     sql = "SELECT CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
     assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))  # native, cached now
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    clean = split_native(table, table.scan_plan()).clean
+    clean = split_native(table, table.scan_plan()).files
     os.remove(clean[1].file.url.removeprefix("file://"))
     with pytest.raises(DataFileMissingError, match="main.t"):
         ctx.sql(sql).to_arrow_table()
@@ -305,7 +405,7 @@ def test_a_file_replaced_after_a_query_leaves_the_native_path(make_lake):
     explain = lambda: "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
     assert "DataSourceExec" in explain()  # native, and cached now
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    path = split_native(table, table.scan_plan()).clean[0].file.url.removeprefix("file://")
+    path = split_native(table, table.scan_plan()).files[0].file.url.removeprefix("file://")
     pq.write_table(pq.read_table(path).slice(0, 10), path)  # a restore of the wrong file
     assert "DataSourceExec" not in explain() and "DatasetExec" in explain()
 
@@ -329,7 +429,7 @@ def test_many_files_stay_on_the_exact_path(make_lake, monkeypatch):
     assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT count(*) AS n FROM lake.main.t")
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    assert len(split_native(table, table.scan_plan(), max_files=3).clean) == 3
+    assert len(split_native(table, table.scan_plan(), max_files=3).files) == 3
 
 
 def test_native_option_is_checked(tmp_path):

@@ -37,6 +37,7 @@ or missing file raises our typed error, as on every other path.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -45,15 +46,16 @@ import threading
 from dataclasses import dataclass
 
 import pyarrow as pa
-from datafusion import SessionContext, col
+from datafusion import SessionContext
 from datafusion.catalog import Table
 
 from ..pathres import parse_location
-from ..read._file_checks import check_data_file, reads_by_name
+from ..read._file_checks import check_data_file
 from ..read._footers import parsed_fragment
 from ..read._reader import _FORMAT, _fail
-from ..scan import DataFileTask, ScanPlan
+from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ._listing import ListingUnsupported, listing_frame
+from ._native_layouts import FileLayout, file_layout, layout_frame, same_kind
 from ._threads import on_own_thread
 
 __all__ = ["NATIVE_MAX_FILES", "NATIVE_TYPES", "NativeSplit", "native_table", "split_native"]
@@ -82,10 +84,23 @@ _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/=+@,-]+$")
 
 @dataclass(frozen=True)
 class NativeSplit:
-    """The files of a plan that DataFusion reads itself, in one listing scan (all of
-    the plan's tasks, or none)."""
+    """A plan DataFusion reads itself (all of its tasks, or none).
 
-    clean: tuple[DataFileTask, ...] = ()
+    Attributes:
+        groups: the data files by layout: one listing scan per layout, projected onto
+            the table's columns (``_native_layouts``).
+        inlined: rows held in the catalog, scanned from memory.
+    """
+
+    groups: tuple[tuple[FileLayout, tuple[DataFileTask, ...]], ...] = ()
+    inlined: tuple[InlinedRowsTask, ...] = ()
+
+    @property
+    def files(self) -> tuple[DataFileTask, ...]:
+        return tuple(task for _, tasks in self.groups for task in tasks)
+
+    def __bool__(self) -> bool:
+        return bool(self.groups or self.inlined)
 
 
 def native_type(type_name: str) -> bool:
@@ -94,7 +109,7 @@ def native_type(type_name: str) -> bool:
 
 
 def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeSplit:
-    """All of the plan's files if DataFusion reads every one exactly, else none.
+    """All of the plan's tasks if DataFusion reads every one exactly, else none.
 
     ``max_files`` defaults to ``NATIVE_MAX_FILES``. Raises the exact reader's typed error
     for a candidate file that is missing, not a regular file or not what the catalog says.
@@ -102,18 +117,21 @@ def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeS
     if not all(native_type(c.type_name) for c in table.columns):
         return NativeSplit()
     limit = NATIVE_MAX_FILES if max_files is None else max_files
-    tasks = plan.tasks
-    if not tasks or len(tasks) > limit:  # checked first: a 10,000-file table costs nothing
+    files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
+    inlined = tuple(t for t in plan.tasks if isinstance(t, InlinedRowsTask))
+    if not plan.tasks or len(files) > limit:  # checked first: 10,000 files cost nothing
         return NativeSplit()
-    if not all(isinstance(t, DataFileTask) and t.fast and _candidate(t) for t in tasks):
+    if not all(_candidate(t) for t in files):
         return NativeSplit()  # all or nothing (see the module docstring)
-    schema = plan.table_schema
     signature = _signature(table)
-    for task in tasks:
+    groups: dict[FileLayout, list[DataFileTask]] = {}
+    for task in files:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        if not _reads_natively(task, plan, table.columns, schema, signature, what):
+        layout = _native_layout(task, plan, table.columns, signature, what)
+        if layout is None:
             return NativeSplit()
-    return NativeSplit(tuple(tasks))
+        groups.setdefault(layout, []).append(task)
+    return NativeSplit(tuple((k, tuple(v)) for k, v in groups.items()), inlined)
 
 
 def _signature(table) -> tuple:
@@ -121,21 +139,24 @@ def _signature(table) -> tuple:
 
 
 def _candidate(task: DataFileTask) -> bool:
-    """Local and plainly spelled, with no name mapping (``fast`` covers the rest)."""
+    """Without deletes, encryption or name mapping; local and plainly spelled."""
+    if task.deletes is not None or task.encryption_key is not None:
+        return False
     if task.name_mapping is not None:
         return False
     location = parse_location(task.file.url)
     return location.scheme == "file" and bool(_SAFE_PATH.match(location.path))
 
 
-# Verdicts of _reads_natively per (file, size, rows, columns): the footer is cached too,
-# but comparing it with the columns on every query cost ~1 ms for 40 files.
-_VERDICTS: dict[tuple, bool] = {}
-_VERDICTS_MAX = 65536
+# Layouts per (file, size, rows, columns), None for files the native path cannot read:
+# the footer is cached too, but resolving it against the columns on every query cost
+# ~1 ms for 40 files.
+_LAYOUTS: dict[tuple, FileLayout | None] = {}
+_LAYOUTS_MAX = 65536
 
 
-def _reads_natively(task, plan, columns, schema, signature, what: str) -> bool:
-    """Check the file against the catalog (raises if damaged); True if read by name.
+def _native_layout(task, plan, columns, signature, what: str) -> FileLayout | None:
+    """Check the file against the catalog (raises if damaged); its layout if native.
 
     The file is stat-ed on every call, so a file removed or replaced by a FIFO since its
     footer was cached raises the typed error here, not inside DataFusion.
@@ -146,38 +167,15 @@ def _reads_natively(task, plan, columns, schema, signature, what: str) -> bool:
     except Exception as exc:  # translated as the exact reader does
         raise _fail(exc, what) from exc
     if task.file.size is not None and found.st_size != task.file.size:
-        return False  # not the file the catalog lists: the exact path's checks decide
-    key = (task.file.url, task.file.size, task.record_count, signature)
-    verdict = _VERDICTS.get(key)
-    if verdict is None:
+        return None  # not the file the catalog lists: the exact path's checks decide
+    key = (task.file.url, task.file.size, task.record_count, task.layout_current, signature)
+    if key not in _LAYOUTS:
         physical = fragment.physical_schema
         check_data_file(task, fragment.metadata, physical, columns, what)
-        verdict = reads_by_name(physical, columns) and _same_types(physical, schema)
-        if len(_VERDICTS) >= _VERDICTS_MAX:
-            _VERDICTS.clear()
-        _VERDICTS[key] = verdict
-    return verdict
-
-
-def _same_types(physical: pa.Schema, schema: pa.Schema) -> bool:
-    """Each column's type in the file is the table's (string and binary kinds aside)."""
-    return all(_kind(physical.field(wanted.name).type) == _kind(wanted.type) for wanted in schema)
-
-
-def _kind(type_: pa.DataType) -> pa.DataType:
-    if (
-        pa.types.is_string(type_)
-        or pa.types.is_large_string(type_)
-        or pa.types.is_string_view(type_)
-    ):
-        return pa.string()
-    if (
-        pa.types.is_binary(type_)
-        or pa.types.is_large_binary(type_)
-        or pa.types.is_binary_view(type_)
-    ):
-        return pa.binary()
-    return type_
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = file_layout(physical, columns)
+    return _LAYOUTS[key]
 
 
 def _file_url(task: DataFileTask) -> str:
@@ -191,7 +189,7 @@ def _file_url(task: DataFileTask) -> str:
 @dataclass(frozen=True)
 class _Built:
     table: Table
-    clean: tuple[DataFileTask, ...]
+    files: tuple[DataFileTask, ...]
     backend: object  # held, so that its id in the key cannot be reused while cached
 
 
@@ -219,18 +217,21 @@ def native_table(table) -> Table | None:
     )
     with _LOCK:
         built = _built.get(key, False)
-    if built is not False and (built is None or _unchanged(built.clean)):
+    if built is not False and (built is None or _unchanged(built.files)):
         return None if built is None else built.table
     plan = table.scan_plan()
     split = split_native(table, plan)
     built = None
-    if split.clean:
+    if split:
         try:
             frame = on_own_thread(lambda: _frame(plan, split), "ducklake-native")
         except ListingUnsupported as exc:  # a datafusion release changed the plan format
             _warn_once(f"native scans are off: {exc}; every table takes the exact path")
             return None
-        built = _Built(Table(frame), split.clean, lake.backend)
+        except _NotNative as exc:
+            _warn_once(f"{exc}; the table takes the exact path")
+            return None
+        built = _Built(Table(frame), split.files, lake.backend)
     with _LOCK:
         if len(_built) >= _BUILT_MAX:
             _built.pop(next(iter(_built)))
@@ -274,7 +275,47 @@ def _builder() -> SessionContext:
 
 
 def _frame(plan: ScanPlan, split: NativeSplit):
-    """The clean files' listing scan, with the table's columns in order."""
-    schema = plan.table_schema
-    names = [col(f'"{f.name}"') for f in schema]
-    return listing_frame(_builder(), [_file_url(t) for t in split.clean], schema).select(*names)
+    """One frame of the table's columns: a listing scan per file layout, projected onto
+    the table's columns, and the inlined rows from memory, in one union."""
+    builder = _builder()
+    columns = plan.columns
+    frames = [
+        layout_frame(
+            listing_frame(builder, [_file_url(t) for t in tasks], layout.read_schema),
+            layout,
+            columns,
+            plan.snapshot_id,
+        )
+        for layout, tasks in split.groups
+    ]
+    names = [c.name for c in columns]
+    for task in split.inlined:
+        if task.rows.num_rows:
+            frames.append(_in_memory(builder, task.rows.select(names)))
+    if not frames:  # inlined rows only, all of them deleted
+        frames.append(_in_memory(builder, plan.table_schema.empty_table()))
+    for frame in frames:
+        found = frame.schema()
+        if found.names != names or not all(
+            same_kind(f.type, w.type) for f, w in zip(found, plan.table_schema, strict=True)
+        ):
+            raise _NotNative(f"a native frame of {plan.table} came out as {found}")
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.union(frame)
+    return union
+
+
+class _NotNative(RuntimeError):
+    """The native frame would not have the table's schema (a bug): take the exact path."""
+
+
+_in_memory_names = itertools.count()
+
+
+def _in_memory(builder: SessionContext, rows: pa.Table):
+    """A frame over ``rows`` that does not stay registered in the builder session."""
+    name = f"__ducklake_inlined_{next(_in_memory_names)}"
+    frame = builder.create_dataframe([rows.to_batches()], name=name, schema=rows.schema)
+    builder.deregister_table(name)  # the frame's plan holds the table itself
+    return frame
