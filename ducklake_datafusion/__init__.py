@@ -1,10 +1,10 @@
 """Query DuckLake lakes from Apache DataFusion (and hand the same scans to Spark).
 
-    >>> from datafusion import SessionContext
-    >>> from ducklake_datafusion import DuckLakeCatalog, register
-    >>> ctx = SessionContext()
-    >>> register(ctx, "lake", DuckLakeCatalog("lake.ducklake"))
-    >>> ctx.sql("SELECT count(*) FROM lake.main.orders").show()
+>>> from datafusion import SessionContext
+>>> from ducklake_datafusion import DuckLakeCatalog, register
+>>> ctx = SessionContext()
+>>> register(ctx, "lake", DuckLakeCatalog("lake.ducklake"))
+>>> ctx.sql("SELECT count(*) FROM lake.main.orders").show()
 """
 
 from __future__ import annotations
@@ -37,10 +37,13 @@ def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
 
     Also registers the table functions of :mod:`ducklake_datafusion.functions`
     (``ducklake_snapshots``, ``ducklake_table_changes`` ...), which find the lake by this
-    name. Returns the catalog so calls can be chained.
+    name, and lets the catalog register the object stores its native scans of S3 files
+    need on ``ctx`` (a plain ``ctx.register_catalog_provider`` reads those files through
+    the exact path). Returns the catalog so calls can be chained.
     """
     from .functions import register_table_functions
 
+    lake.session_stores.attach(ctx)
     ctx.register_catalog_provider(name, lake)
     register_table_functions(ctx)
     return lake

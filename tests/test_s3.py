@@ -93,7 +93,10 @@ def _moto_auth(endpoint, count: str) -> None:
 
 
 def test_wrong_credentials(s3_auth, tmp_path):
+    from datafusion import SessionContext
     from lakes import make_lake
+
+    from ducklake_datafusion import register
 
     lake = make_lake(LakeSpec("duckdb", "s3"), tmp_path, s3=s3_auth)
     try:
@@ -107,6 +110,15 @@ def test_wrong_credentials(s3_auth, tmp_path):
             catalog.table("main", "t").to_arrow()
         assert "definitely-wrong" not in str(info.value)
         assert "main.t" in str(info.value) and "access" in str(info.value).lower()
+        # through SQL on a registered catalog (native scans allowed): the same typed error
+        ctx = SessionContext()
+        register(ctx, "lake", DuckLakeCatalog(args["metadata"], storage_options=bad))
+        with pytest.raises(Exception) as sql_info:
+            ctx.sql("SELECT count(*) FROM lake.main.t").to_arrow_table()
+        error = sql_info.value  # raised at table lookup, or inside DataFusion's text
+        assert isinstance(error, errors.StorageError) or "StorageError" in str(error)
+        assert "main.t" in str(error) and "access" in str(error).lower()
+        assert "definitely-wrong" not in str(sql_info.value)
     finally:
         lake.close()
 
@@ -159,3 +171,90 @@ def test_credentials_never_in_repr(s3_lake):
     secret = args["storage_options"]["secret_access_key"]
     assert secret not in repr(catalog)
     assert secret not in repr(plan.storage)
+
+
+# ------------------------------------------------------------------------------------------
+# Native scans of S3 files (provider/_object_stores)
+
+
+def _plan(ctx, sql: str) -> str:
+    return "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
+
+
+@pytest.fixture
+def clean_s3_lake(make_lake):
+    """Clean files of two layouts on S3 (a renamed and an added column), inlined rows."""
+    lake = make_lake(LakeSpec("duckdb", "s3"), inline_limit=5)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'v' || i FROM range(500) r(i)")
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN extra INTEGER DEFAULT 3")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'w' || i, i % 4 FROM range(500, 1000) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (5000, 'inlined', 9)")
+    return lake
+
+
+def test_s3_files_are_read_natively_through_register(clean_s3_lake):
+    from datafusion import SessionContext
+
+    from ducklake_datafusion import register
+
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**clean_s3_lake.reader_args()))
+    plan = _plan(ctx, "SELECT * FROM lake.main.t WHERE id > 990")
+    assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
+    for sql in (
+        "SELECT * FROM lake.main.t",
+        "SELECT extra, count(*) AS n, max(name) AS m FROM lake.main.t GROUP BY extra",
+        "SELECT id, name FROM lake.main.t WHERE id BETWEEN 495 AND 505",
+    ):
+        check(clean_s3_lake, sql)  # native (through register), exact, each against DuckDB
+    for snapshot in (2, 5, 6):
+        check(clean_s3_lake, "SELECT * FROM lake.main.t", snapshot=snapshot)
+
+
+def test_a_catalog_registered_without_register_reads_s3_exactly(clean_s3_lake):
+    """DataFusion reads S3 through the session's stores; only register() tells the catalog
+    the session, so a plainly registered catalog keeps the exact path."""
+    from datafusion import SessionContext
+
+    from ducklake_datafusion import register
+
+    catalog = DuckLakeCatalog(**clean_s3_lake.reader_args())
+    plain = SessionContext()
+    plain.register_catalog_provider("lake", catalog)
+    assert "DatasetExec" in _plan(plain, "SELECT * FROM lake.main.t")
+    sql = "SELECT count(*) AS n, sum(extra) AS e FROM lake.main.t"
+    expected = clean_s3_lake.reference(sql)
+    assert plain.sql(sql).to_arrow_table().to_pylist() == expected.to_pylist()
+    first, second = SessionContext(), SessionContext()
+    register(first, "lake", catalog)
+    assert "DataSourceExec" in _plan(first, "SELECT * FROM lake.main.t")
+    register(second, "lake", catalog)  # attached after the stores were made: gets them too
+    assert second.sql(sql).to_arrow_table().to_pylist() == expected.to_pylist()
+    assert first.sql(sql).to_arrow_table().to_pylist() == expected.to_pylist()
+
+
+def test_only_options_datafusion_reads_alike_make_a_store():
+    from ducklake_datafusion.pathres import StorageOptions
+    from ducklake_datafusion.provider._object_stores import s3_store
+
+    keys = {"access_key_id": "k", "secret_access_key": "s"}
+    minio = StorageOptions.from_user({**keys, "endpoint": "http://127.0.0.1:9000"})
+    assert s3_store("b", minio) is not None
+    assert s3_store("b", StorageOptions.from_user({**keys, "session_token": "t"})) is not None
+    assert s3_store("b", StorageOptions.from_user({})) is None  # ambient credentials
+    assert s3_store("b", StorageOptions.from_user({"anonymous": True})) is None
+    assert s3_store("b", StorageOptions.from_user({**keys, "url_style": "vhost"})) is None
+    assert s3_store("b", StorageOptions.from_user({**keys, "use_ssl": False})) is None
+
+
+def test_a_missing_object_of_a_native_table_raises_the_typed_error(clean_s3_lake, s3):
+    keys = [k for k in _objects(s3, clean_s3_lake) if k.endswith(".parquet")]
+    bucket = clean_s3_lake.data_path[len("s3://") :].split("/", 1)[0]
+    s3.client().delete_object(Bucket=bucket, Key=keys[0])
+    with pytest.raises(Exception) as info:
+        ours(clean_s3_lake, "SELECT sum(id) FROM lake.main.t")
+    error = info.value
+    assert isinstance(error, errors.DataFileMissingError) or "DataFileMissingError" in str(error)
+    assert keys[0].rsplit("/", 1)[-1] in str(error)

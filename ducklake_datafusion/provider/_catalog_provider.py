@@ -29,6 +29,7 @@ from ..catalog._models import SnapshotInfo
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake
 from ..scan._lookup import find_table
+from ._object_stores import SessionStores
 from ._table import DuckLakeTable
 from ._views import find_view, plannable_view_names, view_table
 
@@ -86,6 +87,8 @@ class DuckLakeCatalog(CatalogProvider):
         if not isinstance(native, bool):
             raise InvalidOptionError(f"native must be True or False, got {native!r}")
         self.native = native
+        # the sessions register() put this catalog in: native scans of S3 files need them
+        self.session_stores = SessionStores()
         self._metadata = metadata
         self._metadata_schema = metadata_schema
         self.lake = Lake.open(
@@ -242,7 +245,9 @@ class DuckLakeSchema(SchemaProvider):
                     raise  # pinned: say the table did not exist at that snapshot
                 return None
             table = DuckLakeTable.of(suffixed)
-        return table.datafusion_table(native=self._catalog.native)
+        return table.datafusion_table(
+            native=self._catalog.native, stores=self._catalog.session_stores
+        )
 
     def table_exist(self, name: str) -> bool:
         backend = self._catalog.backend

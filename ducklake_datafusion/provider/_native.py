@@ -56,6 +56,7 @@ from ..read._reader import _FORMAT, _fail
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ._listing import ListingUnsupported, listing_frame
 from ._native_layouts import FileLayout, file_layout, layout_frame, same_kind
+from ._object_stores import SessionStores
 from ._threads import on_own_thread
 
 __all__ = ["NATIVE_MAX_FILES", "NATIVE_TYPES", "NativeSplit", "native_table", "split_native"]
@@ -108,11 +109,15 @@ def native_type(type_name: str) -> bool:
     return name in NATIVE_TYPES or bool(_DECIMAL.match(name))
 
 
-def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeSplit:
+def split_native(
+    table, plan: ScanPlan, max_files: int | None = None, *, remote: bool = False
+) -> NativeSplit:
     """All of the plan's tasks if DataFusion reads every one exactly, else none.
 
-    ``max_files`` defaults to ``NATIVE_MAX_FILES``. Raises the exact reader's typed error
-    for a candidate file that is missing, not a regular file or not what the catalog says.
+    ``max_files`` defaults to ``NATIVE_MAX_FILES``; ``remote`` admits S3 files (when the
+    querying session has their stores: ``_object_stores``). Raises the exact reader's
+    typed error for a candidate file that is missing, not a regular file or not what the
+    catalog says.
     """
     if not all(native_type(c.type_name) for c in table.columns):
         return NativeSplit()
@@ -121,7 +126,7 @@ def split_native(table, plan: ScanPlan, max_files: int | None = None) -> NativeS
     inlined = tuple(t for t in plan.tasks if isinstance(t, InlinedRowsTask))
     if not plan.tasks or len(files) > limit:  # checked first: 10,000 files cost nothing
         return NativeSplit()
-    if not all(_candidate(t) for t in files):
+    if not all(_candidate(t, remote) for t in files):
         return NativeSplit()  # all or nothing (see the module docstring)
     signature = _signature(table)
     groups: dict[FileLayout, list[DataFileTask]] = {}
@@ -138,14 +143,17 @@ def _signature(table) -> tuple:
     return tuple((c.column_id, c.name, str(c.arrow_type)) for c in table.columns)
 
 
-def _candidate(task: DataFileTask) -> bool:
-    """Without deletes, encryption or name mapping; local and plainly spelled."""
+def _candidate(task: DataFileTask, remote: bool) -> bool:
+    """Without deletes, encryption or name mapping; local (or S3 if ``remote``) and
+    plainly spelled."""
     if task.deletes is not None or task.encryption_key is not None:
         return False
     if task.name_mapping is not None:
         return False
     location = parse_location(task.file.url)
-    return location.scheme == "file" and bool(_SAFE_PATH.match(location.path))
+    if location.scheme == "file":
+        return bool(_SAFE_PATH.match(location.path))
+    return remote and location.scheme == "s3" and bool(_SAFE_PATH.match("/" + location.path))
 
 
 # Layouts per (file, size, rows, columns), None for files the native path cannot read:
@@ -158,15 +166,17 @@ _LAYOUTS_MAX = 65536
 def _native_layout(task, plan, columns, signature, what: str) -> FileLayout | None:
     """Check the file against the catalog (raises if damaged); its layout if native.
 
-    The file is stat-ed on every call, so a file removed or replaced by a FIFO since its
-    footer was cached raises the typed error here, not inside DataFusion.
+    A local file is stat-ed on every call, so a file removed or replaced by a FIFO since
+    its footer was cached raises the typed error here, not inside DataFusion. (A remote
+    file's footer is fetched once per process; see the README's limits.)
     """
+    location = parse_location(task.file.url)
     try:
-        found = os.stat(parse_location(task.file.url).path)
+        found = os.stat(location.path) if location.scheme == "file" else None
         fragment = parsed_fragment(task.file, plan.storage, _FORMAT)
     except Exception as exc:  # translated as the exact reader does
         raise _fail(exc, what) from exc
-    if task.file.size is not None and found.st_size != task.file.size:
+    if found is not None and task.file.size is not None and found.st_size != task.file.size:
         return None  # not the file the catalog lists: the exact path's checks decide
     key = (task.file.url, task.file.size, task.record_count, task.layout_current, signature)
     if key not in _LAYOUTS:
@@ -179,7 +189,20 @@ def _native_layout(task, plan, columns, signature, what: str) -> FileLayout | No
 
 
 def _file_url(task: DataFileTask) -> str:
-    return "file://" + parse_location(task.file.url).path
+    location = parse_location(task.file.url)
+    return (
+        f"{location.scheme}://{location.path}"
+        if location.scheme == "s3"
+        else f"file://{location.path}"
+    )
+
+
+def _buckets(tasks) -> frozenset[str]:
+    return frozenset(
+        location.authority
+        for location in (parse_location(t.file.url) for t in tasks)
+        if location.scheme == "s3"
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -190,6 +213,7 @@ def _file_url(task: DataFileTask) -> str:
 class _Built:
     table: Table
     files: tuple[DataFileTask, ...]
+    buckets: frozenset[str]  # S3 buckets whose stores the querying session needs
     backend: object  # held, so that its id in the key cannot be reused while cached
 
 
@@ -203,9 +227,14 @@ _BUILT_MAX = 128
 _LOCK = threading.Lock()
 
 
-def native_table(table) -> Table | None:
-    """``Table(frame)`` for ``table``'s snapshot, or ``None`` unless every file is clean."""
+def native_table(table, stores: SessionStores | None = None) -> Table | None:
+    """``Table(frame)`` for ``table``'s snapshot, or ``None`` unless every task is native.
+
+    ``stores``: the sessions the catalog was registered in by ``register()``; S3 files are
+    read natively only with one (``_object_stores``).
+    """
     lake = table.lake
+    remote = bool(stores)
     key = (
         id(lake.backend),
         lake.description,
@@ -214,14 +243,22 @@ def native_table(table) -> Table | None:
         table.entry,
         table.snapshot,
         _signature(table),
+        remote,
     )
     with _LOCK:
         built = _built.get(key, False)
     if built is not False and (built is None or _unchanged(built.files)):
-        return None if built is None else built.table
+        if built is None:
+            return None
+        if built.buckets and not stores.provide(built.buckets, lake.storage):
+            return None
+        return built.table
     plan = table.scan_plan()
-    split = split_native(table, plan)
+    split = split_native(table, plan, remote=remote)
     built = None
+    buckets = _buckets(split.files)
+    if buckets and not stores.provide(buckets, lake.storage):
+        split = NativeSplit()  # the options do not translate into DataFusion's store
     if split:
         try:
             frame = on_own_thread(lambda: _frame(plan, split), "ducklake-native")
@@ -231,7 +268,7 @@ def native_table(table) -> Table | None:
         except _NotNative as exc:
             _warn_once(f"{exc}; the table takes the exact path")
             return None
-        built = _Built(Table(frame), split.files, lake.backend)
+        built = _Built(Table(frame), split.files, buckets, lake.backend)
     with _LOCK:
         if len(_built) >= _BUILT_MAX:
             _built.pop(next(iter(_built)))
@@ -249,10 +286,13 @@ def _warn_once(message: str) -> None:
 
 
 def _unchanged(tasks: tuple[DataFileTask, ...]) -> bool:
-    """Every file is still a regular file of the size the catalog records (~2 µs each)."""
+    """Every local file is still a regular file of the catalog's size (~2 µs each)."""
     for task in tasks:
+        location = parse_location(task.file.url)
+        if location.scheme != "file":
+            continue
         try:
-            found = os.stat(parse_location(task.file.url).path)
+            found = os.stat(location.path)
         except OSError:
             return False
         if not stat.S_ISREG(found.st_mode):

@@ -92,15 +92,16 @@ class DuckLakeTable(LakeTable):
 
         return DuckLakeDataset(self)
 
-    def datafusion_table(self, native: bool = True):
+    def datafusion_table(self, native: bool = True, stores=None):
         """The ``datafusion.catalog.Table`` a schema provider returns for this table.
 
         With ``native``, a table whose files DataFusion's own Parquet reader reads exactly
         is read by it (see ``_native``); otherwise everything goes through the adapter.
+        ``stores`` (``_object_stores.SessionStores``) lets S3 files be read natively.
         """
         from datafusion.catalog import Table
 
         from ._native import native_table
 
-        table = native_table(self) if native else None
+        table = native_table(self, stores) if native else None
         return table if table is not None else Table(self.dataset())
