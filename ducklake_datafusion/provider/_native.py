@@ -1,14 +1,16 @@
-"""Native DataFusion scans: a table's clean files on DataFusion's own Parquet reader.
+"""Native DataFusion scans: a table's files on DataFusion's own Parquet reader.
 
-When every live file of a table's snapshot is *clean* (written at the table's current
-column layout, no deletes, no name mapping, no encryption, local, with columns whose
-Parquet form DataFusion decodes to exactly the table's Arrow type) and no row is inlined,
-``DuckLakeSchema.table()`` returns ``datafusion.catalog.Table(frame)`` for one
-``ListingTable`` scan over the file list (``_listing``): projection, filter pushdown,
-row-group and page pruning, parallel decode and the aggregation all stay in DataFusion,
-and no batch crosses into Python. Every other table goes through the ``pyarrow.dataset``
-adapter (``_dataset``), the exact path, which sees the query's filter and prunes by
-catalog statistics.
+When no live file of a table's snapshot has deletes, encryption or a name mapping, every
+file is local (or on S3 with the session's store: ``_object_stores``), every column has a
+type whose Parquet form DataFusion decodes to exactly the table's Arrow type, and every
+file's columns map onto the table's exactly (``_native_layouts``),
+``DuckLakeSchema.table()`` returns ``datafusion.catalog.Table(frame)``: one
+``ListingTable`` scan per file layout over its file list (``_listing``), projected onto
+the table's columns by field id, plus the inlined rows from memory, in one union.
+Projection, filter pushdown, row-group and page pruning, parallel decode and the
+aggregation all stay in DataFusion, and no batch crosses into Python. Every other table
+goes through the ``pyarrow.dataset`` adapter (``_dataset``), the exact path, which sees
+the query's filter and prunes by catalog statistics.
 
 Why all or nothing (measured, ``docs/benchmarks.md``): a union of a native scan and the
 adapter was slower than the adapter alone on the benchmark lake (0.218 vs 0.184 s). The
@@ -29,10 +31,11 @@ footers instead, at a per-file cost on every query. Tables with more than
 ``NATIVE_MAX_FILES`` files therefore stay on the adapter, whose pruning reads only the
 catalog.
 
-Each native file is checked against the catalog first (row count, field ids under the
-expected names, Arrow types: ``read/_file_checks``) from its footer, parsed once per
-process; a file that fails goes to the adapter, which reads by field id, and a damaged
-or missing file raises our typed error, as on every other path.
+Each native file is checked against the catalog first (row count and field ids:
+``read/_file_checks``; how its columns map: ``_native_layouts``) from its footer, parsed
+once per process; a file whose columns need a conversion the native scan does not do
+exactly sends the table to the adapter, and a damaged or missing file raises our typed
+error, as on every other path.
 """
 
 from __future__ import annotations
