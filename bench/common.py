@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import shutil
@@ -223,6 +224,25 @@ def measure(fn: Callable[[], object], *, warmup: int = 1, repeat: int = 5) -> tu
     Returns the timings and the result of the last run.
     """
     return measure_interleaved({"fn": fn}, warmup=warmup, repeat=repeat)["fn"]
+
+
+def sorted_rows(table) -> list:
+    """A result's rows as sorted tuples, to compare answers whatever their order."""
+    return sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def same_rows(a: list, b: list) -> bool:
+    """Equal up to float rounding (sums are added in a different order)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        for u, v in zip(x, y):
+            if isinstance(u, float) and isinstance(v, float):
+                if not math.isclose(u, v, rel_tol=1e-9):
+                    return False
+            elif u != v:
+                return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------

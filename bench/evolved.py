@@ -27,7 +27,9 @@ from common import (
     markdown_table,
     measure_interleaved,
     ratio,
+    same_rows,
     seconds,
+    sorted_rows,
 )
 
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -105,13 +107,9 @@ def main() -> None:
             },
             repeat=args.repeat,
         )
-        reference = timings["duckdb"][1].sort_by(
-            [(c, "ascending") for c in timings["duckdb"][1].column_names]
-        )
+        reference = sorted_rows(timings["duckdb"][1])
         for engine in ("ours", "exact"):
-            answer = timings[engine][1]
-            answer = answer.sort_by([(c, "ascending") for c in answer.column_names])
-            assert answer.to_pylist() == reference.cast(answer.schema).to_pylist(), (engine, name)
+            assert same_rows(sorted_rows(timings[engine][1]), reference), (engine, name)
         ours_t, exact_t, duck_t, raw_t = (
             timings[e][0].median for e in ("ours", "exact", "duckdb", "raw")
         )

@@ -22,7 +22,6 @@ answers are checked against DuckDB's. Results and how to read them: docs/benchma
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,7 +44,9 @@ from common import (
     measure_planning,
     millis,
     ratio,
+    same_rows,
     seconds,
+    sorted_rows,
 )
 
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -140,24 +141,6 @@ class Result:
     plan: ScanPlan | None = None
 
 
-def _rows(table) -> list:
-    return sorted(tuple(r.values()) for r in table.to_pylist())
-
-
-def same_rows(a: list, b: list) -> bool:
-    """Equal up to float rounding (sums are added in a different order)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        for u, v in zip(x, y):
-            if isinstance(u, float) and isinstance(v, float):
-                if not math.isclose(u, v, rel_tol=1e-9):
-                    return False
-            elif u != v:
-                return False
-    return True
-
-
 @contextmanager
 def recording_plans():
     """Collect the ScanPlan of every scan DataFusion plans through our dataset adapter.
@@ -243,7 +226,7 @@ def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str,
             results[q.name] = {
                 name: Result(
                     timing,
-                    _rows(table),
+                    sorted_rows(table),
                     planning[name][0] if name in planning else None,
                     plan if name == "exact" else None,
                 )
@@ -280,7 +263,7 @@ def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
     s = t.plan_pruned.stats
     pruning = f"{s.files_scanned} of {s.files_total} files kept"
     (ours, ours_rows), (duck, duck_rows) = timed["ours"], timed["duckdb"]
-    check = "ok" if same_rows(_rows(ours_rows), _rows(duck_rows)) else "MISMATCH"
+    check = "ok" if same_rows(sorted_rows(ours_rows), sorted_rows(duck_rows)) else "MISMATCH"
     return [
         ["table lookup: lake.table('main', 't')", millis(lookup.median), "target < 5 ms"],
         [
