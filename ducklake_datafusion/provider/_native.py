@@ -57,18 +57,34 @@ from ..read._file_checks import check_data_file
 from ..read._footers import parsed_fragment
 from ..read._reader import _FORMAT, _fail
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
+from ..scan._plan import balanced_groups
 from ._listing import ListingUnsupported, listing_frame
 from ._native_layouts import FileLayout, file_layout, layout_frame, same_kind
 from ._object_stores import SessionStores
 from ._threads import on_own_thread
 
-__all__ = ["NATIVE_MAX_FILES", "NATIVE_TYPES", "NativeSplit", "native_table", "split_native"]
+__all__ = [
+    "NATIVE_MAX_FILES",
+    "NATIVE_SCAN_CHUNKS",
+    "NATIVE_TYPES",
+    "NativeSplit",
+    "native_table",
+    "split_native",
+]
 
 log = logging.getLogger("ducklake_datafusion")
 
 # Tables with more files than this stay on the adapter: the native scan cannot be
 # pruned by catalog statistics and costs ~50 µs per file and query (docs/benchmarks.md).
 NATIVE_MAX_FILES = 256
+
+# Listing scans per file layout. DataFusion splits one listing into at most
+# ``target_partitions`` partitions (by default the number of cores); a union of several
+# listings has that many per listing, which keeps both cores busy to the end of a scan.
+# Measured with bench/scan.py on table p (48 files, 2 cores, default session; medians of
+# 15): full aggregate 0.164-0.190 s with one listing, 0.136 s with 2, 0.098-0.110 s with
+# 4, 0.101 s with 8; group-by 0.073 / 0.068 / 0.063 / 0.068 s (docs/benchmarks.md).
+NATIVE_SCAN_CHUNKS = 4
 
 # DuckLake types whose Parquet form (as DuckDB writes it) DataFusion decodes to exactly the
 # Arrow type this reader declares. Time, nanosecond and second/millisecond timestamps,
@@ -324,12 +340,13 @@ def _frame(plan: ScanPlan, split: NativeSplit):
     columns = plan.columns
     frames = [
         layout_frame(
-            listing_frame(builder, [_file_url(t) for t in tasks], layout.read_schema),
+            listing_frame(builder, [_file_url(t) for t in chunk], layout.read_schema),
             layout,
             columns,
             plan.snapshot_id,
         )
         for layout, tasks in split.groups
+        for chunk in balanced_groups(tasks, NATIVE_SCAN_CHUNKS)
     ]
     names = [c.name for c in columns]
     for task in split.inlined:

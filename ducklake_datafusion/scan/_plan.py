@@ -26,6 +26,7 @@ __all__ = [
     "PlanStats",
     "ScanPlan",
     "ScanTask",
+    "balanced_groups",
 ]
 
 
@@ -179,17 +180,20 @@ class ScanPlan:
             partitions: the number of groups wanted when ``target_bytes`` is not given.
             target_bytes: if given, as many groups as needed for about this many bytes each.
         """
-        tasks = sorted(self.tasks, key=lambda t: t.weight, reverse=True)
-        if not tasks:
-            return []
-        if target_bytes:
-            total = sum(t.weight for t in tasks)
+        if target_bytes and self.tasks:
+            total = sum(t.weight for t in self.tasks)
             partitions = max(1, -(-total // target_bytes))
-        count = max(1, min(partitions, len(tasks)))
-        buckets: list[list[ScanTask]] = [[] for _ in range(count)]
-        loads = [0] * count
-        for task in tasks:
-            target = loads.index(min(loads))
-            buckets[target].append(task)
-            loads[target] += task.weight
-        return [tuple(b) for b in buckets if b]
+        return balanced_groups(self.tasks, partitions)
+
+
+def balanced_groups(tasks, count: int) -> list[tuple]:
+    """``tasks`` in up to ``count`` non-empty groups of about equal weight (greedy,
+    heaviest first, each to the lightest group so far)."""
+    ordered = sorted(tasks, key=lambda t: t.weight, reverse=True)
+    buckets: list[list] = [[] for _ in range(max(1, min(count, len(ordered))))]
+    loads = [0] * len(buckets)
+    for task in ordered:
+        target = loads.index(min(loads))
+        buckets[target].append(task)
+        loads[target] += task.weight
+    return [tuple(b) for b in buckets if b]
