@@ -199,21 +199,32 @@ def test_deleted_lake_matches_duckdb(deleted_lake, sql):
     check(deleted_lake, sql)  # exact on both catalog settings, each against DuckDB
 
 
-def test_a_table_with_deletes_takes_the_exact_path(deleted_lake):
+def test_deletes_are_applied_natively_by_a_keep_mask_filter(deleted_lake):
     plan = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t WHERE k > 100")
-    assert "DataSourceExec" not in plan and "DatasetExec" in plan, plan
+    assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
+    # the three files with deletes, one listing each (chunks); the clean one unfiltered
+    assert plan.count("FilterExec: ducklake_keep(") == 3, plan
     exact = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t", native=False)
     assert "DataSourceExec" not in exact and "DatasetExec" in exact
 
 
-def test_every_snapshot_on_its_own_path(deleted_lake):
-    """Native until the first DELETE, exact after it; DuckDB's answer at every snapshot."""
-    paths = []
+def test_every_snapshot_natively(deleted_lake):
+    """Before, between and after the two DELETEs (per-position snapshots in one
+    cumulative delete file): DuckDB's answer at every snapshot, all on the native path."""
     for snapshot in range(2, 8):
         check(deleted_lake, "SELECT k, g, s FROM lake.main.t WHERE k % 5 = 3", snapshot=snapshot)
-        plan = _explain(deleted_lake, "SELECT * FROM lake.main.t", snapshot=snapshot)
-        paths.append("DataSourceExec" in plan)
-    assert paths == [True, True, True, True, False, False]
+        check(deleted_lake, "SELECT count(*) AS n, max(s) AS m FROM lake.main.t", snapshot=snapshot)
+        assert _is_native(deleted_lake, snapshot=snapshot)
+
+
+def test_delete_masks_refuse_rows_of_an_unknown_file():
+    from ducklake_datafusion.errors import DuckLakeError
+    from ducklake_datafusion.provider._native_deletes import DeleteMasks, _mask
+
+    masks = DeleteMasks({"a/b.parquet": pa.array([True, False])})
+    assert _mask(masks, "a/b.parquet").take(pa.array([1, 0])).to_pylist() == [False, True]
+    with pytest.raises(DuckLakeError, match="no mask"):
+        _mask(masks, "a/c.parquet")
 
 
 def _is_native(lake, sql="SELECT * FROM lake.main.t", snapshot=None) -> bool:
@@ -346,8 +357,8 @@ def test_inlined_rows_are_read_from_memory_beside_the_files(make_lake):
         "SELECT * FROM lake.main.t WHERE k < 3",
     ):
         check(lake, sql)
-    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: the exact path
-    assert not _is_native(lake)
+    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: a keep-mask filter
+    assert _is_native(lake)
     check(lake, "SELECT * FROM lake.main.t WHERE k < 10")
 
 

@@ -59,6 +59,7 @@ from ..read._reader import _FORMAT, _fail
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._plan import balanced_groups
 from ._listing import ListingUnsupported, listing_frame
+from ._native_deletes import DeleteMasks, delete_masks, without_deleted
 from ._native_layouts import FileLayout, file_layout, layout_frame, same_kind
 from ._object_stores import SessionStores
 from ._threads import on_own_thread
@@ -163,15 +164,15 @@ def _signature(table) -> tuple:
 
 
 def _candidate(task: DataFileTask, remote: bool) -> bool:
-    """Without deletes, encryption or name mapping; local (or S3 if ``remote``) and
-    plainly spelled."""
-    if task.deletes is not None or task.encryption_key is not None:
-        return False
-    if task.name_mapping is not None:
+    """Without encryption or name mapping; local, or on S3 if ``remote`` and without
+    deletes (``_native_deletes``); plainly spelled."""
+    if task.encryption_key is not None or task.name_mapping is not None:
         return False
     location = parse_location(task.file.url)
     if location.scheme == "file":
         return bool(_SAFE_PATH.match(location.path))
+    if task.deletes is not None:
+        return False
     return remote and location.scheme == "s3" and bool(_SAFE_PATH.match("/" + location.path))
 
 
@@ -279,8 +280,9 @@ def native_table(table, stores: SessionStores | None = None) -> Table | None:
     if buckets and not stores.provide(buckets, lake.storage):
         split = NativeSplit()  # the options do not translate into DataFusion's store
     if split:
+        masks = delete_masks(plan, [t for t in split.files if t.deletes is not None])
         try:
-            frame = on_own_thread(lambda: _frame(plan, split), "ducklake-native")
+            frame = on_own_thread(lambda: _frame(plan, split, masks), "ducklake-native")
         except ListingUnsupported as exc:  # a datafusion release changed the plan format
             _warn_once(f"native scans are off: {exc}; every table takes the exact path")
             return None
@@ -333,21 +335,21 @@ def _builder() -> SessionContext:
         return _BUILDER
 
 
-def _frame(plan: ScanPlan, split: NativeSplit):
-    """One frame of the table's columns: a listing scan per file layout, projected onto
-    the table's columns, and the inlined rows from memory, in one union."""
+def _frame(plan: ScanPlan, split: NativeSplit, masks: DeleteMasks):
+    """One frame of the table's columns: listing scans per file layout (files with
+    deletes apart, filtered by their keep masks), projected onto the table's columns,
+    and the inlined rows from memory, in one union."""
     builder = _builder()
     columns = plan.columns
-    frames = [
-        layout_frame(
-            listing_frame(builder, [_file_url(t) for t in chunk], layout.read_schema),
-            layout,
-            columns,
-            plan.snapshot_id,
-        )
-        for layout, tasks in split.groups
-        for chunk in balanced_groups(tasks, NATIVE_SCAN_CHUNKS)
-    ]
+    frames = []
+    for layout, tasks in split.groups:
+        for with_deletes in (False, True):
+            part = [t for t in tasks if (t.deletes is not None) == with_deletes]
+            for chunk in balanced_groups(part, NATIVE_SCAN_CHUNKS):
+                scan = listing_frame(builder, [_file_url(t) for t in chunk], layout.read_schema)
+                if with_deletes:
+                    scan = without_deleted(scan, masks)
+                frames.append(layout_frame(scan, layout, columns, plan.snapshot_id))
     names = [c.name for c in columns]
     for task in split.inlined:
         if task.rows.num_rows:
