@@ -90,6 +90,26 @@ def test_input_file_name_is_the_path_without_its_leading_slash(tmp_path):
     assert sorted(names.column("n").to_pylist()) == sorted(p.lstrip("/") for p in paths)
 
 
+@pytest.mark.parametrize("partitions, batch", [(2, 8192), (8, 1000), (8, 8192)])
+def test_the_native_delete_filter_drops_exactly_the_masked_positions(tmp_path, partitions, batch):
+    """Byte-range splits, pruning, a user filter beside it, and (8 partitions over four
+    files) round-robin repartitions that merge batches of several files below the
+    filter: the keep masks still drop exactly their positions (``_native_deletes``)."""
+    from ducklake_datafusion.provider._native_deletes import DeleteMasks, without_deleted
+
+    paths = _files(tmp_path, count=4)
+    masks = DeleteMasks(
+        {p.lstrip("/"): pa.array(np.arange(5000) % (3 + i) != 0) for i, p in enumerate(paths)}
+    )
+    config = SessionConfig().with_target_partitions(partitions).with_batch_size(batch)
+    frame = listing_frame(SessionContext(config), ["file://" + p for p in paths], SCHEMA)
+    scan = without_deleted(frame, masks)
+    for low in (0, 100, 4990):
+        out = scan.filter(col("k") >= lit(low)).select(col("f"), col("k")).to_arrow_table()
+        expected = sorted((i, k) for i in range(4) for k in range(low, 5000) if k % (3 + i))
+        assert sorted(zip(out.column("f").to_pylist(), out.column("k").to_pylist())) == expected
+
+
 def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path):
     """``Table(df)`` from ``table()``: planned by the querying session, filter pushed into
     the Parquet scan as a pruning predicate."""

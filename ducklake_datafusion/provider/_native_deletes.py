@@ -88,15 +88,18 @@ def without_deleted(scan: DataFrame, masks: DeleteMasks) -> DataFrame:
         if len(names) == 0:
             return pa.array([], pa.bool_())
         first = names[0].as_py()
-        if names[len(names) - 1].as_py() == first and pc.all(pc.equal(names, first)).as_py():
+        if pc.all(pc.equal(names, first)).as_py():  # ~26 µs per 8,192 rows
+            # Usually true: DataFusion's Parquet reader yields batches of one file. But a
+            # round-robin repartition below this filter may merge batches of several
+            # files (tests/test_native.py shows it), so every row's name is compared.
             return _mask(masks, first).take(positions)
-        out = np.empty(len(names), dtype=bool)  # never seen: batches are per file
+        out = np.empty(len(names), dtype=bool)  # rows of several files: row by row
         spelled = names.to_numpy(zero_copy_only=False)
         where = positions.to_numpy(zero_copy_only=False)
         for name in set(spelled):
             rows = spelled == name
-            out[rows] = (
-                _mask(masks, name).take(pa.array(where[rows])).to_numpy(zero_copy_only=False)
+            out[rows] = _mask(masks, name).take(pa.array(where[rows])).to_numpy(
+                zero_copy_only=False
             )
         return pa.array(out)
 
