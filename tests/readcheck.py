@@ -45,10 +45,12 @@ def check(
         expected_sql = with_version(sql, snapshot)
     expected = lake.reference(expected_sql)
     kwargs = {"snapshot": snapshot} if snapshot is not None else {}
-    # Both DataFusion paths: native scans where they apply, then the exact reader alone
-    # (last, so the planner's log of the last scan is the exact path's filtered plan).
+    # Every DataFusion path: native scans where they apply (by default, files without
+    # deletes), with native deletes too, then the exact reader alone (last, so the
+    # planner's log of the last scan is the exact path's filtered plan).
     actual = ours(lake, sql, **kwargs)
     assert_same_rows(actual, expected, ordered=ordered)
+    assert_same_rows(ours(lake, sql, native_deletes=True, **kwargs), expected, ordered=ordered)
     assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
     sparkreplay.replay(lake, sql, snapshot)
     return actual

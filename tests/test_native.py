@@ -219,22 +219,32 @@ def test_deleted_lake_matches_duckdb(deleted_lake, sql):
     check(deleted_lake, sql)  # exact on both catalog settings, each against DuckDB
 
 
+def test_a_table_with_deletes_takes_the_exact_path_by_default(deleted_lake):
+    assert not _is_native(deleted_lake)
+    assert not _is_native(deleted_lake, native_deletes=False)
+
+
 def test_deletes_are_applied_natively_by_a_keep_mask_filter(deleted_lake):
-    plan = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t WHERE k > 100")
+    sql = "SELECT count(*) FROM lake.main.t WHERE k > 100"
+    plan = _explain(deleted_lake, sql, native_deletes=True)
     assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
     # the three files with deletes, one listing each (chunks); the clean one unfiltered
     assert plan.count("FilterExec: ducklake_keep(") == 3, plan
-    exact = _explain(deleted_lake, "SELECT count(*) FROM lake.main.t", native=False)
+    exact = _explain(deleted_lake, sql, native=False, native_deletes=True)
     assert "DataSourceExec" not in exact and "DatasetExec" in exact
 
 
 def test_every_snapshot_natively(deleted_lake):
     """Before, between and after the two DELETEs (per-position snapshots in one
-    cumulative delete file): DuckDB's answer at every snapshot, all on the native path."""
+    cumulative delete file): DuckDB's answer at every snapshot (``check`` runs native
+    deletes too); by default native until the first DELETE, exact after it."""
+    paths = []
     for snapshot in range(2, 8):
         check(deleted_lake, "SELECT k, g, s FROM lake.main.t WHERE k % 5 = 3", snapshot=snapshot)
         check(deleted_lake, "SELECT count(*) AS n, max(s) AS m FROM lake.main.t", snapshot=snapshot)
-        assert _is_native(deleted_lake, snapshot=snapshot)
+        assert _is_native(deleted_lake, snapshot=snapshot, native_deletes=True)
+        paths.append(_is_native(deleted_lake, snapshot=snapshot))
+    assert paths == [True, True, True, True, False, False]
 
 
 def test_delete_masks_refuse_rows_of_an_unknown_file():
@@ -247,8 +257,8 @@ def test_delete_masks_refuse_rows_of_an_unknown_file():
         _mask(masks, "a/c.parquet")
 
 
-def _is_native(lake, sql="SELECT * FROM lake.main.t", snapshot=None) -> bool:
-    plan = _explain(lake, sql, snapshot=snapshot)
+def _is_native(lake, sql="SELECT * FROM lake.main.t", snapshot=None, **catalog) -> bool:
+    plan = _explain(lake, sql, snapshot=snapshot, **catalog)
     assert ("DataSourceExec" in plan) != ("DatasetExec" in plan), plan  # one path, not both
     return "DataSourceExec" in plan
 
@@ -377,8 +387,9 @@ def test_inlined_rows_are_read_from_memory_beside_the_files(make_lake):
         "SELECT * FROM lake.main.t WHERE k < 3",
     ):
         check(lake, sql)
-    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: a keep-mask filter
-    assert _is_native(lake)
+    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: exact by default
+    assert not _is_native(lake)
+    assert _is_native(lake, native_deletes=True)  # or a keep-mask filter
     check(lake, "SELECT * FROM lake.main.t WHERE k < 10")
 
 
@@ -481,3 +492,5 @@ def test_many_files_stay_on_the_exact_path(make_lake, monkeypatch):
 def test_native_option_is_checked(tmp_path):
     with pytest.raises(InvalidOptionError, match="native"):
         DuckLakeCatalog(str(tmp_path / "x.ducklake"), native="yes")
+    with pytest.raises(InvalidOptionError, match="native_deletes"):
+        DuckLakeCatalog(str(tmp_path / "x.ducklake"), native_deletes=1)

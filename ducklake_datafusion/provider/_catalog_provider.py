@@ -67,6 +67,9 @@ class DuckLakeCatalog(CatalogProvider):
         native: read the files DataFusion's own Parquet reader reads exactly with it
             (default); ``False`` reads every file through the exact streaming reader.
             See the README's "Which reader runs" for when each path is taken.
+        native_deletes: with ``native``, read files with positional deletes natively
+            too, through a keep-mask filter: full scans are faster, selective queries
+            slower than on the exact path (measured in the README; default ``False``).
 
     Attributes:
         lake: the engine-neutral ``scan.Lake`` this catalog adapts (catalog access,
@@ -83,10 +86,13 @@ class DuckLakeCatalog(CatalogProvider):
         storage_options: Mapping[str, object] | None = None,
         metadata_schema: str | None = None,
         native: bool = True,
+        native_deletes: bool = False,
     ) -> None:
-        if not isinstance(native, bool):
-            raise InvalidOptionError(f"native must be True or False, got {native!r}")
+        for option, value in (("native", native), ("native_deletes", native_deletes)):
+            if not isinstance(value, bool):
+                raise InvalidOptionError(f"{option} must be True or False, got {value!r}")
         self.native = native
+        self.native_deletes = native_deletes
         # the sessions register() put this catalog in: native scans of S3 files need them
         self.session_stores = SessionStores()
         self._metadata = metadata
@@ -130,6 +136,7 @@ class DuckLakeCatalog(CatalogProvider):
             storage_options=self.lake.storage,
             metadata_schema=self._metadata_schema,
             native=self.native,
+            native_deletes=self.native_deletes,
         )
 
     def snapshots(self) -> pa.Table:
@@ -246,7 +253,9 @@ class DuckLakeSchema(SchemaProvider):
                 return None
             table = DuckLakeTable.of(suffixed)
         return table.datafusion_table(
-            native=self._catalog.native, stores=self._catalog.session_stores
+            native=self._catalog.native,
+            stores=self._catalog.session_stores,
+            deletes=self._catalog.native_deletes,
         )
 
     def table_exist(self, name: str) -> bool:

@@ -130,12 +130,18 @@ def native_type(type_name: str) -> bool:
 
 
 def split_native(
-    table, plan: ScanPlan, max_files: int | None = None, *, remote: bool = False
+    table,
+    plan: ScanPlan,
+    max_files: int | None = None,
+    *,
+    remote: bool = False,
+    deletes: bool = False,
 ) -> NativeSplit:
     """All of the plan's tasks if DataFusion reads every one exactly, else none.
 
     ``max_files`` defaults to ``NATIVE_MAX_FILES``; ``remote`` admits S3 files (when the
-    querying session has their stores: ``_object_stores``). Raises the exact reader's
+    querying session has their stores: ``_object_stores``), ``deletes`` local files with
+    deletes (``_native_deletes``). Raises the exact reader's
     typed error for a candidate file that is missing, not a regular file or not what the
     catalog says.
     """
@@ -146,7 +152,7 @@ def split_native(
     inlined = tuple(t for t in plan.tasks if isinstance(t, InlinedRowsTask))
     if not plan.tasks or len(files) > limit:  # checked first: 10,000 files cost nothing
         return NativeSplit()
-    if not all(_candidate(t, remote) for t in files):
+    if not all(_candidate(t, remote, deletes) for t in files):
         return NativeSplit()  # all or nothing (see the module docstring)
     signature = _signature(table)
     groups: dict[FileLayout, list[DataFileTask]] = {}
@@ -163,16 +169,16 @@ def _signature(table) -> tuple:
     return tuple((c.column_id, c.name, str(c.arrow_type)) for c in table.columns)
 
 
-def _candidate(task: DataFileTask, remote: bool) -> bool:
-    """Without encryption or name mapping; local, or on S3 if ``remote`` and without
-    deletes (``_native_deletes``); plainly spelled."""
+def _candidate(task: DataFileTask, remote: bool, deletes: bool) -> bool:
+    """Without encryption or name mapping; without deletes unless ``deletes`` (local
+    files only: ``_native_deletes``); local, or on S3 if ``remote``; plainly spelled."""
     if task.encryption_key is not None or task.name_mapping is not None:
         return False
     location = parse_location(task.file.url)
+    if task.deletes is not None and not (deletes and location.scheme == "file"):
+        return False
     if location.scheme == "file":
         return bool(_SAFE_PATH.match(location.path))
-    if task.deletes is not None:
-        return False
     return remote and location.scheme == "s3" and bool(_SAFE_PATH.match("/" + location.path))
 
 
@@ -247,11 +253,14 @@ _BUILT_MAX = 128
 _LOCK = threading.Lock()
 
 
-def native_table(table, stores: SessionStores | None = None) -> Table | None:
+def native_table(
+    table, stores: SessionStores | None = None, *, deletes: bool = False
+) -> Table | None:
     """``Table(frame)`` for ``table``'s snapshot, or ``None`` unless every task is native.
 
     ``stores``: the sessions the catalog was registered in by ``register()``; S3 files are
-    read natively only with one (``_object_stores``).
+    read natively only with one (``_object_stores``). ``deletes``: files with positional
+    deletes are read natively too (``_native_deletes``).
     """
     lake = table.lake
     remote = bool(stores)
@@ -264,6 +273,7 @@ def native_table(table, stores: SessionStores | None = None) -> Table | None:
         table.snapshot,
         _signature(table),
         remote,
+        deletes,
     )
     with _LOCK:
         built = _built.get(key, False)
@@ -274,7 +284,7 @@ def native_table(table, stores: SessionStores | None = None) -> Table | None:
             return None
         return built.table
     plan = table.scan_plan()
-    split = split_native(table, plan, remote=remote)
+    split = split_native(table, plan, remote=remote, deletes=deletes)
     built = None
     buckets = _buckets(split.files)
     if buckets and not stores.provide(buckets, lake.storage):

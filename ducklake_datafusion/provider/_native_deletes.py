@@ -98,8 +98,8 @@ def without_deleted(scan: DataFrame, masks: DeleteMasks) -> DataFrame:
         where = positions.to_numpy(zero_copy_only=False)
         for name in set(spelled):
             rows = spelled == name
-            out[rows] = _mask(masks, name).take(pa.array(where[rows])).to_numpy(
-                zero_copy_only=False
+            out[rows] = (
+                _mask(masks, name).take(pa.array(where[rows])).to_numpy(zero_copy_only=False)
             )
         return pa.array(out)
 

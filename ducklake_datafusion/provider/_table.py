@@ -92,16 +92,17 @@ class DuckLakeTable(LakeTable):
 
         return DuckLakeDataset(self)
 
-    def datafusion_table(self, native: bool = True, stores=None):
+    def datafusion_table(self, native: bool = True, stores=None, deletes: bool = False):
         """The ``datafusion.catalog.Table`` a schema provider returns for this table.
 
         With ``native``, a table whose files DataFusion's own Parquet reader reads exactly
         is read by it (see ``_native``); otherwise everything goes through the adapter.
-        ``stores`` (``_object_stores.SessionStores``) lets S3 files be read natively.
+        ``stores`` (``_object_stores.SessionStores``) lets S3 files be read natively;
+        ``deletes``, local files with deletes (``_native_deletes``).
         """
         from datafusion.catalog import Table
 
         from ._native import native_table
 
-        table = native_table(self, stores) if native else None
+        table = native_table(self, stores, deletes=deletes) if native else None
         return table if table is not None else Table(self.dataset())
