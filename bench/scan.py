@@ -12,8 +12,9 @@ Lakes (built once by the reference writer, cached under ./bench_lakes/):
 * ``p``: as many rows, partitioned by year(d), month(d), with d scattered over 2020-2023.
 * ``t`` of a separate lake: 10,000 files of 2,048 rows each, for planning time.
 
-Every query runs on three engines, round-robin (median of ``--repeat`` rounds after one
-warm-up; wall clock and process CPU): DataFusion on our catalog, DuckDB on the same lake
+Every query runs on five engines, round-robin (median of ``--repeat`` rounds after one
+warm-up; wall clock and process CPU): DataFusion on our catalog (default, with
+``native_deletes=True``, and with ``native=False``), DuckDB on the same lake
 (``ATTACH 'ducklake:...' (READ_ONLY)``), and DataFusion on a raw ``pyarrow.dataset`` over
 the same Parquet files (deletes ignored, so it sees more rows where deletes exist). Our
 answers are checked against DuckDB's. Results and how to read them: docs/benchmarks.md.
@@ -179,13 +180,14 @@ def duckdb_reader(lake: Lake):
         con.close()
 
 
-def _engines(q: Query, con, ours, exact, raw) -> tuple[dict, dict]:
+def _engines(q: Query, con, ours, deletes, exact, raw) -> tuple[dict, dict]:
     """Callables running ``q`` on each engine, and planning it on the DataFusion ones."""
     lake_sql = q.sql.format(t="lake.main.t", p="lake.main.p")
     raw_sql = q.sql.format(t="raw_t", p="raw_p")
     run = {
         "duckdb": lambda: con.execute(lake_sql).to_arrow_table(),
         "ours": lambda: ours.sql(lake_sql).to_arrow_table(),
+        "deletes": lambda: deletes.sql(lake_sql).to_arrow_table(),
         "exact": lambda: exact.sql(lake_sql).to_arrow_table(),
         "raw": lambda: raw.sql(raw_sql).to_arrow_table(),
     }
@@ -211,6 +213,8 @@ def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str,
         }
         ours = datafusion.SessionContext()
         register(ours, "lake", DuckLakeCatalog(lake.metadata))
+        deletes = datafusion.SessionContext()
+        register(deletes, "lake", DuckLakeCatalog(lake.metadata, native_deletes=True))
         exact = datafusion.SessionContext()
         register(exact, "lake", DuckLakeCatalog(lake.metadata, native=False))
         raw = datafusion.SessionContext()
@@ -218,7 +222,7 @@ def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str,
             raw.register_dataset(f"raw_{name}", ds.dataset(paths, format="parquet"))
         results = {}
         for q in qs:
-            run, plan_only = _engines(q, con, ours, exact, raw)
+            run, plan_only = _engines(q, con, ours, deletes, exact, raw)
             timed = measure_interleaved(run, repeat=repeat)
             exact.sql(q.sql.format(t="lake.main.t", p="lake.main.p")).execution_plan()
             plan = plans[-1]  # the exact path's: what catalog pruning kept
@@ -291,19 +295,24 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
     """Two tables: times and ratios; what was read, planning and CPU seconds."""
     times, reads = [], []
     for q in qs:
-        o, e, d, r = (results[q.name][name] for name in ("ours", "exact", "duckdb", "raw"))
+        o, n, e, d, r = (
+            results[q.name][name] for name in ("ours", "deletes", "exact", "duckdb", "raw")
+        )
         s = e.plan.stats
+        agree = all(same_rows(x.rows, d.rows) for x in (o, n, e))
         times.append(
             [
                 q.name,
                 seconds(o.timing.median),
+                seconds(n.timing.median),
                 seconds(e.timing.median),
                 seconds(d.timing.median),
                 seconds(r.timing.median),
                 ratio(o.timing.median, d.timing.median),
+                ratio(n.timing.median, d.timing.median),
                 ratio(e.timing.median, d.timing.median),
                 ratio(o.timing.median, r.timing.median),
-                "ok" if same_rows(o.rows, d.rows) and same_rows(e.rows, d.rows) else "MISMATCH",
+                "ok" if agree else "MISMATCH",
             ]
         )
         reads.append(
@@ -326,13 +335,15 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
             [
                 "query",
                 "ours s",
+                "deletes s",
                 "exact s",
                 "duckdb s",
                 "raw s",
                 "ours/duckdb",
+                "deletes/duckdb",
                 "exact/duckdb",
                 "ours/raw",
-                "both vs duckdb",
+                "all vs duckdb",
             ],
             times,
         ),
@@ -392,7 +403,8 @@ def main() -> None:
     times, reads = report(qs, results)
     print(f"\n{times}\n\n{reads}")
     print(
-        "\nours = DataFusion on our catalog (native scans where they apply); exact = the same "
+        "\nours = DataFusion on our catalog (native scans where they apply); deletes = the "
+        "same with native_deletes=True (files with deletes natively too); exact = the same "
         "with native=False (the streaming reader alone); files read = what the exact path's "
         "catalog pruning kept; duckdb = DuckDB + ducklake on the same lake; raw = "
         "DataFusion over pyarrow.dataset(files) of the same Parquet files, deletes ignored. "

@@ -17,13 +17,13 @@ adapter was slower than the adapter alone on the benchmark lake (0.218 vs 0.184 
 adapter's partitions block DataFusion's runtime threads while Python reads, so the
 native partitions wait for them on 2 cores.
 
-Why files with deletes are not read natively (measured, ``docs/benchmarks.md``): no
-DataFusion operator reachable from Python applies positional deletes cheaply. A
-vectorised Python UDF over ``(input_file_name(), file_row_index())`` with cached per-file
-bit masks gave DuckDB's answers but was no faster than the streaming reader (0.188 vs
-0.176 s on the benchmark's full aggregate); anti-joins and bitmask joins cost 2-3x the
-scan, a 25k-literal ``IN`` list per file takes a second to plan, ``array_has`` over a
-literal list is 6x the scan.
+Files with deletes (measured, ``docs/benchmarks.md``): read natively only with
+``DuckLakeCatalog(native_deletes=True)``, through a keep-mask filter per listing
+(``_native_deletes``). It makes full scans of the benchmark's table with deletes 20-30%
+faster than the streaming reader, but selective queries ~4 ms slower (1.6-1.9x DuckDB
+instead of 1.0-1.2x): the filter needs every surviving row's file name and position,
+while the streaming reader prunes by catalog statistics and decodes late. Anti-joins,
+bitmask joins, ``IN`` lists and ``array_has`` were slower than both.
 
 What is given up: ``table()`` runs before DataFusion knows the query's filter, so the
 native scan cannot be pruned by catalog statistics; DataFusion prunes by the files' own
