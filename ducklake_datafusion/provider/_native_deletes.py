@@ -1,20 +1,24 @@
 """Positional deletes on DataFusion's own Parquet reader: a keep-mask filter per scan.
 
-A listing scan of files with deletes is filtered by one vectorised Python UDF,
-``ducklake_keep(input_file_name(), file_row_index())``: ``file_row_index()`` is a row's
-physical position in its file (stable under row-group, page and byte-range pruning;
-``tests/test_native.py`` guards it), and every batch DataFusion's Parquet reader yields
-comes from one file, so the UDF looks the file's keep mask up once per batch and answers
-with one ``take`` of a bit-packed ``BooleanArray`` (no per-row Python). The masks hold
-exactly the positions the exact reader removes (``read._deletes.deleted_positions``:
-every live delete file, per-position snapshots, inlined deletes, deletion vectors).
+Used with ``DuckLakeCatalog(native_deletes=True)``. A listing scan of files with deletes
+is filtered by one vectorised Python UDF, ``ducklake_keep(input_file_name(),
+file_row_index())``: ``file_row_index()`` is a row's physical position in its file
+(stable under row-group, page and byte-range pruning; ``tests/test_native.py`` guards
+it). A batch nearly always holds rows of one file, so the UDF checks that every row names
+the same file (~26 µs per 8,192 rows) and answers with one ``take`` from that file's
+bit-packed keep mask; a batch that a round-robin repartition merged from several files
+is answered file by file. The masks hold exactly the positions the exact reader removes
+(``read._deletes.deleted_positions``: every live delete file, per-position snapshots,
+inlined deletes, deletion vectors).
 
-Measured on ``bench/scan.py``'s table ``t`` (20 of 40 files with 10% deleted; 4 listings
-with deletes, 4 without): full aggregate 0.12 s vs 0.19 s on the streaming reader, group-by
-0.104 vs 0.152 s, a 0.5% range 9 vs 10 ms, a point lookup 10 vs 9 ms. One listing per
-file with a position-only UDF was faster on full scans (0.12 s) but slower on selective
-ones (14-15 ms: twenty more scans to plan); anti-joins, bitmask joins, ``IN`` lists and
-``array_has`` were slower still (``docs/benchmarks.md``).
+Measured with ``bench/scan.py`` on table ``t`` (20 of 40 files with 10% deleted): full
+aggregate 0.144-0.152 s vs 0.159-0.19 s on the streaming reader, group-by 0.120-0.123
+vs 0.140-0.146 s, but a 0.5% range 9.6-9.8 vs 7.2-7.4 ms and a point lookup 11 vs 7 ms:
+every surviving row's file name is materialised for the filter, while the streaming
+reader prunes by catalog statistics and decodes late. Hence opt-in. One listing per file
+with a position-only UDF was as fast on full scans but slower still on selective ones
+(twenty more scans to plan); anti-joins, bitmask joins, ``IN`` lists and ``array_has``
+were slower than both (``docs/benchmarks.md``).
 
 Local files only: ``input_file_name()`` names a local file by its path, while on an
 object store it names the key without its bucket, which two buckets could share.
@@ -22,7 +26,7 @@ object store it names the key without its bucket, which two buckets could share.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -41,20 +45,8 @@ __all__ = ["UDF_NAME", "DeleteMasks", "delete_masks", "without_deleted"]
 UDF_NAME = "ducklake_keep"
 
 
-class DeleteMasks(Mapping):
-    """Keep masks (``True``: the row is live) by the name ``input_file_name()`` gives."""
-
-    def __init__(self, masks: dict[str, pa.BooleanArray]) -> None:
-        self._masks = masks
-
-    def __getitem__(self, name: str) -> pa.BooleanArray:
-        return self._masks[name]
-
-    def __iter__(self):
-        return iter(self._masks)
-
-    def __len__(self) -> int:
-        return len(self._masks)
+# Keep masks (``True``: the row is live) by the name ``input_file_name()`` gives a file.
+DeleteMasks = dict[str, pa.BooleanArray]
 
 
 def scan_name(task: DataFileTask) -> str:
@@ -65,7 +57,7 @@ def scan_name(task: DataFileTask) -> str:
 def delete_masks(plan: ScanPlan, tasks: Sequence[DataFileTask]) -> DeleteMasks:
     """The keep mask of each task at the plan's snapshot (raises the exact reader's typed
     error for a missing or damaged delete file)."""
-    masks = {}
+    masks: DeleteMasks = {}
     for task in tasks:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         deleted = deleted_positions(
@@ -78,7 +70,7 @@ def delete_masks(plan: ScanPlan, tasks: Sequence[DataFileTask]) -> DeleteMasks:
         keep = np.ones(task.record_count, dtype=bool)
         keep[deleted] = False
         masks[scan_name(task)] = pa.array(keep)
-    return DeleteMasks(masks)
+    return masks
 
 
 def without_deleted(scan: DataFrame, masks: DeleteMasks) -> DataFrame:
