@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +21,7 @@ pytest.importorskip("pyspark")
 
 from ducklake_datafusion.pathres import StorageOptions
 from ducklake_datafusion.spark import _hadoop, _native, read_table
-from ducklake_datafusion.spark._native import _masks, _metadata_spelling, hadoop_path
+from ducklake_datafusion.spark._native import _SIZE_SHIFT, _masks, hadoop_path
 
 pytestmark = pytest.mark.spark
 
@@ -101,25 +102,42 @@ def test_every_file_is_masked_or_clean_and_the_source_reads_none(spark, make_lak
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
 
-def test_colliding_path_hashes_leave_one_file_to_the_exact_path(spark, make_lake, monkeypatch):
-    """Two files with one hash would share mask keys: the second one must not go native."""
+def _data_files(lake) -> list[str]:
+    return sorted(
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(lake.data_path)
+        for name in names
+        if name.startswith("ducklake-") and "delete" not in name
+    )
+
+
+def test_files_of_equal_length_are_masked_in_separate_scans(spark, make_lake):
+    """The join names a file by its length: two masked files of one length must not share
+    mask keys, so each gets its own scan and mask table, and both stay native."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
-    for part in range(2):
-        lake.sql(
-            f"INSERT INTO lake.main.t SELECT i FROM range({part * 300}, {part * 300 + 300}) r(i)"
-        )
-    lake.sql("DELETE FROM lake.main.t WHERE k % 5 = 0")
-    real = _native._spark_hashes
-
-    def colliding(spark, paths):  # every path gets the first path's (true) hash
-        first = real(spark, paths[:1])[paths[0]]
-        return dict.fromkeys(paths, first)
-
-    monkeypatch.setattr(_native, "_spark_hashes", colliding)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, part INTEGER)")
+    for part in (1, 2):  # the same rows but for a constant: files of equal length
+        lake.sql(f"INSERT INTO lake.main.t SELECT i, {part} FROM range(3000) r(i)")
+    sizes = [os.path.getsize(path) for path in _data_files(lake)]
+    assert len(sizes) == 2 and sizes[0] == sizes[1]  # the premise of this test
+    lake.sql("DELETE FROM lake.main.t WHERE part = 1 AND k % 5 = 0")
+    lake.sql("DELETE FROM lake.main.t WHERE part = 2 AND k % 7 = 0")
     native, _ = _both(spark, lake)
     plan = _plan(native)
-    assert "BroadcastHashJoin" in plan and "ducklake" in plan.lower().replace("__ducklake_", "")
+    assert plan.count("BroadcastHashJoin") == 2
+    assert "ducklake" not in plan.lower().replace("__ducklake_", "")  # no source part
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
+def test_masked_files_under_glob_characters_read_natively(spark, make_lake):
+    lake = make_lake(inline_limit=0, name="lake [1]{a,b}")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 4 = 1")
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert "BroadcastHashJoin" in plan
+    assert "ducklake" not in plan.lower().replace("__ducklake_", "")
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
 
@@ -146,9 +164,9 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
         deletes, record_count = object(), 100_000
         file = type("F", (), {"url": "file:///x.parquet"})()
 
-    keys, masks = _masks([Task()], [-5], Plan(), None)
-    assert np.all(keys >> 32 == -5)
-    blocks = keys - (np.int64(-5) << np.int64(32))
+    keys, masks = _masks([Task()], [12_345], Plan(), None)
+    assert np.all(keys >> _SIZE_SHIFT == 12_345)
+    blocks = keys - (np.int64(12_345) << np.int64(_SIZE_SHIFT))
     words = len(masks.values) // len(masks)
     decoded = [
         (block * words + word) * 64 + bit
@@ -160,18 +178,21 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
     assert decoded == positions.tolist()
 
 
-def test_input_file_spelling_is_the_metadata_file_path(spark, tmp_path):
-    """Contract: ``inputFiles()`` mapped by ``_metadata_spelling`` equals ``_metadata.file_path``,
-    which the masked join keys on, for paths with spaces, %, #, + and non-ASCII text."""
+def test_the_metadata_file_size_is_the_local_length(spark, tmp_path):
+    """Contract: ``_metadata.file_size``, which the masked join keys on, is the length
+    ``os.stat`` gives, for paths with spaces, %, #, + and non-ASCII text and a symlink."""
     folder = tmp_path / "a b%20c é#x+y"
     folder.mkdir()
     names = ["p q.parquet", "per%41cent.parquet", "ünï cödé.parquet", "h#a&s=h,@!$'()~.parquet"]
-    for name in names:
-        pq.write_table(pa.table({"k": [1, 2]}), folder / name)
-    frame = spark.read.parquet(*[hadoop_path(os.path.join(folder, n)) for n in names])
-    spelled = sorted(_metadata_spelling(uri) for uri in frame.inputFiles())
-    reported = sorted(r[0] for r in frame.select("_metadata.file_path").distinct().collect())
-    assert spelled == reported
+    for rows, name in enumerate(names, start=1):
+        pq.write_table(pa.table({"k": list(range(rows * 100))}), folder / name)
+    os.symlink(folder / names[0], folder / "link.parquet")
+    paths = [os.path.join(folder, n) for n in [*names, "link.parquet"]]
+    frame = spark.read.parquet(*[hadoop_path(p) for p in paths])
+    reported = frame.groupBy("_metadata.file_name").agg({"_metadata.file_size": "max"}).collect()
+    assert sorted((unquote(name), size) for name, size in reported) == sorted(
+        (os.path.basename(p), os.stat(p).st_size) for p in paths
+    )
 
 
 def test_s3_without_a_connector_reads_through_the_source_and_says_so(spark, make_lake, caplog):

@@ -7,7 +7,7 @@
   under the table's column names: one ``spark.read.parquet`` over them (vectorised
   decoding, column pruning, row-group and page filters, all Spark's);
 * *masked* files, the same but carrying positional deletes: one more ``spark.read.parquet``
-  with each row's ``_metadata.file_path`` and ``_metadata.row_index`` (its physical
+  with each row's ``_metadata.file_size`` and ``_metadata.row_index`` (its physical
   position in the file, stable under row-group and page pruning), left-joined to a small
   broadcast table holding, per file and block of 16,384 rows, a bit mask of its deleted
   rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver from the very
@@ -24,10 +24,11 @@ with literal mask arrays were slower still (measured; see ``docs/benchmarks.md``
 per 16,384-row block keeps the broadcast table small (a 250k-row file: at most 16 rows; a
 block without deletes has none), so its hash table stays in cache and Spark's (adaptive)
 broadcast is cheap: 64-row blocks, one long each, were 20% slower on full scans and twice
-as slow on selective ones. A single bigint key, ``(hash(file path) << 32) + block``, makes
-the join a long-keyed broadcast hash join. The hash is Spark's own ``hash()``, computed on the
-driver for the exact ``_metadata.file_path`` spelling; files whose hashes collide with
-another masked file's are left to the exact path, so a key never names two files.
+as slow on selective ones. A single bigint key, ``(file length << 24) + block``, makes the
+join a long-keyed broadcast hash join. The file is named by ``_metadata.file_size``, a
+per-file constant: keying on Spark's ``hash(_metadata.file_path)`` hashed a 100-byte string
+per row and made masked rows 30% slower (docs/benchmarks.md). Files of equal length are
+scanned apart, each scan with its own mask table, so a key never names two files.
 
 Each native file is first checked against the catalog on the driver (row count, field
 ids under the expected names: ``read/_file_checks``), from its footer, which is
@@ -38,9 +39,9 @@ which reads by field id; a damaged file raises, as on every other path.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -79,6 +80,8 @@ _RESERVED = frozenset(["_metadata", _KEY, _INDEX, _MASK])
 # table small (a 250k-row file: 16 rows) and were the fastest measured (docs/benchmarks.md).
 _BLOCK_SHIFT = 14
 _WORDS = 1 << (_BLOCK_SHIFT - 6)
+# Bits of the join key below the file's length: the block number (so files below 2**38 rows).
+_SIZE_SHIFT = 24
 
 
 @dataclass(frozen=True)
@@ -145,10 +148,10 @@ def native_scan(spark, table, plan, storage) -> NativeScan:
 def _candidate(task, masks_allowed: bool) -> bool:
     """A current-layout unencrypted data file; with deletes, only local and if masks apply.
 
-    Masked files are local only: the spelling of ``_metadata.file_path`` the join keys
-    on is verified for local files (``test_spark_native``), not for object stores. Block
-    numbers must fit the join key, and glob characters would need escaping on the way in
-    and unescaping on the way back, so such paths take the source.
+    Masked files are local only: the join keys on the file's length, which the driver
+    reads with ``os.stat`` and ``test_spark_native`` checks against Spark's
+    ``_metadata.file_size``; an object store's listing is not checked. Block numbers must
+    fit the join key.
     """
     if not isinstance(task, DataFileTask) or not task.layout_current:
         return False
@@ -157,9 +160,9 @@ def _candidate(task, masks_allowed: bool) -> bool:
     if task.fast:
         return True
     location = parse_location(task.file.url)
-    if location.scheme != "file" or _GLOB.search(location.path):
+    if location.scheme != "file":
         return False
-    return masks_allowed and task.record_count < (1 << 46)
+    return masks_allowed and task.record_count < (1 << (_BLOCK_SHIFT + _SIZE_SHIFT))
 
 
 def _read_parquet(spark, schema, tasks, read_options=None):
@@ -179,32 +182,61 @@ def spark_path(url: str) -> str:
 def _masked_read(spark, schema, tasks, plan, storage):
     """The masked files' rows whose deleted bit is clear (see the module docstring).
 
-    Returns ``(frame, tasks read)``; tasks Spark lists under a spelling this module cannot
-    map back, or whose path hash collides with another file's, are left to the exact path.
+    Returns ``(frame, tasks read)``. A file is named in the join key by its length, as
+    Spark's ``_metadata.file_size`` reports it (the local file's length, read here on the
+    driver, as Hadoop's local file system does); files of equal length go to separate
+    scans, each with its own mask table, so a key never names two files. Files whose
+    length is not the catalog's, or too large for the key, are left to the exact path
+    (whose checks name them).
     """
+    sized = []
+    for task in tasks:
+        size = _local_size(task)
+        if size is not None and size < (1 << (63 - _SIZE_SHIFT)):
+            sized.append((task, size))
+    frames = [_masked_scan(spark, schema, group, plan, storage) for group in _distinct_sizes(sized)]
+    if not frames:
+        return None, []
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    return frame, [task for task, _ in sized]
+
+
+def _local_size(task) -> int | None:
+    """The data file's length on disk, or None if it is not the catalog's."""
+    try:
+        size = os.stat(parse_location(task.file.url).path).st_size
+    except OSError:
+        return None  # the exact path raises the typed error naming the file
+    return size if task.file.size in (None, size) else None
+
+
+def _distinct_sizes(sized: list) -> list[list]:
+    """Split ``(task, size)`` pairs into groups in each of which every size occurs once."""
+    groups: list[list] = []
+    seen: dict[int, int] = {}
+    for task, size in sized:
+        rank = seen.get(size, 0)
+        seen[size] = rank + 1
+        if rank == len(groups):
+            groups.append([])
+        groups[rank].append((task, size))
+    return groups
+
+
+def _masked_scan(spark, schema, sized: list, plan, storage):
+    """One scan of files of distinct lengths, left-joined to their masks by (length, block)."""
     from pyspark.sql import functions as F
 
-    scan = _read_parquet(spark, schema, tasks)
-    listed = {_local_path(uri): _metadata_spelling(uri) for uri in scan.inputFiles()}
-    spelled = {t.data_file_id: listed.get(parse_location(t.file.url).path) for t in tasks}
-    hashes = _spark_hashes(spark, [p for p in spelled.values() if p is not None])
-    owners: dict[int, int] = {}
-    for task in tasks:
-        path = spelled[task.data_file_id]
-        if path is not None:
-            owners.setdefault(hashes[path], task.data_file_id)
-    chosen = [t for t in tasks if owners.get(hashes.get(spelled[t.data_file_id])) == t.data_file_id]
-    if not chosen:
-        return None, []
-    keys, masks = _masks(chosen, [hashes[spelled[t.data_file_id]] for t in chosen], plan, storage)
+    tasks = [task for task, _ in sized]
+    keys, masks = _masks(tasks, [size for _, size in sized], plan, storage)
     mask_frame = spark.createDataFrame(pa.table({_KEY: keys, _MASK: masks}))
     index = F.col("_metadata.row_index")
-    file_hash = F.hash(F.col("_metadata.file_path")).cast("long")
-    if len(chosen) < len(tasks):  # a narrower file list: list it again
-        scan = _read_parquet(spark, schema, chosen)
-    rows = scan.select(
+    file_size = F.col("_metadata.file_size")
+    rows = _read_parquet(spark, schema, tasks).select(
         "*",
-        (F.shiftleft(file_hash, 32) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
+        (F.shiftleft(file_size, _SIZE_SHIFT) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
         index.alias(_INDEX),
     )
     word = f"element_at({_MASK}, cast(shiftright({_INDEX}, 6) & {_WORDS - 1} AS INT) + 1)"
@@ -212,30 +244,20 @@ def _masked_read(spark, schema, tasks, plan, storage):
     kept = rows.join(F.broadcast(mask_frame), on=_KEY, how="left").where(
         F.col(_MASK).isNull() | bit_clear
     )
-    return kept.select(*[F.col(f"`{f.name}`") for f in schema.fields]), chosen
+    return kept.select(*[F.col(f"`{f.name}`") for f in schema.fields])
 
 
-def _spark_hashes(spark, paths: list[str]) -> dict[str, int]:
-    """Spark's own ``hash()`` of each path, computed on the driver (a local relation)."""
-    from pyspark.sql import functions as F
-
-    if not paths:
-        return {}
-    rows = spark.createDataFrame([(p,) for p in paths], "p string").select("p", F.hash("p"))
-    return {path: value for path, value in rows.collect()}
-
-
-def _masks(tasks, hashes: list[int], plan, storage) -> tuple[np.ndarray, pa.ListArray]:
+def _masks(tasks, sizes: list[int], plan, storage) -> tuple[np.ndarray, pa.ListArray]:
     """Per (file, block of 2**14 rows holding a deleted row): join key and bit masks.
 
     The masks are 256 longs: bit ``p & 63`` of long ``(p >> 6) % 256`` is set for each
-    deleted position ``p`` of the block. The key is ``(Spark hash of the
-    file's path << 32) + block``: unique as long as the hashes are (``_masked_read`` leaves
-    colliding files out) and blocks stay below 2**32 (``_candidate`` admits files below
-    2**46 rows).
+    deleted position ``p`` of the block. The key is ``(file length << 24) + block``:
+    unique as long as the lengths are (``_masked_read`` scans equal lengths apart), blocks
+    stay below 2**24 (``_candidate`` admits files below 2**38 rows) and lengths below
+    2**39 bytes (``_masked_read``).
     """
     keys, masks = [np.empty(0, np.int64)], [np.empty(0, np.uint64)]
-    for task, file_hash in zip(tasks, hashes, strict=True):
+    for task, size in zip(tasks, sizes, strict=True):
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         positions = deleted_positions(
             task.deletes,
@@ -254,26 +276,11 @@ def _masks(tasks, hashes: list[int], plan, storage) -> tuple[np.ndarray, pa.List
             dense, (row, word), np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64))
         )
         masks.append(dense.ravel())
-        keys.append((np.int64(file_hash) << np.int64(32)) + blocks)
+        keys.append((np.int64(size) << np.int64(_SIZE_SHIFT)) + blocks)
     key = np.concatenate(keys)
     offsets = np.arange(len(key) + 1, dtype=np.int32) * _WORDS
     values = pa.array(np.concatenate(masks).view(np.int64))
     return key, pa.ListArray.from_arrays(pa.array(offsets), values)
-
-
-def _local_path(uri: str) -> str:
-    """The local path of a ``file:`` URI as Spark spells it (percent-encoded)."""
-    return unquote(urlparse(uri).path)
-
-
-def _metadata_spelling(uri: str) -> str:
-    """``inputFiles()``'s ``file:///p`` as ``_metadata.file_path`` spells it: ``file:/p``.
-
-    Both come from the same Hadoop ``Path`` (percent-encoding included); only the empty
-    authority is written differently. ``test_spark_native`` checks this on paths with
-    spaces, ``%``, ``#`` and non-ASCII characters against ``_metadata.file_path`` itself.
-    """
-    return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri
 
 
 def hadoop_path(local_path: str) -> str:
