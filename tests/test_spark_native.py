@@ -19,9 +19,12 @@ from lakes import LakeSpec, assert_same_rows
 
 pytest.importorskip("pyspark")
 
+from pyspark.sql import functions as F
+
 from ducklake_datafusion.pathres import StorageOptions
+from ducklake_datafusion.scan import FileRef
 from ducklake_datafusion.spark import _hadoop, _native, read_table
-from ducklake_datafusion.spark._native import _SIZE_SHIFT, _masks, hadoop_path
+from ducklake_datafusion.spark._native import _ID_SHIFT, _ID_SQL, _masks, hadoop_path
 
 pytestmark = pytest.mark.spark
 
@@ -111,21 +114,43 @@ def _data_files(lake) -> list[str]:
     )
 
 
-def test_files_of_equal_length_are_masked_in_separate_scans(spark, make_lake):
-    """The join names a file by its length: two masked files of one length must not share
-    mask keys, so each gets its own scan and mask table, and both stay native."""
+def test_files_of_one_id_are_masked_in_separate_scans(spark, make_lake):
+    """The join names a file by its length and modification time: two masked files with
+    the same of both must not share mask keys, so each gets its own scan and mask
+    table, and both stay native."""
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, part INTEGER)")
     for part in (1, 2):  # the same rows but for a constant: files of equal length
         lake.sql(f"INSERT INTO lake.main.t SELECT i, {part} FROM range(3000) r(i)")
-    sizes = [os.path.getsize(path) for path in _data_files(lake)]
-    assert len(sizes) == 2 and sizes[0] == sizes[1]  # the premise of this test
+    files = _data_files(lake)
+    for path in files:  # and one modification time
+        os.utime(path, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    assert len(files) == 2 and len({os.path.getsize(path) for path in files}) == 1
     lake.sql("DELETE FROM lake.main.t WHERE part = 1 AND k % 5 = 0")
     lake.sql("DELETE FROM lake.main.t WHERE part = 2 AND k % 7 = 0")
     native, _ = _both(spark, lake)
     plan = _plan(native)
     assert plan.count("BroadcastHashJoin") == 2
     assert "ducklake" not in plan.lower().replace("__ducklake_", "")  # no source part
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
+def test_a_file_changed_while_spark_lists_it_takes_the_exact_path(spark, make_lake, monkeypatch):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 4 = 1")
+    real, calls = _native._file_id, []
+
+    def drifting(task):  # the second look (after Spark's listing) sees another id
+        calls.append(task)
+        found = real(task)
+        return found if len(calls) == 1 else found ^ 1
+
+    monkeypatch.setattr(_native, "_file_id", drifting)
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert len(calls) == 2 and "BroadcastHashJoin" not in plan
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
 
@@ -139,6 +164,38 @@ def test_masked_files_under_glob_characters_read_natively(spark, make_lake):
     assert "BroadcastHashJoin" in plan
     assert "ducklake" not in plan.lower().replace("__ducklake_", "")
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
+@pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
+def test_inlined_rows_are_a_local_frame_beside_the_files(spark, make_lake, spec):
+    """Inlined rows of every native type join the native scans as a local DataFrame: no
+    Python source part, DuckDB's answers at every snapshot (inserted, deleted, updated)."""
+    lake = make_lake(spec, inline_limit=10)
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, b BOOLEAN, i8 TINYINT, u32 UINTEGER, f REAL, "
+        "d DECIMAL(18, 3), s VARCHAR, bl BLOB, dt DATE, ts TIMESTAMP, tz TIMESTAMPTZ, "
+        "tms TIMESTAMP_MS, tss TIMESTAMP_S)"
+    )
+    row = (
+        "SELECT i, i % 2 = 0, (i % 100)::TINYINT, (i * 7)::UINTEGER, i / 3, i * 1.125, "
+        "'s' || i, ('b' || i)::BLOB, DATE '2024-02-29' + i::INTEGER, "
+        "TIMESTAMP '1969-12-31 23:59:59.123456' + INTERVAL (i) SECOND, "
+        "TIMESTAMPTZ '2024-03-10 01:30:00+00' + INTERVAL (i) HOUR, "
+        "TIMESTAMP_MS '2001-01-01 00:00:00.123', TIMESTAMP_S '1950-06-01 12:00:00' "
+    )
+    lake.sql(f"INSERT INTO lake.main.t {row} FROM range(500) r(i)")  # a file
+    lake.sql(f"INSERT INTO lake.main.t {row} FROM range(500, 504) r(i)")  # inlined
+    lake.sql("INSERT INTO lake.main.t (k) VALUES (NULL), (9999)")  # inlined, nulls
+    lake.sql("DELETE FROM lake.main.t WHERE k IN (10, 501)")
+    lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 502")
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        native, _ = _both(spark, lake, snapshot=snapshot)
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(native.toArrow(), expected)
+        plan = _plan(native)
+        assert "ducklake" not in plan.lower().replace("__ducklake_", "")  # no source part
+        if snapshot >= 3:
+            assert "LocalTableScan" in plan
 
 
 def test_a_column_named_like_the_metadata_column_stays_on_the_exact_path(spark, make_lake):
@@ -165,8 +222,8 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
         file = type("F", (), {"url": "file:///x.parquet"})()
 
     keys, masks = _masks([Task()], [12_345], Plan(), None)
-    assert np.all(keys >> _SIZE_SHIFT == 12_345)
-    blocks = keys - (np.int64(12_345) << np.int64(_SIZE_SHIFT))
+    assert np.all(keys >> _ID_SHIFT == 12_345)
+    blocks = keys - (np.int64(12_345) << np.int64(_ID_SHIFT))
     words = len(masks.values) // len(masks)
     decoded = [
         (block * words + word) * 64 + bit
@@ -178,9 +235,10 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
     assert decoded == positions.tolist()
 
 
-def test_the_metadata_file_size_is_the_local_length(spark, tmp_path):
-    """Contract: ``_metadata.file_size``, which the masked join keys on, is the length
-    ``os.stat`` gives, for paths with spaces, %, #, + and non-ASCII text and a symlink."""
+def test_the_metadata_file_id_is_the_one_computed_on_the_driver(spark, tmp_path):
+    """Contract: Spark's ``_metadata.file_size`` and ``file_modification_time``, which the
+    masked join keys on (``_ID_SQL``), give the id ``_file_id`` computes from ``os.stat``,
+    for paths with spaces, %, #, + and non-ASCII text, and a symlink."""
     folder = tmp_path / "a b%20c é#x+y"
     folder.mkdir()
     names = ["p q.parquet", "per%41cent.parquet", "ünï cödé.parquet", "h#a&s=h,@!$'()~.parquet"]
@@ -189,9 +247,14 @@ def test_the_metadata_file_size_is_the_local_length(spark, tmp_path):
     os.symlink(folder / names[0], folder / "link.parquet")
     paths = [os.path.join(folder, n) for n in [*names, "link.parquet"]]
     frame = spark.read.parquet(*[hadoop_path(p) for p in paths])
-    reported = frame.groupBy("_metadata.file_name").agg({"_metadata.file_size": "max"}).collect()
-    assert sorted((unquote(name), size) for name, size in reported) == sorted(
-        (os.path.basename(p), os.stat(p).st_size) for p in paths
+    reported = frame.select("_metadata.file_name", F.expr(_ID_SQL)).distinct().collect()
+
+    class Task:
+        def __init__(self, path):
+            self.file = FileRef("file://" + path)
+
+    assert sorted((unquote(name), file_id) for name, file_id in reported) == sorted(
+        (os.path.basename(p), _native._file_id(Task(p))) for p in paths
     )
 
 

@@ -44,7 +44,6 @@ import itertools
 import logging
 import os
 import re
-import stat
 import threading
 from dataclasses import dataclass
 
@@ -53,7 +52,7 @@ from datafusion import SessionContext
 from datafusion.catalog import Table
 
 from ..pathres import parse_location
-from ..read._file_checks import check_data_file
+from ..read._file_checks import check_data_file, files_unchanged
 from ..read._footers import parsed_fragment
 from ..read._reader import _FORMAT, _fail
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
@@ -277,7 +276,7 @@ def native_table(
     )
     with _LOCK:
         built = _built.get(key, False)
-    if built is not False and (built is None or _unchanged(built.files)):
+    if built is not False and (built is None or files_unchanged(built.files)):
         if built is None:
             return None
         if built.buckets and not stores.provide(built.buckets, lake.storage):
@@ -314,23 +313,6 @@ def _warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         log.warning(message)
-
-
-def _unchanged(tasks: tuple[DataFileTask, ...]) -> bool:
-    """Every local file is still a regular file of the catalog's size (~2 µs each)."""
-    for task in tasks:
-        location = parse_location(task.file.url)
-        if location.scheme != "file":
-            continue
-        try:
-            found = os.stat(location.path)
-        except OSError:
-            return False
-        if not stat.S_ISREG(found.st_mode):
-            return False
-        if task.file.size is not None and found.st_size != task.file.size:
-            return False
-    return True
 
 
 _BUILDER: SessionContext | None = None

@@ -1,22 +1,27 @@
 """Files Spark can read itself, on Spark's own Parquet reader, deletes applied by a join.
 
-``read_table`` splits a table's live files three ways:
+``read_table`` splits a table's snapshot four ways:
 
 * *clean* files (written at the table's current column layout, with no deletes, no rows
   of other snapshots, no name mapping and no encryption) hold exactly the table's rows
   under the table's column names: one ``spark.read.parquet`` over them (vectorised
   decoding, column pruning, row-group and page filters, all Spark's);
 * *masked* files, the same but carrying positional deletes: one more ``spark.read.parquet``
-  with each row's ``_metadata.file_size`` and ``_metadata.row_index`` (its physical
+  with each row's file id (``_metadata``) and ``_metadata.row_index`` (its physical
   position in the file, stable under row-group and page pruning), left-joined to a small
   broadcast table holding, per file and block of 16,384 rows, a bit mask of its deleted
   rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver from the very
   positions the exact reader removes (``read/_deletes``: every live delete file, per-
   position snapshots, inlined deletes, deletion vectors), so both paths drop the same rows;
+* *inlined* rows (stored in the catalog, converted to Arrow by the planner): a small local
+  DataFrame, cast as the data source casts its batches;
 * everything else (older layouts, name-mapped or encrypted files, files on a store whose
   Hadoop connector the cluster lacks (``_hadoop``), object-store files with deletes,
-  inlined rows, tables with a type Spark's reader does not return exactly) goes through
-  the Python data source, told to skip the files read here. The parts are unioned.
+  tables with a type Spark's reader does not return exactly) goes through the Python
+  data source, told to skip the files read here. The parts are unioned.
+
+The DataFrame of a snapshot is built once per Spark session and reused (``native_scan``):
+listing, masks and analysis cost ~0.1-0.2 s for 40 files, as much as a selective query.
 
 Why masks: a plain anti-join on (file, position) costs up to 14x the scan, per-file ``IN``
 lists take seconds to analyse, ``mapInArrow`` blocks filter pushdown, and per-file scans
@@ -24,11 +29,14 @@ with literal mask arrays were slower still (measured; see ``docs/benchmarks.md``
 per 16,384-row block keeps the broadcast table small (a 250k-row file: at most 16 rows; a
 block without deletes has none), so its hash table stays in cache and Spark's (adaptive)
 broadcast is cheap: 64-row blocks, one long each, were 20% slower on full scans and twice
-as slow on selective ones. A single bigint key, ``(file length << 24) + block``, makes the
-join a long-keyed broadcast hash join. The file is named by ``_metadata.file_size``, a
-per-file constant: keying on Spark's ``hash(_metadata.file_path)`` hashed a 100-byte string
-per row and made masked rows 30% slower (docs/benchmarks.md). Files of equal length are
-scanned apart, each scan with its own mask table, so a key never names two files.
+as slow on selective ones. A single bigint key, ``(file id << 24) + block``, makes the
+join a long-keyed broadcast hash join. The file id is ``(length ^ modification time in
+ms) & (2**39 - 1)``, from ``_metadata.file_size`` and ``file_modification_time``, per-file
+constants: keying on Spark's ``hash(_metadata.file_path)`` hashed a 100-byte string per
+row and made masked rows 30% slower (docs/benchmarks.md). Files whose ids coincide are
+scanned apart, each scan with its own mask table, so a key never names two files; the
+length alone coincided for 2 of the benchmark's 20 files, and a second scan with its own
+broadcast cost ~60 ms.
 
 Each native file is first checked against the catalog on the driver (row count, field
 ids under the expected names: ``read/_file_checks``), from its footer, which is
@@ -41,6 +49,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,12 +58,13 @@ import pyarrow as pa
 
 from ..pathres import parse_location
 from ..read._deletes import deleted_positions
-from ..read._file_checks import check_data_file, reads_by_name
+from ..read._file_checks import check_data_file, files_unchanged, reads_by_name
 from ..read._footers import parsed_fragment
 from ..read._reader import _FORMAT, open_file
-from ..scan import DataFileTask
+from ..scan import DataFileTask, InlinedRowsTask
+from ._arrow import to_spark_table
 from ._hadoop import hadoop_url, native_store
-from ._types import spark_schema
+from ._types import spark_arrow_type, spark_schema
 
 __all__ = ["NATIVE_TYPES", "NativeScan", "native_scan"]
 
@@ -80,8 +91,10 @@ _RESERVED = frozenset(["_metadata", _KEY, _INDEX, _MASK])
 # table small (a 250k-row file: 16 rows) and were the fastest measured (docs/benchmarks.md).
 _BLOCK_SHIFT = 14
 _WORDS = 1 << (_BLOCK_SHIFT - 6)
-# Bits of the join key below the file's length: the block number (so files below 2**38 rows).
-_SIZE_SHIFT = 24
+# The join key is (file id << 24) + block: files below 2**38 rows, file ids of 39 bits.
+_ID_SHIFT = 24
+_ID_MASK = (1 << (63 - _ID_SHIFT)) - 1
+_ID_SQL = f"(_metadata.file_size ^ unix_millis(_metadata.file_modification_time)) & {_ID_MASK}"
 
 
 @dataclass(frozen=True)
@@ -91,13 +104,33 @@ class NativeScan:
     Attributes:
         frame: the union of the clean and masked scans (None when no file qualifies).
         data_file_ids: the files ``frame`` reads; the Python source skips them.
-        clean_files / masked_files: how many files each native scan reads (for logs).
+        complete: ``frame`` covers every task of the plan (nothing is left to the Python
+            source).
+        clean_files / masked_files / inlined_tasks: what each native part reads (for logs).
     """
 
     frame: object | None
     data_file_ids: tuple[int, ...]
+    complete: bool = False
     clean_files: int = 0
     masked_files: int = 0
+    inlined_tasks: int = 0
+
+
+@dataclass(frozen=True)
+class _Built:
+    scan: NativeScan
+    files: tuple[DataFileTask, ...]  # re-checked (local files) before each reuse
+    session: object  # held, so that its id in the key cannot be reused while cached
+
+
+# Native scans by (Spark session, catalog, data path, storage, table incl. its UUID,
+# snapshot, columns): a snapshot's files and deletes never change, so listing the files,
+# building the masks and analysing the join (~0.1-0.2 s for 40 files) happen once per
+# session; later calls re-stat the local files and reuse the DataFrame.
+_built: OrderedDict[tuple, _Built] = OrderedDict()
+_BUILT_MAX = 32
+_LOCK = threading.Lock()
 
 
 def native_type(type_name: str) -> bool:
@@ -105,10 +138,37 @@ def native_type(type_name: str) -> bool:
     return name in NATIVE_TYPES or bool(_DECIMAL.match(name))
 
 
-def native_scan(spark, table, plan, storage) -> NativeScan:
+def native_scan(spark, table, storage) -> NativeScan:
+    """The files of ``table``'s snapshot that Spark reads itself (cached per session)."""
+    lake = table.lake
+    key = (
+        id(spark),
+        lake.description,
+        lake.data_path_override,
+        storage,
+        table.entry,
+        table.snapshot,
+        tuple((c.column_id, c.name, c.type_name) for c in table.columns),
+    )
+    with _LOCK:
+        built = _built.get(key)
+        if built is not None:
+            _built.move_to_end(key)
+    if built is not None and files_unchanged(built.files):
+        return built.scan
+    plan = table.scan_plan()
+    scan, files = _build(spark, table, plan, storage)
+    with _LOCK:
+        _built[key] = _Built(scan, files, spark)
+        while len(_built) > _BUILT_MAX:
+            _built.popitem(last=False)
+    return scan
+
+
+def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask, ...]]:
     """Read the plan's clean and delete-bearing current-layout files natively."""
     if not all(native_type(c.type_name) for c in table.columns):
-        return NativeScan(None, ())
+        return NativeScan(None, ()), ()
     clean, masked = [], []
     read_options: dict[str, str] = {}
     masks_allowed = not any(c.name in _RESERVED for c in table.columns)
@@ -138,20 +198,39 @@ def native_scan(spark, table, plan, storage) -> NativeScan:
         frame, masked = _masked_read(spark, schema, masked, plan, storage)
         if frame is not None:
             frames.append(frame)
+    inlined = [task.rows for task in plan.tasks if isinstance(task, InlinedRowsTask)]
+    if inlined:
+        frames.append(_inlined_frame(spark, schema, inlined))
     if not frames:
-        return NativeScan(None, ())
-    frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    ids = tuple(t.data_file_id for t in (*clean, *masked))
-    return NativeScan(frame, ids, len(clean), len(masked))
+        return NativeScan(None, ()), ()
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    files = (*clean, *masked)
+    ids = tuple(t.data_file_id for t in files)
+    complete = len(ids) + len(inlined) == len(plan.tasks)
+    return NativeScan(frame, ids, complete, len(clean), len(masked), len(inlined)), files
+
+
+def _inlined_frame(spark, schema, tables: list[pa.Table]):
+    """Rows stored in the catalog, as a small local DataFrame of the table's Spark schema.
+
+    The planner has already converted them to the table's Arrow schema (at the snapshot,
+    deletes applied); they are cast to the Arrow types Spark expects exactly as the data
+    source casts its batches (``_arrow``).
+    """
+    target = pa.schema([pa.field(f.name, spark_arrow_type(f.dataType, f.name)) for f in schema])
+    rows = pa.concat_tables([table.select(target.names) for table in tables])
+    return spark.createDataFrame(to_spark_table(rows, target), schema=schema)
 
 
 def _candidate(task, masks_allowed: bool) -> bool:
     """A current-layout unencrypted data file; with deletes, only local and if masks apply.
 
-    Masked files are local only: the join keys on the file's length, which the driver
-    reads with ``os.stat`` and ``test_spark_native`` checks against Spark's
-    ``_metadata.file_size``; an object store's listing is not checked. Block numbers must
-    fit the join key.
+    Masked files are local only: the join keys on the file's length and modification
+    time, which the driver reads with ``os.stat`` and ``test_spark_native`` checks
+    against Spark's ``_metadata``; an object store's listing is not checked. Block
+    numbers must fit the join key.
     """
     if not isinstance(task, DataFileTask) or not task.layout_current:
         return False
@@ -162,7 +241,7 @@ def _candidate(task, masks_allowed: bool) -> bool:
     location = parse_location(task.file.url)
     if location.scheme != "file":
         return False
-    return masks_allowed and task.record_count < (1 << (_BLOCK_SHIFT + _SIZE_SHIFT))
+    return masks_allowed and task.record_count < (1 << (_BLOCK_SHIFT + _ID_SHIFT))
 
 
 def _read_parquet(spark, schema, tasks, read_options=None):
@@ -182,61 +261,68 @@ def spark_path(url: str) -> str:
 def _masked_read(spark, schema, tasks, plan, storage):
     """The masked files' rows whose deleted bit is clear (see the module docstring).
 
-    Returns ``(frame, tasks read)``. A file is named in the join key by its length, as
-    Spark's ``_metadata.file_size`` reports it (the local file's length, read here on the
-    driver, as Hadoop's local file system does); files of equal length go to separate
-    scans, each with its own mask table, so a key never names two files. Files whose
-    length is not the catalog's, or too large for the key, are left to the exact path
-    (whose checks name them).
+    Returns ``(frame, tasks read)``. The join key names a file by its length and
+    modification time (``_file_id``), both per-file constants of Spark's ``_metadata``,
+    which Hadoop's local file system takes from the same ``stat`` as the driver does
+    here. Files whose ids coincide go to separate scans, each with its own mask table, so
+    a key never names two files. A file whose length is not the catalog's, or that
+    changes while Spark lists it, is left to the exact path (whose checks name it).
     """
-    sized = []
-    for task in tasks:
-        size = _local_size(task)
-        if size is not None and size < (1 << (63 - _SIZE_SHIFT)):
-            sized.append((task, size))
-    frames = [_masked_scan(spark, schema, group, plan, storage) for group in _distinct_sizes(sized)]
+    identified = [(task, _file_id(task)) for task in tasks]
+    identified = [(task, file_id) for task, file_id in identified if file_id is not None]
+    frames = []
+    for group in _distinct_ids(identified):
+        frame = _masked_scan(spark, schema, group, plan, storage)
+        if any(_file_id(task) != file_id for task, file_id in group):
+            return None, []  # changed under the listing: Spark may have seen either state
+        frames.append(frame)
     if not frames:
         return None, []
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
-    return frame, [task for task, _ in sized]
+    return frame, [task for task, _ in identified]
 
 
-def _local_size(task) -> int | None:
-    """The data file's length on disk, or None if it is not the catalog's."""
+def _file_id(task) -> int | None:
+    """``(length ^ modification time in ms) & (2**39 - 1)`` of a local data file.
+
+    As Spark computes it from ``_metadata`` (``_ID_SQL``); None when the file is gone
+    or its length is not the catalog's.
+    """
     try:
-        size = os.stat(parse_location(task.file.url).path).st_size
+        found = os.stat(parse_location(task.file.url).path)
     except OSError:
         return None  # the exact path raises the typed error naming the file
-    return size if task.file.size in (None, size) else None
+    if task.file.size not in (None, found.st_size):
+        return None
+    return (found.st_size ^ (found.st_mtime_ns // 1_000_000)) & _ID_MASK
 
 
-def _distinct_sizes(sized: list) -> list[list]:
-    """Split ``(task, size)`` pairs into groups in each of which every size occurs once."""
+def _distinct_ids(identified: list) -> list[list]:
+    """Split ``(task, file id)`` pairs into groups in each of which every id occurs once."""
     groups: list[list] = []
     seen: dict[int, int] = {}
-    for task, size in sized:
-        rank = seen.get(size, 0)
-        seen[size] = rank + 1
+    for task, file_id in identified:
+        rank = seen.get(file_id, 0)
+        seen[file_id] = rank + 1
         if rank == len(groups):
             groups.append([])
-        groups[rank].append((task, size))
+        groups[rank].append((task, file_id))
     return groups
 
 
-def _masked_scan(spark, schema, sized: list, plan, storage):
-    """One scan of files of distinct lengths, left-joined to their masks by (length, block)."""
+def _masked_scan(spark, schema, identified: list, plan, storage):
+    """One scan of files of distinct ids, left-joined to their masks by (file id, block)."""
     from pyspark.sql import functions as F
 
-    tasks = [task for task, _ in sized]
-    keys, masks = _masks(tasks, [size for _, size in sized], plan, storage)
+    tasks = [task for task, _ in identified]
+    keys, masks = _masks(tasks, [file_id for _, file_id in identified], plan, storage)
     mask_frame = spark.createDataFrame(pa.table({_KEY: keys, _MASK: masks}))
     index = F.col("_metadata.row_index")
-    file_size = F.col("_metadata.file_size")
     rows = _read_parquet(spark, schema, tasks).select(
         "*",
-        (F.shiftleft(file_size, _SIZE_SHIFT) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
+        (F.shiftleft(F.expr(_ID_SQL), _ID_SHIFT) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
         index.alias(_INDEX),
     )
     word = f"element_at({_MASK}, cast(shiftright({_INDEX}, 6) & {_WORDS - 1} AS INT) + 1)"
@@ -247,17 +333,16 @@ def _masked_scan(spark, schema, sized: list, plan, storage):
     return kept.select(*[F.col(f"`{f.name}`") for f in schema.fields])
 
 
-def _masks(tasks, sizes: list[int], plan, storage) -> tuple[np.ndarray, pa.ListArray]:
+def _masks(tasks, file_ids: list[int], plan, storage) -> tuple[np.ndarray, pa.ListArray]:
     """Per (file, block of 2**14 rows holding a deleted row): join key and bit masks.
 
     The masks are 256 longs: bit ``p & 63`` of long ``(p >> 6) % 256`` is set for each
-    deleted position ``p`` of the block. The key is ``(file length << 24) + block``:
-    unique as long as the lengths are (``_masked_read`` scans equal lengths apart), blocks
-    stay below 2**24 (``_candidate`` admits files below 2**38 rows) and lengths below
-    2**39 bytes (``_masked_read``).
+    deleted position ``p`` of the block. The key is ``(file id << 24) + block``:
+    unique as long as the ids are (``_masked_read`` scans equal ids apart) and blocks
+    stay below 2**24 (``_candidate`` admits files below 2**38 rows).
     """
     keys, masks = [np.empty(0, np.int64)], [np.empty(0, np.uint64)]
-    for task, size in zip(tasks, sizes, strict=True):
+    for task, file_id in zip(tasks, file_ids, strict=True):
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         positions = deleted_positions(
             task.deletes,
@@ -276,7 +361,7 @@ def _masks(tasks, sizes: list[int], plan, storage) -> tuple[np.ndarray, pa.ListA
             dense, (row, word), np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64))
         )
         masks.append(dense.ravel())
-        keys.append((np.int64(size) << np.int64(_SIZE_SHIFT)) + blocks)
+        keys.append((np.int64(file_id) << np.int64(_ID_SHIFT)) + blocks)
     key = np.concatenate(keys)
     offsets = np.arange(len(key) + 1, dtype=np.int32) * _WORDS
     values = pa.array(np.concatenate(masks).view(np.int64))

@@ -191,13 +191,11 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
     lake = parsed.lake()
     resolved = lake.table(parsed.schema_name, parsed.table_name)
     values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
-    plan = resolved.scan_plan()
-    scan = native_scan(spark, resolved, plan, parsed.storage)
-    everything = scan.frame is not None and len(scan.data_file_ids) == len(plan.tasks)
+    scan = native_scan(spark, resolved, parsed.storage)
     return (
         scan.frame,
         scan.data_file_ids,
-        everything,
+        scan.complete,
         _quoted(parsed.schema_name, parsed.table_name),
     )
 
