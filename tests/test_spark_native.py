@@ -21,6 +21,7 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import functions as F
 
+from ducklake_datafusion.errors import InvalidOptionError
 from ducklake_datafusion.pathres import StorageOptions
 from ducklake_datafusion.scan import FileRef
 from ducklake_datafusion.spark import _hadoop, _native, read_table
@@ -196,6 +197,52 @@ def test_inlined_rows_are_a_local_frame_beside_the_files(spark, make_lake, spec)
         assert "ducklake" not in plan.lower().replace("__ducklake_", "")  # no source part
         if snapshot >= 3:
             assert "LocalTableScan" in plan
+
+
+def _ranged_lake(make_lake):
+    """Four files of disjoint k ranges (two with deletes), dates and strings per range."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, d DATE, x DECIMAL(9, 2))")
+    for part in range(4):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 'p{part}-' || i, DATE '2024-01-01' + {part * 40}, "
+            f"i / 8 FROM range({part * 1000}, {part * 1000 + 1000}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 0 AND k >= 2000")
+    return lake
+
+
+WHERE_FILES = {
+    "k BETWEEN 1500 AND 1600": 1,
+    "k >= 2990 AND k < 3010": 2,
+    "k IN (5, 3500)": 2,
+    "s >= 'p3' AND d > '2024-03-01'": 1,
+    "x < 10.5": 1,
+    "d = DATE '2024-02-10' OR k = 3999": 2,
+    "NOT (k >= 1000)": 1,
+    "upper(s) = 'P1-1500'": 4,  # not translatable: prunes nothing, still filters
+    "k > 9000": 0,
+}
+
+
+@pytest.mark.parametrize("where", list(WHERE_FILES))
+def test_where_prunes_files_by_catalog_statistics(spark, make_lake, where):
+    lake = _ranged_lake(make_lake)
+    metadata = lake.reader_args()["metadata"]
+    expected = lake.reference(f"SELECT * FROM lake.main.t WHERE {where}")
+    native = read_table(spark, metadata, "main.t", where=where)
+    assert_same_rows(native.toArrow(), expected)
+    assert len(native.inputFiles()) == WHERE_FILES[where]
+    exact = read_table(spark, metadata, "main.t", where=where, native=False)
+    assert_same_rows(exact.toArrow(), expected)
+
+
+def test_a_where_that_is_not_a_condition_on_the_table_is_refused(spark, make_lake):
+    lake = _ranged_lake(make_lake)
+    metadata = lake.reader_args()["metadata"]
+    for where in ("no_such_column > 1", "k >", "k"):
+        with pytest.raises(InvalidOptionError, match="main.t"):
+            read_table(spark, metadata, "main.t", where=where)
 
 
 def test_a_column_named_like_the_metadata_column_stays_on_the_exact_path(spark, make_lake):

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..pathres import parse_location
 from ..read._deletes import deleted_positions
@@ -138,8 +139,12 @@ def native_type(type_name: str) -> bool:
     return name in NATIVE_TYPES or bool(_DECIMAL.match(name))
 
 
-def native_scan(spark, table, storage) -> NativeScan:
-    """The files of ``table``'s snapshot that Spark reads itself (cached per session)."""
+def native_scan(spark, table, storage, prune: pc.Expression | None = None) -> NativeScan:
+    """The files of ``table``'s snapshot that Spark reads itself (cached per session).
+
+    ``prune``: only files that may hold rows matching it (by catalog statistics) are read;
+    the caller filters the rows.
+    """
     lake = table.lake
     key = (
         id(spark),
@@ -149,6 +154,7 @@ def native_scan(spark, table, storage) -> NativeScan:
         table.entry,
         table.snapshot,
         tuple((c.column_id, c.name, c.type_name) for c in table.columns),
+        None if prune is None else str(prune),
     )
     with _LOCK:
         built = _built.get(key)
@@ -156,7 +162,7 @@ def native_scan(spark, table, storage) -> NativeScan:
             _built.move_to_end(key)
     if built is not None and files_unchanged(built.files):
         return built.scan
-    plan = table.scan_plan()
+    plan = table.scan_plan(filter=prune)
     scan, files = _build(spark, table, plan, storage)
     with _LOCK:
         _built[key] = _Built(scan, files, spark)

@@ -25,6 +25,7 @@ from ._native import native_scan
 from ._options import CHANGE_KEYS, GUARD_OPTION, SourceOptions
 from ._reader import GUARD_COLUMN, DuckLakeReader, guard_field
 from ._types import spark_schema
+from ._where import pruning_filter
 
 __all__ = ["PUSHDOWN_CONF", "DuckLakeDataSource", "read_changes", "read_table", "register_spark"]
 
@@ -109,6 +110,7 @@ def read_table(
     pushdown: bool = True,
     min_partitions: int | None = None,
     native: bool = True,
+    where: str | None = None,
     **options: object,
 ):
     """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
@@ -138,9 +140,15 @@ def read_table(
             benchmark lake. ``False`` reads everything through the data source, which
             prunes files with catalog statistics before any is opened. Only without
             ``schema`` (a schema reads through the data source).
+        where: a Spark SQL condition on the table's columns, applied to the rows and,
+            before Spark lists any file, used to leave out the files whose catalog
+            statistics show they cannot match (``_where``). A filter on the returned
+            DataFrame instead prunes row groups only on the native path (Spark opens every
+            file it is given), and files too on the data source.
 
     Raises:
-        InvalidOptionError: a change-feed option was passed (use :func:`read_changes`).
+        InvalidOptionError: a change-feed option was passed (use :func:`read_changes`), or
+            ``where`` is not a Spark SQL condition on the table's columns.
     """
     passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
     if passed:
@@ -162,10 +170,10 @@ def read_table(
     native_frame = None
     if native and schema is None:
         native_frame, skipped, everything, table = _native_part(
-            spark, values, storage_options, options, table
+            spark, values, storage_options, options, table, where
         )
-        if everything:  # every file read natively, nothing inlined: no data source part
-            return native_frame
+        if everything:  # every file and inlined row read natively: no data source part
+            return native_frame if where is None else native_frame.where(where)
         if native_frame is not None:
             values["skip_files"] = ",".join(str(i) for i in skipped)
     reader = _reader(spark, values, storage_options, options)
@@ -176,22 +184,25 @@ def read_table(
     from pyspark.sql import functions as F
 
     frame = reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
-    return frame if native_frame is None else native_frame.unionByName(frame)
+    if native_frame is not None:
+        frame = native_frame.unionByName(frame)
+    return frame if where is None else frame.where(where)
 
 
-def _native_part(spark, values: dict, storage_options, options: dict, table: str):
+def _native_part(spark, values: dict, storage_options, options: dict, table: str, where):
     """Pin the snapshot in ``values`` and read the files Spark can read itself (_native).
 
     Returns ``(native frame, its data file ids, whether it covers every task, the table
     name for the source part)``; the name loses any ``@`` suffix, the snapshot being
-    pinned in ``values``.
+    pinned in ``values``. With ``where``, only files that may match are read.
     """
     merged = {**values, **(storage_options or {}), **options, "path": table}
     parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
-    lake = parsed.lake()
-    resolved = lake.table(parsed.schema_name, parsed.table_name)
-    values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
-    scan = native_scan(spark, resolved, parsed.storage)
+    with parsed.open_lake() as lake:
+        resolved = lake.table(parsed.schema_name, parsed.table_name)
+        values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
+        prune = None if where is None else pruning_filter(spark, resolved, where)
+        scan = native_scan(spark, resolved, parsed.storage, prune)
     return (
         scan.frame,
         scan.data_file_ids,
