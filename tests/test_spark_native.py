@@ -245,6 +245,93 @@ def test_a_where_that_is_not_a_condition_on_the_table_is_refused(spark, make_lak
             read_table(spark, metadata, "main.t", where=where)
 
 
+def _evolved(lake) -> None:
+    """Files of three layouts: a column renamed, columns added with defaults, an integer,
+    a float and a decimal widened, a column dropped and one of its name added again, and
+    deletes in files of the old layouts."""
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, w INTEGER, f FLOAT, m DECIMAL(9,2), note VARCHAR)"
+    )
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'a' || i, i, i / 4, i / 8, 'old' FROM range(1000) r(i)"
+    )
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN d DATE DEFAULT '2024-02-29'")
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN w TYPE BIGINT")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'b' || i, i, i / 4, i / 8, NULL, i % 5, NULL FROM range(1000, 2000) r(i)"
+    )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 0 AND k < 1500")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN m TYPE DECIMAL(18,3)")
+    lake.sql("ALTER TABLE lake.main.t DROP COLUMN note")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN note VARCHAR DEFAULT 'new'")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'c' || i, -i, i / 3, i / 9, i % 3, DATE '2024-01-01', 'n' || i FROM range(2000, 3000) r(i)"
+    )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 11 = 0")
+
+
+def _source_part(plan: str) -> bool:
+    """The ``ducklake`` data source reads part of the table (helper columns aside)."""
+    helpers = ("__ducklake_", "_ducklake_internal_snapshot_id")
+    plan = plan.lower()
+    for helper in helpers:
+        plan = plan.replace(helper, "")
+    return "ducklake" in plan
+
+
+@pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
+def test_older_layouts_read_natively_by_field_id(spark, make_lake, spec):
+    lake = make_lake(spec, inline_limit=0)
+    _evolved(lake)
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        native, _ = _both(spark, lake, snapshot=snapshot)
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(native.toArrow(), expected)
+        assert not _source_part(_plan(native))
+    native, _ = _both(spark, lake)
+    where = "v = 7 OR k BETWEEN 990 AND 1010"
+    expected = lake.reference(f"SELECT k, name, w, m, note FROM lake.main.t WHERE {where}")
+    assert_same_rows(native.where(where).select("k", "name", "w", "m", "note").toArrow(), expected)
+    groups = lake.reference(
+        "SELECT v, count(*) AS n, sum(w)::BIGINT AS sw FROM lake.main.t GROUP BY v"
+    )
+    got = native.groupBy("v").agg(F.count("*").alias("n"), F.sum("w").alias("sw"))
+    assert_same_rows(got.toArrow(), groups)
+
+
+def test_merged_files_drop_rows_of_later_snapshots_natively(spark, make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    for start in range(0, 4000, 1000):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 's' || i FROM range({start}, {start + 1000}) r(i)"
+        )
+    lake.sql("CALL ducklake_merge_adjacent_files('lake')")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 4")
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        native, _ = _both(spark, lake, snapshot=snapshot)
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(native.toArrow(), expected)
+        assert not _source_part(_plan(native))
+
+
+def test_an_added_timestamp_default_keeps_old_files_on_the_source(spark, make_lake):
+    """A timestamp literal would be read in Spark's session time zone: such layouts stay
+    on the data source, which converts the default exactly."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(100) r(i)")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN ts TIMESTAMP DEFAULT '2024-03-10 02:30:00'")
+    lake.sql("INSERT INTO lake.main.t SELECT i, TIMESTAMP '2001-01-01' FROM range(100, 200) r(i)")
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert _source_part(plan) and "FileScan parquet" in plan
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+
 def test_a_column_named_like_the_metadata_column_stays_on_the_exact_path(spark, make_lake):
     lake = make_lake(inline_limit=0)
     lake.sql('CREATE TABLE lake.main.t (k BIGINT, "_metadata" VARCHAR)')

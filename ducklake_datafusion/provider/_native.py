@@ -3,7 +3,7 @@
 When no live file of a table's snapshot has deletes, encryption or a name mapping, every
 file is local (or on S3 with the session's store: ``_object_stores``), every column has a
 type whose Parquet form DataFusion decodes to exactly the table's Arrow type, and every
-file's columns map onto the table's exactly (``_native_layouts``),
+file's columns map onto the table's exactly (``read/_layouts``),
 ``DuckLakeSchema.table()`` returns ``datafusion.catalog.Table(frame)``: one
 ``ListingTable`` scan per file layout over its file list (``_listing``), projected onto
 the table's columns by field id, plus the inlined rows from memory, in one union.
@@ -32,7 +32,7 @@ footers instead, at a per-file cost on every query. Tables with more than
 catalog.
 
 Each native file is checked against the catalog first (row count and field ids:
-``read/_file_checks``; how its columns map: ``_native_layouts``) from its footer, parsed
+``read/_file_checks``; how its columns map: ``read/_layouts``) from its footer, parsed
 once per process; a file whose columns need a conversion the native scan does not do
 exactly sends the table to the adapter, and a damaged or missing file raises our typed
 error, as on every other path.
@@ -54,12 +54,13 @@ from datafusion.catalog import Table
 from ..pathres import parse_location
 from ..read._file_checks import check_data_file, files_unchanged
 from ..read._footers import parsed_fragment
+from ..read._layouts import FileLayout, file_layout, same_kind
 from ..read._reader import _FORMAT, _fail
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._plan import balanced_groups
 from ._listing import ListingUnsupported, listing_frame
 from ._native_deletes import DeleteMasks, delete_masks, without_deleted
-from ._native_layouts import FileLayout, file_layout, layout_frame, same_kind
+from ._native_layouts import layout_frame
 from ._object_stores import SessionStores
 from ._threads import on_own_thread
 
@@ -108,7 +109,7 @@ class NativeSplit:
 
     Attributes:
         groups: the data files by layout: one listing scan per layout, projected onto
-            the table's columns (``_native_layouts``).
+            the table's columns (``read/_layouts``).
         inlined: rows held in the catalog, scanned from memory.
     """
 

@@ -2,23 +2,29 @@
 
 ``read_table`` splits a table's snapshot four ways:
 
-* *clean* files (written at the table's current column layout, with no deletes, no rows
-  of other snapshots, no name mapping and no encryption) hold exactly the table's rows
-  under the table's column names: one ``spark.read.parquet`` over them (vectorised
-  decoding, column pruning, row-group and page filters, all Spark's);
+* *clean* files (no deletes, no name mapping, no encryption) written at the table's
+  current column layout hold exactly the table's rows under the table's column names:
+  one ``spark.read.parquet`` over them (vectorised decoding, column pruning, row-group
+  and page filters, all Spark's). Files of an older layout (a column renamed, added,
+  widened or dropped since; merged files with per-row snapshots) are read the same way,
+  one scan per layout, under their physical names and types, then projected onto the
+  table's columns (``read/_layouts``: fields matched by field id, exact widenings as
+  casts, missing columns as their default literal, rows of later snapshots dropped);
 * *masked* files, the same but carrying positional deletes: one more ``spark.read.parquet``
   with each row's file id (``_metadata``) and ``_metadata.row_index`` (its physical
   position in the file, stable under row-group and page pruning), left-joined to a small
   broadcast table holding, per file and block of 16,384 rows, a bit mask of its deleted
-  rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver from the very
-  positions the exact reader removes (``read/_deletes``: every live delete file, per-
-  position snapshots, inlined deletes, deletion vectors), so both paths drop the same rows;
+  rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver
+  from the very positions the exact reader removes (``read/_deletes``: every live delete
+  file, per-position snapshots, inlined deletes, deletion vectors), so both paths drop the
+  same rows;
 * *inlined* rows (stored in the catalog, converted to Arrow by the planner): a small local
   DataFrame, cast as the data source casts its batches;
-* everything else (older layouts, name-mapped or encrypted files, files on a store whose
-  Hadoop connector the cluster lacks (``_hadoop``), object-store files with deletes,
-  tables with a type Spark's reader does not return exactly) goes through the Python
-  data source, told to skip the files read here. The parts are unioned.
+* everything else (name-mapped or encrypted files, layouts needing a conversion that is
+  not exact or a timestamp default, files on a store whose Hadoop connector the cluster
+  lacks (``_hadoop``), object-store files with deletes, tables with a type Spark's reader
+  does not return exactly) goes through the Python data source, told to skip the files
+  read here. The parts are unioned.
 
 The DataFrame of a snapshot is built once per Spark session and reused (``native_scan``):
 listing, masks and analysis cost ~0.1-0.2 s for 40 files, as much as a selective query.
@@ -40,18 +46,19 @@ broadcast cost ~60 ms.
 
 Each native file is first checked against the catalog on the driver (row count, field
 ids under the expected names: ``read/_file_checks``), from its footer, which is
-parsed once per process. A file that fails the name check goes to the Python source,
-which reads by field id; a damaged file raises, as on every other path.
+parsed once per process; a damaged file raises, as on every other path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import os
 import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -61,11 +68,13 @@ from ..pathres import parse_location
 from ..read._deletes import deleted_positions
 from ..read._file_checks import check_data_file, files_unchanged, reads_by_name
 from ..read._footers import parsed_fragment
+from ..read._layouts import FileLayout, file_layout
 from ..read._reader import _FORMAT, open_file
 from ..scan import DataFileTask, InlinedRowsTask
+from ..scan._conform import default_array
 from ._arrow import to_spark_table
 from ._hadoop import hadoop_url, native_store
-from ._types import spark_arrow_type, spark_schema
+from ._types import spark_arrow_type, spark_schema, spark_type
 
 __all__ = ["NATIVE_TYPES", "NativeScan", "native_scan"]
 
@@ -172,10 +181,11 @@ def native_scan(spark, table, storage, prune: pc.Expression | None = None) -> Na
 
 
 def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask, ...]]:
-    """Read the plan's clean and delete-bearing current-layout files natively."""
+    """Read the plan's files natively where their layout allows, and its inlined rows."""
     if not all(native_type(c.type_name) for c in table.columns):
         return NativeScan(None, ()), ()
-    clean, masked = [], []
+    schema = spark_schema(table.columns)
+    groups: dict[FileLayout | None, tuple[list, list]] = {}  # layout -> (clean, masked)
     read_options: dict[str, str] = {}
     masks_allowed = not any(c.name in _RESERVED for c in table.columns)
     stores: dict[tuple[str, str], dict[str, str] | None] = {}  # per (scheme, bucket)
@@ -189,21 +199,31 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
         store = stores[where]
         if store is None:
             continue
-        read_options.update(store)
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         fragment = parsed_fragment(task.file, storage, _FORMAT)
         physical = fragment.physical_schema
         check_data_file(task, fragment.metadata, physical, table.columns, what)
-        if reads_by_name(physical, table.columns):
-            (clean if task.fast else masked).append(task)
-    schema = spark_schema(table.columns)
-    frames = []
-    if clean:
-        frames.append(_read_parquet(spark, schema, clean, read_options))
-    if masked:
-        frame, masked = _masked_read(spark, schema, masked, plan, storage)
-        if frame is not None:
-            frames.append(frame)
+        native, layout = _layout(task, physical, table.columns)
+        if native:
+            read_options.update(store)
+            clean, masked = groups.setdefault(layout, ([], []))
+            (clean if task.deletes is None else masked).append(task)
+    frames, files, clean_files, masked_files = [], [], 0, 0
+    for layout, (clean, masked) in groups.items():
+        read_schema = schema if layout is None else _read_schema(layout)
+        parts = []
+        if clean:
+            parts.append(_read_parquet(spark, read_schema, clean, read_options))
+            files.extend(clean)
+            clean_files += len(clean)
+        if masked:
+            frame, masked = _masked_read(spark, read_schema, masked, plan, storage)
+            if frame is not None:
+                parts.append(frame)
+                files.extend(masked)
+                masked_files += len(masked)
+        for part in parts:
+            frames.append(part if layout is None else _projected(part, layout, table, schema))
     inlined = [task.rows for task in plan.tasks if isinstance(task, InlinedRowsTask)]
     if inlined:
         frames.append(_inlined_frame(spark, schema, inlined))
@@ -212,10 +232,77 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
-    files = (*clean, *masked)
     ids = tuple(t.data_file_id for t in files)
     complete = len(ids) + len(inlined) == len(plan.tasks)
-    return NativeScan(frame, ids, complete, len(clean), len(masked), len(inlined)), files
+    scan = NativeScan(frame, ids, complete, clean_files, masked_files, len(inlined))
+    return scan, tuple(files)
+
+
+def _layout(task, physical: pa.Schema, columns) -> tuple[bool, FileLayout | None]:
+    """Whether Spark reads the file natively, and how (``None``: by the table's names).
+
+    A file at the table's current layout whose fields carry the table's names is read as
+    the table; any other file by its layout (``read/_layouts``: physical names by field
+    id, exact widenings, defaults), if each missing column's default is a literal Spark
+    takes exactly.
+    """
+    if task.layout_current and reads_by_name(physical, columns):
+        return True, None
+    layout = file_layout(physical, columns)
+    if layout is None:
+        return False, None
+    missing = [c for s, c in zip(layout.sources, columns, strict=True) if s.physical is None]
+    return all(_default_literal(c) is not None for c in missing), layout
+
+
+def _read_schema(layout: FileLayout):
+    """The Spark schema of a layout's by-name scan (physical names and types)."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType(
+        [StructField(name, spark_type(type_, name), nullable=True) for name, type_ in layout.read]
+    )
+
+
+def _projected(frame, layout: FileLayout, table, schema):
+    """The table's columns, in order, from a scan of ``_read_schema(layout)``."""
+    from pyspark.sql import functions as F
+
+    if layout.snapshot_column is not None:  # merged files: drop rows of later snapshots
+        frame = frame.where(_column(layout.snapshot_column) <= F.lit(table.snapshot_id))
+    exprs = []
+    for source, column, field in zip(layout.sources, table.columns, schema.fields, strict=True):
+        if source.physical is None:
+            expr = _default_literal(column).cast(field.dataType)
+        else:
+            expr = _column(source.physical)
+            if source.cast:
+                expr = expr.cast(field.dataType)
+        exprs.append(expr.alias(column.name))
+    return frame.select(*exprs)
+
+
+def _default_literal(column):
+    """The column's initial default as a Spark literal, or ``None`` where a literal could
+    change it (timestamps: a Python ``datetime`` literal is read in the session's zone)."""
+    from pyspark.sql import functions as F
+
+    value = default_array(column, 1)[0].as_py()
+    if value is None:
+        return F.lit(None)
+    if isinstance(value, (bytes, bytearray)):
+        return F.lit(bytearray(value))
+    if isinstance(value, _dt.datetime) or not isinstance(
+        value, (bool, int, float, str, Decimal, _dt.date)
+    ):
+        return None
+    return F.lit(value)
+
+
+def _column(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _inlined_frame(spark, schema, tables: list[pa.Table]):
@@ -231,18 +318,18 @@ def _inlined_frame(spark, schema, tables: list[pa.Table]):
 
 
 def _candidate(task, masks_allowed: bool) -> bool:
-    """A current-layout unencrypted data file; with deletes, only local and if masks apply.
+    """An unencrypted data file with field ids; with deletes, only local and if masks apply.
 
     Masked files are local only: the join keys on the file's length and modification
     time, which the driver reads with ``os.stat`` and ``test_spark_native`` checks
     against Spark's ``_metadata``; an object store's listing is not checked. Block
     numbers must fit the join key.
     """
-    if not isinstance(task, DataFileTask) or not task.layout_current:
+    if not isinstance(task, DataFileTask) or task.name_mapping is not None:
         return False
     if task.encryption_key is not None:
         return False
-    if task.fast:
+    if task.deletes is None:
         return True
     location = parse_location(task.file.url)
     if location.scheme != "file":
