@@ -451,6 +451,37 @@ class _NaN:
 NAN = _NaN()
 
 
+def evolve_table(lake: Lake, *, deletes: bool = False) -> None:
+    """``lake.main.t`` with files of three layouts: a column renamed, columns added with
+    defaults of several types, an integer, a float and a decimal widened, a column dropped
+    and one of the same name added again (a new field id, which old files must not fill).
+    With ``deletes``, rows are deleted from files of the old layouts too."""
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, w INTEGER, f FLOAT, m DECIMAL(9,2), note VARCHAR)"
+    )
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'a' || i, i, i / 4, i / 8, 'old' FROM range(1000) r(i)"
+    )
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN d DATE DEFAULT '2024-02-29'")
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN w TYPE BIGINT")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'b' || i, i, i / 4, i / 8, NULL, i % 5, NULL FROM range(1000, 2000) r(i)"
+    )
+    if deletes:
+        lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 0 AND k < 1500")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE")
+    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN m TYPE DECIMAL(18,3)")
+    lake.sql("ALTER TABLE lake.main.t DROP COLUMN note")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN note VARCHAR DEFAULT 'new'")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, 'c' || i, -i, i / 3, i / 9, i % 3, DATE '2024-01-01', 'n' || i FROM range(2000, 3000) r(i)"
+    )
+    if deletes:
+        lake.sql("DELETE FROM lake.main.t WHERE k % 11 = 0")
+
+
 def _freeze(value: Any) -> Any:
     """Hashable, NaN-aware form of a ``to_pylist`` value."""
     if isinstance(value, float) and math.isnan(value):

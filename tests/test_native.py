@@ -22,7 +22,7 @@ import pytest
 from datafusion import SessionConfig, SessionContext, col, lit
 from datafusion import functions as F
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
-from lakes import assert_same_rows
+from lakes import assert_same_rows, evolve_table
 from readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -275,30 +275,9 @@ LAYOUT_QUERIES = [
 
 @pytest.fixture
 def evolved_lake(make_lake):
-    """Files of four layouts: a column renamed, columns added with defaults of several
-    types, an integer, a float and a decimal widened, a column dropped and one of the same
-    name added again (a new field id, which old files must not fill)."""
+    """Files of three layouts (``lakes.evolve_table``)."""
     lake = make_lake(inline_limit=0)
-    lake.sql(
-        "CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, w INTEGER, f FLOAT, m DECIMAL(9,2), note VARCHAR)"
-    )
-    lake.sql(
-        "INSERT INTO lake.main.t SELECT i, 'a' || i, i, i / 4, i / 8, 'old' FROM range(1000) r(i)"
-    )
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN d DATE DEFAULT '2024-02-29'")
-    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
-    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN w TYPE BIGINT")
-    lake.sql(
-        "INSERT INTO lake.main.t SELECT i, 'b' || i, i, i / 4, i / 8, NULL, i % 5, NULL FROM range(1000, 2000) r(i)"
-    )
-    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE")
-    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN m TYPE DECIMAL(18,3)")
-    lake.sql("ALTER TABLE lake.main.t DROP COLUMN note")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN note VARCHAR DEFAULT 'new'")
-    lake.sql(
-        "INSERT INTO lake.main.t SELECT i, 'c' || i, -i, i / 3, i / 9, i % 3, DATE '2024-01-01', 'n' || i FROM range(2000, 3000) r(i)"
-    )
+    evolve_table(lake)
     return lake
 
 

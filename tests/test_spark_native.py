@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows
+from lakes import LakeSpec, assert_same_rows, evolve_table
 
 pytest.importorskip("pyspark")
 
@@ -245,34 +245,6 @@ def test_a_where_that_is_not_a_condition_on_the_table_is_refused(spark, make_lak
             read_table(spark, metadata, "main.t", where=where)
 
 
-def _evolved(lake) -> None:
-    """Files of three layouts: a column renamed, columns added with defaults, an integer,
-    a float and a decimal widened, a column dropped and one of its name added again, and
-    deletes in files of the old layouts."""
-    lake.sql(
-        "CREATE TABLE lake.main.t (k BIGINT, s VARCHAR, w INTEGER, f FLOAT, m DECIMAL(9,2), note VARCHAR)"
-    )
-    lake.sql(
-        "INSERT INTO lake.main.t SELECT i, 'a' || i, i, i / 4, i / 8, 'old' FROM range(1000) r(i)"
-    )
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN v INTEGER DEFAULT 7")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN d DATE DEFAULT '2024-02-29'")
-    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO name")
-    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN w TYPE BIGINT")
-    lake.sql(
-        "INSERT INTO lake.main.t SELECT i, 'b' || i, i, i / 4, i / 8, NULL, i % 5, NULL FROM range(1000, 2000) r(i)"
-    )
-    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 0 AND k < 1500")
-    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE")
-    lake.sql("ALTER TABLE lake.main.t ALTER COLUMN m TYPE DECIMAL(18,3)")
-    lake.sql("ALTER TABLE lake.main.t DROP COLUMN note")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN note VARCHAR DEFAULT 'new'")
-    lake.sql(
-        "INSERT INTO lake.main.t SELECT i, 'c' || i, -i, i / 3, i / 9, i % 3, DATE '2024-01-01', 'n' || i FROM range(2000, 3000) r(i)"
-    )
-    lake.sql("DELETE FROM lake.main.t WHERE k % 11 = 0")
-
-
 def _source_part(plan: str) -> bool:
     """The ``ducklake`` data source reads part of the table (helper columns aside)."""
     helpers = ("__ducklake_", "_ducklake_internal_snapshot_id")
@@ -285,7 +257,7 @@ def _source_part(plan: str) -> bool:
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
 def test_older_layouts_read_natively_by_field_id(spark, make_lake, spec):
     lake = make_lake(spec, inline_limit=0)
-    _evolved(lake)
+    evolve_table(lake, deletes=True)
     for snapshot in range(2, lake.snapshot_id() + 1):
         native, _ = _both(spark, lake, snapshot=snapshot)
         expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
