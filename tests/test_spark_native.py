@@ -304,6 +304,25 @@ def test_an_added_timestamp_default_keeps_old_files_on_the_source(spark, make_la
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
 
+def test_where_on_a_table_the_data_source_reads(spark, make_lake):
+    """A UUID column keeps the table on the data source: ``where`` filters (and the source
+    prunes with the filters Spark pushes); a bad condition is still our typed error."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, u UUID)")
+    for part in range(3):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, uuid() FROM range({part * 100}, {part * 100 + 100}) r(i)"
+        )
+    metadata = lake.reader_args()["metadata"]
+    frame = read_table(spark, metadata, "main.t", where="k BETWEEN 150 AND 160")
+    assert_same_rows(
+        frame.select("k").toArrow(),
+        lake.reference("SELECT k FROM lake.main.t WHERE k BETWEEN 150 AND 160"),
+    )
+    with pytest.raises(InvalidOptionError, match="main.t"):
+        read_table(spark, metadata, "main.t", where="no_such_column = 1")
+
+
 def test_a_column_named_like_the_metadata_column_stays_on_the_exact_path(spark, make_lake):
     lake = make_lake(inline_limit=0)
     lake.sql('CREATE TABLE lake.main.t (k BIGINT, "_metadata" VARCHAR)')

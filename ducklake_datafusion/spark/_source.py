@@ -157,6 +157,7 @@ def read_table(
             "read_changes(spark, metadata, table, start, end)"
         )
     register_spark(spark)
+    name = table
     values: dict[str, object] = {
         "metadata": metadata,
         "snapshot": snapshot,
@@ -173,7 +174,7 @@ def read_table(
             spark, values, storage_options, options, table, where
         )
         if everything:  # every file and inlined row read natively: no data source part
-            return native_frame if where is None else native_frame.where(where)
+            return _filtered(native_frame, where, name)
         if native_frame is not None:
             values["skip_files"] = ",".join(str(i) for i in skipped)
     reader = _reader(spark, values, storage_options, options)
@@ -186,7 +187,22 @@ def read_table(
     frame = reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
     if native_frame is not None:
         frame = native_frame.unionByName(frame)
-    return frame if where is None else frame.where(where)
+    return _filtered(frame, where, name)
+
+
+def _filtered(frame, where: str | None, table: str):
+    """``frame.where(where)``; a condition Spark cannot parse or resolve is ours to name."""
+    if where is None:
+        return frame
+    from pyspark.errors import AnalysisException
+
+    try:
+        return frame.where(where)
+    except AnalysisException as exc:
+        raise InvalidOptionError(
+            f"where={where!r} for table {table} is not a Spark SQL condition on its columns "
+            f"({', '.join(frame.columns)}): {exc}"
+        ) from exc
 
 
 def _native_part(spark, values: dict, storage_options, options: dict, table: str, where):

@@ -33,6 +33,7 @@ from pyspark.sql import datasource as sources
 
 from ..errors import InvalidOptionError
 from ._filters import FilterColumn, combine, translate_filter
+from ._native import native_type
 from ._types import spark_arrow_type, spark_schema
 
 __all__ = ["pruning_filter"]
@@ -59,14 +60,22 @@ _probe_dir: str | None = None
 def pruning_filter(spark, table, where: str) -> pc.Expression | None:
     """The exact pyarrow form of what Spark pushes to a Parquet scan for ``where``.
 
+    ``None`` (nothing pruned here) for a table Spark's reader does not read natively
+    (``_native.native_type``): the data source prunes its files with the filters Spark
+    pushes to it.
+
     Raises:
         InvalidOptionError: ``where`` is not a valid Spark SQL condition on the table.
     """
+    from pyspark.errors import AnalysisException
+
+    if not all(native_type(c.type_name) for c in table.columns):
+        return None
     schema = spark_schema(table.columns)
     probe = spark.read.schema(schema).parquet(_probe_file(schema))
     try:
         physical = probe.where(where)._jdf.queryExecution().sparkPlan()
-    except Exception as exc:  # pyspark's AnalysisException / ParseException
+    except AnalysisException as exc:  # also a ParseException
         raise InvalidOptionError(
             f"where={where!r} for table {table.name} (snapshot {table.snapshot_id}) is not a "
             f"Spark SQL condition on its columns ({', '.join(schema.names)}): {exc}"
