@@ -10,6 +10,7 @@
     >>> from ducklake_datafusion.spark import read_table
     >>> df = read_table(spark, "lake.ducklake", "main.orders")   # Spark's own reader
     >>> old = read_table(spark, "lake.ducklake", "main.orders@v12")  # time travel
+    >>> few = read_table(spark, "lake.ducklake", "main.orders", where="id < 100")  # pruned
 
     >>> from ducklake_datafusion.spark import read_changes       # the change feed
     >>> changes = read_changes(spark, "lake.ducklake", "main.orders", 3, 7)
@@ -18,10 +19,12 @@
     >>> register_spark_views(spark, "lake.ducklake")               # lake_main_orders ...
     >>> spark.sql("SELECT count(*) FROM lake_main_orders")
 
-``read_table`` reads the files written at the table's current layout with Spark's own
-Parquet reader, deletes applied by a broadcast join of bit masks (``_native.py``;
-object stores through Hadoop connectors, ``_hadoop.py``), and unions the rest, read by
-the ``ducklake`` data source. For the data source, the driver plans the scan once (catalog metadata, files pruned with the filters Spark
+``read_table`` reads the data files with Spark's own Parquet reader, older layouts
+projected by field id and deletes applied by a broadcast join of bit masks
+(``_native.py``; object stores through Hadoop connectors, ``_hadoop.py``), inlined rows
+as a local DataFrame, and unions the rest, read by the ``ducklake`` data source; its
+``where=`` prunes files by catalog statistics first (``_where.py``). For the data source,
+the driver plans the scan once (catalog metadata, files pruned with the filters Spark
 pushes down) and ships task groups of about ``partition_bytes`` each to the executors,
 which read Parquet with the very executor DataFusion uses: positional deletes, inlined
 rows and schema evolution included. Executors never open the catalog. Filter pushdown is

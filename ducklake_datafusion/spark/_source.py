@@ -132,14 +132,13 @@ def read_table(
             as keyword arguments.
         schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
         pushdown: push filters down to the scan (default true).
-        native: read the files written at the table's current layout with Spark's own
-            Parquet reader, deletes applied by a broadcast join of bit masks, and the rest
-            (older layouts, inlined rows, encrypted files, stores without a connector,
-            types Spark's reader would change) through the data source, unioned (see
-            ``_native``). On by default: 2.5-3x faster than the data source on the
-            benchmark lake. ``False`` reads everything through the data source, which
-            prunes files with catalog statistics before any is opened. Only without
-            ``schema`` (a schema reads through the data source).
+        native: read the data files with Spark's own Parquet reader (older layouts by
+            field id, deletes applied by a broadcast join of bit masks), inlined rows as a
+            local DataFrame, and the rest (name-mapped or encrypted files, stores without a
+            connector, types Spark's reader would change) through the data source, unioned
+            (see ``_native``). On by default: 2.3-3.7x faster than the data source on the
+            benchmark lake. ``False`` reads everything through the data source. Only
+            without ``schema`` (a schema reads through the data source).
         where: a Spark SQL condition on the table's columns, applied to the rows and,
             before Spark lists any file, used to leave out the files whose catalog
             statistics show they cannot match (``_where``). A filter on the returned
