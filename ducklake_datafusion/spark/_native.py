@@ -296,6 +296,8 @@ def _default_literal(column):
         value, (bool, int, float, str, Decimal, _dt.date)
     ):
         return None
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return None  # a UBIGINT beyond Spark's long literals
     return F.lit(value)
 
 
