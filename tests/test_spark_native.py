@@ -290,6 +290,33 @@ def test_merged_files_drop_rows_of_later_snapshots_natively(spark, make_lake):
         assert not _source_part(_plan(native))
 
 
+def test_added_column_defaults_are_exact_literals(spark, make_lake):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(50) r(i)")
+    for column in (
+        "b BOOLEAN DEFAULT 'true'",
+        "bl BLOB DEFAULT 'abc'",
+        "f REAL DEFAULT 1.1",
+        "x DECIMAL(9,3) DEFAULT 2.5",
+        "i8 TINYINT DEFAULT -5",
+        "u UINTEGER DEFAULT 4294967295",
+        "s VARCHAR DEFAULT 'it''s'",
+        "dt DATE DEFAULT '1969-07-20'",
+    ):
+        lake.sql(f"ALTER TABLE lake.main.t ADD COLUMN {column}")
+    lake.sql("INSERT INTO lake.main.t (k) VALUES (100)")
+    native, _ = _both(spark, lake)
+    assert not _source_part(_plan(native))
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN big UBIGINT DEFAULT 18446744073709551615")
+    native, _ = _both(spark, lake)
+    assert _source_part(_plan(native))  # beyond a Spark long literal: the data source
+    expected = lake.reference("SELECT k, big::DECIMAL(20, 0) AS big FROM lake.main.t")
+    assert_same_rows(native.select("k", "big").toArrow(), expected)  # UBIGINT: decimal
+
+
 def test_an_added_timestamp_default_keeps_old_files_on_the_source(spark, make_lake):
     """A timestamp literal would be read in Spark's session time zone: such layouts stay
     on the data source, which converts the default exactly."""
