@@ -482,6 +482,17 @@ def evolve_table(lake: Lake, *, deletes: bool = False) -> None:
         lake.sql("DELETE FROM lake.main.t WHERE k % 11 = 0")
 
 
+def merged_inserts(lake: Lake) -> None:
+    """``lake.main.t (k, s)`` from four INSERTs of 1,000 rows merged into one file, which
+    holds each row's snapshot id."""
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    for start in range(0, 4000, 1000):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 's' || i FROM range({start}, {start + 1000}) r(i)"
+        )
+    lake.sql("CALL ducklake_merge_adjacent_files('lake')")
+
+
 def _freeze(value: Any) -> Any:
     """Hashable, NaN-aware form of a ``to_pylist`` value."""
     if isinstance(value, float) and math.isnan(value):

@@ -22,7 +22,7 @@ import pytest
 from datafusion import SessionConfig, SessionContext, col, lit
 from datafusion import functions as F
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
-from lakes import assert_same_rows, evolve_table
+from lakes import assert_same_rows, evolve_table, merged_inserts
 from readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -338,12 +338,7 @@ def test_merged_files_drop_rows_of_later_snapshots_natively(make_lake):
     """A merged file holds per-row snapshot ids: reading it natively at an older
     snapshot must drop the newer rows, as DuckDB does."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
-    for start in range(0, 4000, 1000):
-        lake.sql(
-            f"INSERT INTO lake.main.t SELECT i, 's' || i FROM range({start}, {start + 1000}) r(i)"
-        )
-    lake.sql("CALL ducklake_merge_adjacent_files('lake')")
+    merged_inserts(lake)
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
     assert len(table.scan_plan().tasks) == 1  # one merged file
     for snapshot in (2, 3, 4, 5, None):

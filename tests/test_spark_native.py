@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows, evolve_table
+from lakes import LakeSpec, assert_same_rows, evolve_table, merged_inserts
 
 pytest.importorskip("pyspark")
 
@@ -167,6 +167,28 @@ def test_masked_files_under_glob_characters_read_natively(spark, make_lake):
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
 
+def _source_part(plan: str) -> bool:
+    """The ``ducklake`` data source reads part of the table (helper columns aside)."""
+    helpers = ("__ducklake_", "_ducklake_internal_snapshot_id")
+    plan = plan.lower()
+    for helper in helpers:
+        plan = plan.replace(helper, "")
+    return "ducklake" in plan
+
+
+def _native_at_every_snapshot(spark, lake) -> dict[int, str]:
+    """Each snapshot from the first INSERT on, read natively with no data source part,
+    has DuckDB's rows; returns the plans by snapshot."""
+    plans = {}
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        native, _ = _both(spark, lake, snapshot=snapshot)
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(native.toArrow(), expected)
+        plans[snapshot] = _plan(native)
+        assert not _source_part(plans[snapshot])
+    return plans
+
+
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
 def test_inlined_rows_are_a_local_frame_beside_the_files(spark, make_lake, spec):
     """Inlined rows of every native type join the native scans as a local DataFrame: no
@@ -189,14 +211,8 @@ def test_inlined_rows_are_a_local_frame_beside_the_files(spark, make_lake, spec)
     lake.sql("INSERT INTO lake.main.t (k) VALUES (NULL), (9999)")  # inlined, nulls
     lake.sql("DELETE FROM lake.main.t WHERE k IN (10, 501)")
     lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 502")
-    for snapshot in range(2, lake.snapshot_id() + 1):
-        native, _ = _both(spark, lake, snapshot=snapshot)
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(native.toArrow(), expected)
-        plan = _plan(native)
-        assert "ducklake" not in plan.lower().replace("__ducklake_", "")  # no source part
-        if snapshot >= 3:
-            assert "LocalTableScan" in plan
+    plans = _native_at_every_snapshot(spark, lake)
+    assert all("LocalTableScan" in plan for snapshot, plan in plans.items() if snapshot >= 3)
 
 
 def _ranged_lake(make_lake):
@@ -245,24 +261,11 @@ def test_a_where_that_is_not_a_condition_on_the_table_is_refused(spark, make_lak
             read_table(spark, metadata, "main.t", where=where)
 
 
-def _source_part(plan: str) -> bool:
-    """The ``ducklake`` data source reads part of the table (helper columns aside)."""
-    helpers = ("__ducklake_", "_ducklake_internal_snapshot_id")
-    plan = plan.lower()
-    for helper in helpers:
-        plan = plan.replace(helper, "")
-    return "ducklake" in plan
-
-
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
 def test_older_layouts_read_natively_by_field_id(spark, make_lake, spec):
     lake = make_lake(spec, inline_limit=0)
     evolve_table(lake, deletes=True)
-    for snapshot in range(2, lake.snapshot_id() + 1):
-        native, _ = _both(spark, lake, snapshot=snapshot)
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(native.toArrow(), expected)
-        assert not _source_part(_plan(native))
+    _native_at_every_snapshot(spark, lake)
     native, _ = _both(spark, lake)
     where = "v = 7 OR k BETWEEN 990 AND 1010"
     expected = lake.reference(f"SELECT k, name, w, m, note FROM lake.main.t WHERE {where}")
@@ -276,18 +279,9 @@ def test_older_layouts_read_natively_by_field_id(spark, make_lake, spec):
 
 def test_merged_files_drop_rows_of_later_snapshots_natively(spark, make_lake):
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
-    for start in range(0, 4000, 1000):
-        lake.sql(
-            f"INSERT INTO lake.main.t SELECT i, 's' || i FROM range({start}, {start + 1000}) r(i)"
-        )
-    lake.sql("CALL ducklake_merge_adjacent_files('lake')")
+    merged_inserts(lake)
     lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 4")
-    for snapshot in range(2, lake.snapshot_id() + 1):
-        native, _ = _both(spark, lake, snapshot=snapshot)
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(native.toArrow(), expected)
-        assert not _source_part(_plan(native))
+    _native_at_every_snapshot(spark, lake)
 
 
 def test_added_column_defaults_are_exact_literals(spark, make_lake):

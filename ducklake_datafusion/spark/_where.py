@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections import OrderedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,6 +56,10 @@ _VALUED = {
 }
 _probe_lock = threading.Lock()
 _probe_dir: str | None = None
+# Translated conditions by (session, columns, where): planning the probe costs 20-90 ms,
+# and read_table calls for a cached native scan must not pay it again.
+_filters_found: OrderedDict[tuple, tuple[pc.Expression | None, object]] = OrderedDict()
+_FOUND_MAX = 64
 
 
 def pruning_filter(spark, table, where: str) -> pc.Expression | None:
@@ -67,10 +72,26 @@ def pruning_filter(spark, table, where: str) -> pc.Expression | None:
     Raises:
         InvalidOptionError: ``where`` is not a valid Spark SQL condition on the table.
     """
-    from pyspark.errors import AnalysisException
-
     if not all(native_type(c.type_name) for c in table.columns):
         return None
+    key = (id(spark), tuple((c.name, c.type_name, str(c.arrow_type)) for c in table.columns), where)
+    with _probe_lock:
+        found = _filters_found.get(key)
+        if found is not None:
+            _filters_found.move_to_end(key)
+            return found[0]
+    expression = _pushed_filter(spark, table, where)
+    with _probe_lock:
+        _filters_found[key] = (expression, spark)  # the session held: its id stays unique
+        while len(_filters_found) > _FOUND_MAX:
+            _filters_found.popitem(last=False)
+    return expression
+
+
+def _pushed_filter(spark, table, where: str) -> pc.Expression | None:
+    """Plan ``where`` over the probe file and translate the filters Spark pushes."""
+    from pyspark.errors import AnalysisException
+
     schema = spark_schema(table.columns)
     probe = spark.read.schema(schema).parquet(_probe_file(schema))
     try:
