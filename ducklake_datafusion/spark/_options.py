@@ -44,6 +44,7 @@ SOURCE_KEYS = (
     "data_path",
     "metadata_schema",
     "skip_files",
+    "skip_inlined",
     "partition_bytes",
     "min_partitions",
     "pushdown",
@@ -85,6 +86,7 @@ class SourceOptions:
     data_path: str | None = None
     metadata_schema: str | None = None
     skip_files: frozenset[int] = frozenset()  # read natively by Spark (read_table)
+    skip_inlined: bool = False  # inlined rows read natively, as a local frame (read_table)
     storage: StorageOptions = dataclasses.field(default_factory=StorageOptions)
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     min_partitions: int = 1
@@ -142,6 +144,7 @@ class SourceOptions:
             data_path=values.get("data_path") or None,
             metadata_schema=values.get("metadata_schema") or None,
             skip_files=_file_ids(values.get("skip_files")),
+            skip_inlined=_flag(values, "skip_inlined"),
             storage=StorageOptions.from_user(storage),
             partition_bytes=_size(values.get("partition_bytes")),
             min_partitions=_count(values.get("min_partitions")),

@@ -38,7 +38,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..read import execute_tasks, read_request
-from ..scan import ScanPlan
+from ..scan import InlinedRowsTask, ScanPlan
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._filters import FilterColumn, combine, translate_filter
@@ -159,11 +159,17 @@ class DuckLakeReader(DataSourceReader):
             plan = opened.table.scan_plan(filter=self.filter, columns=list(self.projection))
         finally:
             opened.close()
-        skip = self.options.skip_files
-        if skip:  # read by Spark's own Parquet reader (read_table, see _native)
-            kept = tuple(t for t in plan.tasks if getattr(t, "data_file_id", None) not in skip)
+        if self.options.skip_files or self.options.skip_inlined:
+            # read by Spark itself beside this source (read_table, see _native)
+            kept = tuple(t for t in plan.tasks if not self._read_natively(t))
             plan = dataclasses.replace(plan, tasks=kept)
         return plan
+
+    def _read_natively(self, task) -> bool:
+        """Whether ``read_table``'s native part already holds ``task``'s rows."""
+        if isinstance(task, InlinedRowsTask):
+            return self.options.skip_inlined
+        return task.data_file_id in self.options.skip_files
 
     def __getstate__(self) -> dict:
         """Pickle plain data only: the catalog handle stays in the planning worker."""
@@ -187,9 +193,13 @@ class DuckLakeReader(DataSourceReader):
 
     # -- execution (executors) -------------------------------------------------------------
 
-    def read(self, partition: ScanPartition | None) -> Iterator[pa.RecordBatch]:
-        """Yield the rows of one partition as Arrow batches in Spark's schema."""
-        if partition is None:  # pyspark's stand-in when a scan has no partitions
+    def read(self, partition: InputPartition | None) -> Iterator[pa.RecordBatch]:
+        """Yield the rows of one partition as Arrow batches in Spark's schema.
+
+        A scan without partitions still reads one: pyspark 4.0-4.1 hand over ``None``,
+        4.2+ a bare ``InputPartition(None)``. Both hold no rows.
+        """
+        if not isinstance(partition, ScanPartition):
             return iter(())
         return _read(partition.plan, self.target, self.guarded)
 

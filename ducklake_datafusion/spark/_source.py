@@ -169,13 +169,13 @@ def read_table(
     }
     native_frame = None
     if native and schema is None:
-        native_frame, skipped, everything, table = _native_part(
-            spark, values, storage_options, options, table, where
-        )
-        if everything:  # every file and inlined row read natively: no data source part
+        scan, table = _native_part(spark, values, storage_options, options, table, where)
+        native_frame = scan.frame
+        if scan.complete:  # every file and inlined row read natively: no data source part
             return _filtered(native_frame, where, name)
-        if native_frame is not None:
-            values["skip_files"] = ",".join(str(i) for i in skipped)
+        if native_frame is not None:  # the source reads exactly what the native part does not
+            values["skip_files"] = ",".join(str(i) for i in scan.data_file_ids)
+            values["skip_inlined"] = scan.inlined_tasks > 0
     reader = _reader(spark, values, storage_options, options)
     if isinstance(schema, str):
         reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
@@ -207,9 +207,9 @@ def _filtered(frame, where: str | None, table: str):
 def _native_part(spark, values: dict, storage_options, options: dict, table: str, where):
     """Pin the snapshot in ``values`` and read the files Spark can read itself (_native).
 
-    Returns ``(native frame, its data file ids, whether it covers every task, the table
-    name for the source part)``; the name loses any ``@`` suffix, the snapshot being
-    pinned in ``values``. With ``where``, only files that may match are read.
+    Returns ``(the native scan, the table name for the source part)``; the name loses
+    any ``@`` suffix, the snapshot being pinned in ``values``. With ``where``, only files
+    that may match are read.
     """
     merged = {**values, **(storage_options or {}), **options, "path": table}
     parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
@@ -218,12 +218,7 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
         values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
         prune = None if where is None else pruning_filter(spark, resolved, where)
         scan = native_scan(spark, resolved, parsed.storage, prune)
-    return (
-        scan.frame,
-        scan.data_file_ids,
-        scan.complete,
-        _quoted(parsed.schema_name, parsed.table_name),
-    )
+    return scan, _quoted(parsed.schema_name, parsed.table_name)
 
 
 def _quoted(schema: str, table: str) -> str:
