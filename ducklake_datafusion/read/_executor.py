@@ -97,6 +97,7 @@ def read_request(
         filter_columns=filter_names,
         storage=plan.storage,
         with_row_ids=with_row_ids,
+        table_columns=plan.columns,
     )
 
 

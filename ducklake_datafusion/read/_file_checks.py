@@ -7,8 +7,10 @@ parsed anyway (and caches), so they cost no I/O:
 
 * the row count in the footer equals the catalog's ``record_count``;
 * a file without a name mapping carries Parquet field ids, as every file DuckDB writes
-  does (a file without them is not one DuckLake wrote, and matching its columns by
-  position would be a guess);
+  does. The one exception is DuckDB's own: a file registered by an older DuckLake with
+  ``ducklake_add_data_files`` has neither, and DuckDB maps its top-level columns onto the
+  table's by position (``legacy_positional``); any other such file is not one DuckLake
+  wrote, and is refused;
 * a file written at the table's current column layout holds every requested column by
   field id.
 """
@@ -26,13 +28,16 @@ from ..scan._conform import field_id
 from ..scan._plan import DataFileTask
 from ..types import ColumnSpec
 
-__all__ = ["check_data_file", "files_unchanged", "reads_by_name"]
+__all__ = ["check_data_file", "files_unchanged", "legacy_positional", "reads_by_name"]
 
 
 def check_data_file(
     task: DataFileTask, metadata, physical: pa.Schema, columns: tuple[ColumnSpec, ...], what: str
 ) -> None:
     """Raise :class:`DataFileCorruptError` when the file is not what the catalog says.
+
+    A file DuckDB maps by position (``legacy_positional``) passes: only the exact
+    reader maps such files; native scans leave them to it.
 
     Args:
         task: the catalog's view of the file.
@@ -47,16 +52,16 @@ def check_data_file(
             f"{task.record_count}; the file was replaced or truncated. Restore it from a "
             "backup (DuckLake never rewrites a file in place)"
         )
-    if task.name_mapping is not None:
+    if task.name_mapping is not None or legacy_positional(task, metadata, physical):
         return
     ids = {field_id(f) for f in physical}
     ids.discard(None)
     if not ids and len(physical):
         raise DataFileCorruptError(
-            f"{what} has no Parquet field ids and the catalog records no name mapping for "
-            "it, so it is not a file DuckLake wrote (every column would be a guess). "
-            "Restore the original file, or register outside files with "
-            "ducklake_add_data_files"
+            f"{what} has no Parquet field ids, the catalog records no name mapping for it, "
+            "and its footer is not the one the catalog registered, so it is not a file "
+            "DuckLake wrote or registered (every column would be a guess). Restore the "
+            "original file, or register outside files with ducklake_add_data_files"
         )
     if task.layout_current:
         missing = [c for c in columns if c.column_id not in ids]
@@ -66,6 +71,24 @@ def check_data_file(
                 f"{what} lacks column(s) {names} although it was written with the table's "
                 "current columns; the file was replaced. Restore it from a backup"
             )
+
+
+def legacy_positional(task: DataFileTask, metadata, physical: pa.Schema) -> bool:
+    """Whether this file's columns map onto the table's by position, as DuckDB maps them.
+
+    DuckDB's rule (``ducklake_multi_file_reader``) is a file with no name mapping in the
+    catalog and a top-level column without a Parquet field id: a file registered with
+    ``ducklake_add_data_files`` by a DuckLake that recorded no name mappings yet. File
+    column *i* is then table column *i*, for as many columns as both have. We apply it
+    only while the file's footer is the one the catalog registered (its recorded
+    ``footer_size``), so a file replaced later by some other Parquet file is refused
+    instead of read by position.
+    """
+    if task.name_mapping is not None or not len(physical):
+        return False
+    if all(field_id(f) is not None for f in physical):
+        return False
+    return task.file.footer_size in (None, metadata.serialized_size)
 
 
 def reads_by_name(physical: pa.Schema, columns: tuple[ColumnSpec, ...]) -> bool:

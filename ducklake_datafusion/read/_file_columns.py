@@ -16,10 +16,16 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 
-from ..errors import DataFileCorruptError, DataFileError, UnsupportedTypeError
+from ..errors import (
+    DataFileCorruptError,
+    DataFileError,
+    UnsupportedFeatureError,
+    UnsupportedTypeError,
+)
 from ..scan._conform import conform, default_array, field_id, with_field_id
 from ..scan._plan import DataFileTask
 from ..types import ColumnSpec
+from ._file_checks import legacy_positional
 
 if TYPE_CHECKING:
     from ._reader import ReadRequest
@@ -100,15 +106,43 @@ def file_columns(
     )
 
 
-def physical_fields(schema: pa.Schema, task: DataFileTask, columns) -> pa.Schema:
-    """The file schema annotated with field ids (from the name mapping, if any).
+def physical_fields(
+    schema: pa.Schema, task: DataFileTask, request: ReadRequest, metadata, what: str
+) -> pa.Schema:
+    """The file schema annotated with field ids: from the name mapping, if any, or by
+    position for a file DuckDB reads by position (``_file_checks.legacy_positional``).
 
-    A file without field ids and without a mapping never gets here: ``_file_checks``
-    refuses it rather than match its columns by position.
+    A file without field ids that is neither never gets here: ``_file_checks`` refuses it.
     """
     if task.name_mapping is not None:
         return _apply_name_mapping(schema, task.name_mapping)
+    if legacy_positional(task, metadata, schema):
+        return _by_position(schema, request, what)
     return schema
+
+
+def _by_position(schema: pa.Schema, request: ReadRequest, what: str) -> pa.Schema:
+    """File column *i* takes the id of table column *i* (top level only, as in DuckDB).
+
+    Nested columns are refused: DuckDB matches none of their fields in such a file and
+    reads every field as NULL, which we do not repeat.
+    """
+    fields = []
+    for position, field in enumerate(schema):
+        if position >= len(request.table_columns):
+            fields.append(field)
+            continue
+        column = request.table_columns[position]
+        if pa.types.is_nested(column.arrow_type) and column in request.columns:
+            raise UnsupportedFeatureError(
+                f"{what} has no Parquet field ids and no name mapping (registered by an "
+                f"older DuckLake), so its columns map onto the table's by position; the "
+                f"nested column {column.name!r} ({column.type_name}) cannot be matched that "
+                "way. Rewrite the table in DuckDB (e.g. CALL ducklake_rewrite_data_files) "
+                "or select other columns"
+            )
+        fields.append(with_field_id(field, column.column_id))
+    return pa.schema(fields)
 
 
 def _apply_name_mapping(schema: pa.Schema, nodes) -> pa.Schema:

@@ -75,14 +75,19 @@ class FileLayout:
 
 def file_layout(physical: pa.Schema, columns: Sequence[ColumnSpec]) -> FileLayout | None:
     """The layout reading ``columns`` from a file of ``physical`` schema (with field ids),
-    or ``None`` if a column would need a conversion this module does not do exactly."""
+    or ``None`` if a column would need a conversion this module does not do exactly.
+
+    A file with a top-level field lacking a field id is left to the exact path: DuckDB
+    maps such a file by position (``_file_checks.legacy_positional``) or refuses it.
+    """
     by_id: dict[int, pa.Field] = {}
     for field in physical:
         number = field_id(field)
-        if number is not None:
-            if number in by_id:
-                return None  # two fields claim one id: leave the verdict to the exact path
-            by_id[number] = field
+        if number is None:
+            return None
+        if number in by_id:
+            return None  # two fields claim one id: leave the verdict to the exact path
+        by_id[number] = field
     names = [f.name for f in physical]
     if len(set(names)) != len(names):
         return None  # a by-name scan could not tell the fields apart

@@ -59,6 +59,8 @@ class ReadRequest:
         filter: applied exactly after deletes; ``None`` for no filter.
         filter_columns: top-level column names the filter reads.
         with_row_ids: append a ``rowid`` column (for the change feed).
+        table_columns: every column of the table at the snapshot, in table order: how a
+            file that DuckDB reads by position maps (``_file_checks.legacy_positional``).
     """
 
     table: str
@@ -70,6 +72,7 @@ class ReadRequest:
     storage: StorageOptions
     with_row_ids: bool = False
     batch_size: int = 131_072
+    table_columns: tuple[ColumnSpec, ...] = ()
 
 
 def open_file(ref: FileRef, storage: StorageOptions):
@@ -187,7 +190,7 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
     metadata = fragment.metadata
     parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
     check_data_file(task, metadata, parquet.schema_arrow, request.columns, what)
-    physical = physical_fields(parquet.schema_arrow, task, request.columns)
+    physical = physical_fields(parquet.schema_arrow, task, request, metadata, what)
     layout = file_columns(physical, task, request, what)
     sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
