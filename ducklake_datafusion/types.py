@@ -5,12 +5,13 @@ a nested column is spelled ``struct``/``list``/``map`` and its shape comes from 
 rows. :class:`ColumnSpec` is that tree, built once per table and snapshot, with the Arrow
 type of every node precomputed so executors never parse type strings on the hot path.
 
-Representation choices (kept identical to DuckDB's own Arrow export, so answers compare
-equal): ``uuid`` is its canonical lower-case text, ``json`` is a string, ``variant`` is
-its JSON text (DuckDB's ``CAST(v AS JSON)``), ``int128`` /
-``uint128`` are ``decimal128(38, 0)``, ``timetz`` is ``time64[us]`` in UTC (the Parquet copy
-has lost the offset anyway), ``interval`` is ``month_day_nano_interval``, ``geometry`` is
-WKB bytes.
+Representation choices (kept identical to DuckDB's own Arrow export where that export is
+exact, so answers compare equal): ``uuid`` is its canonical lower-case text, ``json`` is a
+string, ``variant`` is its JSON text (DuckDB's ``CAST(v AS JSON)``), ``int128`` /
+``uint128`` are ``decimal256(39, 0)``, which holds every value of both (DuckDB exports
+``decimal128(38, 0)``, one digit short and UHUGEINT wrapped: ``scan/_hugeint``),
+``timetz`` is ``time64[us]`` in UTC (the Parquet copy has lost the offset anyway),
+``interval`` is ``month_day_nano_interval``, ``geometry`` is WKB bytes.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ _PRIMITIVES: dict[str, pa.DataType] = {
     "uint16": pa.uint16(),
     "uint32": pa.uint32(),
     "uint64": pa.uint64(),
-    "int128": pa.decimal128(38, 0),
-    "uint128": pa.decimal128(38, 0),
+    "int128": pa.decimal256(39, 0),
+    "uint128": pa.decimal256(39, 0),
     "float32": pa.float32(),
     "float64": pa.float64(),
     "varchar": pa.string(),

@@ -25,7 +25,6 @@ from pyspark.sql.types import StructType
 from readcheck import ours
 
 from ducklake_datafusion import DuckLakeCatalog
-from ducklake_datafusion.errors import UnsupportedTypeError
 from ducklake_datafusion.spark import DuckLakeDataSource
 from ducklake_datafusion.spark._arrow import to_spark_batch
 from ducklake_datafusion.spark._types import spark_arrow_type, spark_type
@@ -328,9 +327,9 @@ def _with_interval_parts(table: pa.Table, names: list[str]) -> pa.Table:
 
 def test_every_type_with_added_defaults(spark, make_lake):
     """A table of every type, then every type added as a column with a DEFAULT, rows
-    inlined. INTERVAL reads as its exact parts; the UHUGEINT default (3.4e38) does not fit
-    decimal(38, 0) and DuckDB's Arrow export hands it over wrapped to a negative number, so
-    reading that column is refused with a typed error naming it, on both engines."""
+    inlined. INTERVAL reads as its exact parts; the UHUGEINT default (3.4e38, 39 digits)
+    reads exactly in DataFusion and is refused in Spark (38 digits at most) with a typed
+    error naming the column."""
     lake = make_lake(inline_limit=100)
     lake.sql(f"CREATE TABLE lake.main.t_all ({ALL_TYPES})")
     lake.sql("BEGIN")
@@ -341,9 +340,6 @@ def test_every_type_with_added_defaults(spark, make_lake):
 
     with pytest.raises(Exception, match=r"UnsupportedTypeError.*'n_uhugeint'.*UHUGEINT"):
         _read(spark, lake, "main.t_all").collect()
-    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t_all")
-    with pytest.raises(UnsupportedTypeError, match="'n_uhugeint'"):
-        table.to_arrow()
 
     described = lake.reference("DESCRIBE lake.main.t_all")
     select, intervals = _spark_select(described, skip="n_uhugeint")
@@ -356,8 +352,11 @@ def test_every_type_with_added_defaults(spark, make_lake):
     expected = lake.reference(f"SELECT {select} FROM lake.main.t_all")
     assert_same_rows(df.toArrow(), _with_interval_parts(expected, intervals))
 
-    others = ", ".join(n for n in described.column(0).to_pylist() if n != "n_uhugeint")
-    sql = f"SELECT {others} FROM lake.main.t_all"
+    names = described.column(0).to_pylist()
+    every = ", ".join(
+        "CAST(n_uhugeint AS VARCHAR) AS n_uhugeint" if n == "n_uhugeint" else n for n in names
+    )
+    sql = f"SELECT {every} FROM lake.main.t_all"  # DuckDB's Arrow export wraps the UHUGEINT
     assert_same_rows(ours(lake, sql), lake.reference(sql))
 
 
@@ -443,34 +442,53 @@ def test_spark_batches_of_sliced_nested_columns():
     ]
 
 
-def test_wide_integers_beyond_38_digits_are_refused_when_read(spark, make_lake):
-    """Inlined and default HUGEINT/UHUGEINT values beyond 38 digits raise a typed error
-    naming the column, in DataFusion and in Spark, only when the column is read."""
+def test_wide_integers_of_39_digits_read_exactly(spark, make_lake):
+    """Inlined and default HUGEINT/UHUGEINT values of 39 digits (beyond decimal128, and
+    a UHUGEINT beyond 2**127 that DuckDB's own Arrow export wraps negative) read exactly
+    as ``decimal256(39, 0)`` in DataFusion and the pyarrow API, compared with DuckDB's
+    text of each value; Spark, whose largest decimal has 38 digits, refuses them with a
+    typed error naming the column, and reads the others."""
     lake = make_lake(inline_limit=10)
     lake.sql("CREATE TABLE lake.main.t (id INTEGER, u UHUGEINT, s STRUCT(h HUGEINT))")
     lake.sql(
-        "INSERT INTO lake.main.t VALUES (1, 5, {'h': -7}), "
-        "(2, 170141183460469231731687303715884105728, {'h': 1})"  # 2**127
+        "INSERT INTO lake.main.t VALUES (1, 5, {'h': -170141183460469231731687303715884105728}), "
+        "(2, 340282366920938463463374607431768211455, {'h': 1})"  # 2**128 - 1
     )
     lake.sql(
         "ALTER TABLE lake.main.t ADD COLUMN d UHUGEINT DEFAULT 10000000000000000000000000000000000000"
     )
     lake.sql(
-        "ALTER TABLE lake.main.t ADD COLUMN e UHUGEINT DEFAULT 100000000000000000000000000000000000000"
+        "ALTER TABLE lake.main.t ADD COLUMN e UHUGEINT DEFAULT 300000000000000000000000000000000000000"
     )
+    lake.sql("INSERT INTO lake.main.t VALUES (3, NULL, NULL, 7, NULL)")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, i * 100000000000000000000000000000000000::UHUGEINT, "
+        "{'h': -i}, i, i FROM range(4, 30) r(i)"
+    )  # a file: DuckDB's writer stores both types as doubles
+    text = (
+        "SELECT id, CAST(u AS VARCHAR) AS u, CAST(s.h AS VARCHAR) AS h, CAST(d AS VARCHAR) AS d, "
+    )
+    text += "CAST(e AS VARCHAR) AS e FROM lake.main.t"
+    assert_same_rows(ours(lake, text), lake.reference(text))
+    assert_same_rows(ours(lake, text, native=False), lake.reference(text))
+    for sql in (
+        "SELECT id FROM lake.main.t WHERE u > 170141183460469231731687303715884105727",
+        "SELECT id FROM lake.main.t WHERE s.h < 0 AND e >= 5",
+        "SELECT CAST(min(s.h) AS VARCHAR) AS h, CAST(max(u) AS VARCHAR) AS u FROM lake.main.t",
+    ):
+        assert_same_rows(ours(lake, sql), lake.reference(sql))
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    for column in ("u", "e"):
-        with pytest.raises(UnsupportedTypeError, match=f"'{column}'.*UHUGEINT"):
-            table.to_arrow(columns=["id", column])
-    sql = "SELECT id, s, d FROM lake.main.t"
-    assert_same_rows(ours(lake, sql), lake.reference(sql))
-    with pytest.raises(Exception, match="UnsupportedTypeError"):
-        ours(lake, "SELECT id FROM lake.main.t WHERE u > 1")
+    assert table.schema.field("u").type == pa.decimal256(39, 0)
+    values = table.to_arrow(columns=["id", "u", "e"]).sort_by("id").to_pylist()
+    assert values[1]["u"] == 2**128 - 1 and values[0]["e"] == 3 * 10**38
 
-    with pytest.raises(Exception, match=r"UnsupportedTypeError.*'u'"):
+    with pytest.raises(Exception, match=r"UnsupportedTypeError.*'u'.*UHUGEINT"):
         _read(spark, lake, "main.t").collect()
     df = _read(spark, lake, "main.t", schema="id INT, s STRUCT<h: DECIMAL(38,0)>, d DECIMAL(38,0)")
-    assert_same_rows(df.toArrow(), lake.reference(sql))
+    with pytest.raises(Exception, match=r"UnsupportedTypeError.*'s'"):
+        df.collect()  # -2**127 has 39 digits too
+    df = _read(spark, lake, "main.t", schema="id INT, d DECIMAL(38,0)")
+    assert_same_rows(df.toArrow(), lake.reference("SELECT id, d FROM lake.main.t"))
 
 
 @pytest.mark.parametrize(

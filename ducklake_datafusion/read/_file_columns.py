@@ -208,8 +208,7 @@ def _convert(array: pa.Array, source: pa.Field, column: ColumnSpec, what: str) -
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise DataFileError(
             f"column {column.name!r} of {what} holds values that cannot be read as "
-            f"{column.type_name} ({exc}); e.g. HUGEINT values beyond 1e38 are stored as "
-            "doubles by the writer and do not fit decimal(38, 0). Select other columns, "
+            f"{column.type_name} ({exc}). Select other columns, "
             "or cast the column in DuckDB"
         ) from exc
 

@@ -7,6 +7,8 @@ its rows (hence the schema-mapping helpers they need live here too). Nothing her
 ``datafusion`` or ``pyspark``; ``read/`` executes the plans and the engines adapt them.
 """
 
+from ._arrays import zero_based
+from ._hugeint import WIDE_INTEGER_TYPE
 from ._lake import Lake, LakeTable
 from ._plan import (
     DataFileTask,
@@ -20,6 +22,7 @@ from ._plan import (
 )
 
 __all__ = [
+    "WIDE_INTEGER_TYPE",
     "DataFileTask",
     "DeleteFile",
     "DeleteSource",
@@ -30,4 +33,5 @@ __all__ = [
     "PlanStats",
     "ScanPlan",
     "ScanTask",
+    "zero_based",
 ]

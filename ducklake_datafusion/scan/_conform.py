@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, duckdb_type_for
-from ._hugeint import check_hugeint_values
+from ._hugeint import exact_wide_integers
 from ._variant import variant_to_json
 
 __all__ = [
@@ -236,22 +236,18 @@ def _default_value(text: str, target: ColumnSpec) -> pa.Array:
 
 
 def conform_duckdb_export(array: pa.Array, target: ColumnSpec) -> pa.Array:
-    """Arrays exported by DuckDB (inlined rows, parsed literals) -> the target type.
-
-    Raises:
-        UnsupportedTypeError: a HUGEINT/UHUGEINT value DuckDB exported wrongly (_hugeint).
-    """
+    """Arrays exported by DuckDB (inlined rows, parsed literals) -> the target type,
+    HUGEINT/UHUGEINT values made exact first (``_hugeint``)."""
+    array = exact_wide_integers(array, target)
     source = pa.field(target.name, array.type)
-    conformed = conform(array, annotate_by_names(source, target), target)
-    check_hugeint_values(conformed, target)
-    return conformed
+    return conform(array, annotate_by_names(source, target), target)
 
 
 def default_array(target: ColumnSpec, length: int) -> pa.Array:
     """The column's ``initial_default`` repeated ``length`` times (NULL if it has none).
 
     Raises:
-        UnsupportedTypeError: the default is a HUGEINT/UHUGEINT value beyond 38 digits.
+        UnsupportedTypeError: the default has no value in the column's type.
     """
     if target.initial_default is None or target.initial_default.upper() == "NULL":
         return pa.nulls(length, target.arrow_type)

@@ -1,12 +1,22 @@
-"""Refuse 128-bit integers that DuckDB's Arrow export hands over wrong.
+"""HUGEINT and UHUGEINT values, exactly: ``decimal256(39, 0)``.
 
-HUGEINT and UHUGEINT are read as ``decimal128(38, 0)``, which holds 38 digits. Values
-that DuckDB itself exports (inlined rows, parsed defaults, decrypted files) arrive in that
-type unchecked (duckdb 1.5.5): a UHUGEINT of 2**127 or more comes out *negative* (its
-bits read as signed), and any value of 39 digits comes out beyond the type's precision.
-Both would be returned as a wrong number by every engine, so they are refused here,
-naming the column; Parquet files need no check (the writer stores these types as
-doubles, whose cast to decimal(38, 0) already fails on overflow).
+Both 128-bit integer types of DuckDB have values of 39 digits (HUGEINT from -2**127,
+UHUGEINT up to 2**128 - 1), one more than ``decimal128`` holds, so this reader types them
+as ``decimal256(39, 0)``, which holds every value of both exactly.
+
+Where the values come from, and how each is made exact:
+
+* Parquet files: DuckDB's writer stores both types as DOUBLE; the double's exact value
+  is cast to ``decimal256(39, 0)`` (``_conform``), as DuckDB's own cast gives it.
+* Values DuckDB itself exports to Arrow (inlined rows, parsed defaults, decrypted files):
+  DuckDB hands both types over as ``decimal128(38, 0)`` holding the raw 128 bits (duckdb
+  1.5.5). A HUGEINT is then bit-exact, only beyond the declared precision; a UHUGEINT of
+  2**127 or more reads *negative* (its bits read as signed). :func:`exact_wide_integers`
+  widens those arrays to ``decimal256(39, 0)`` without a precision check and adds 2**128
+  to each negative UHUGEINT, at any nesting depth.
+
+Spark has no decimal beyond 38 digits: there both types are ``decimal(38, 0)`` and a value
+beyond 38 digits raises ``UnsupportedTypeError`` naming the column (``spark/_arrow``).
 """
 
 from __future__ import annotations
@@ -16,64 +26,76 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec
+from ._arrays import zero_based
 
-__all__ = ["check_hugeint_values"]
+__all__ = ["WIDE_INTEGER_TYPE", "exact_wide_integers"]
 
+WIDE_INTEGER_TYPE = pa.decimal256(39, 0)
 _WIDE = ("int128", "uint128")
-_NAMES = {"int128": "HUGEINT", "uint128": "UHUGEINT"}
+_ZERO = pa.scalar(Decimal(0), WIDE_INTEGER_TYPE)
+_TWO_128 = pa.scalar(Decimal(2**128), WIDE_INTEGER_TYPE)
 
 
-def check_hugeint_values(array: pa.Array | pa.ChunkedArray, column: ColumnSpec) -> None:
-    """Raise if ``array`` (already in ``column``'s type) holds a 128-bit value it misreads.
+def exact_wide_integers(array: pa.Array, column: ColumnSpec) -> pa.Array:
+    """``array`` as DuckDB exported it, with every HUGEINT/UHUGEINT value made exact.
 
-    Raises:
-        UnsupportedTypeError: a HUGEINT/UHUGEINT value (at any nesting depth) does not
-            fit ``decimal(38, 0)``; the message names the column path.
+    Leaves of other types, and wide leaves that are not DuckDB's ``decimal128`` export
+    (doubles from a Parquet file, say), are returned as they are, for ``conform``.
     """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
     if not _has_wide(column):
-        return
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    for chunk in chunks:
-        _check(chunk, column, column.name)
+        return array
+    return _exact(array, column)
 
 
 def _has_wide(column: ColumnSpec) -> bool:
     return column.type_name in _WIDE or any(_has_wide(c) for c in column.children)
 
 
-def _check(array: pa.Array, column: ColumnSpec, path: str) -> None:
-    if column.type_name in _WIDE:
-        if not _fits(array, unsigned=column.type_name == "uint128"):
-            raise UnsupportedTypeError(
-                f"column {path!r} holds a {_NAMES[column.type_name]} value beyond 38 digits, "
-                "which this reader's type (decimal(38, 0)) cannot hold and DuckDB exports "
-                "wrongly; cast the column in DuckDB (e.g. to VARCHAR) or select other columns"
-            )
-        return
+def _exact(array: pa.Array, column: ColumnSpec) -> pa.Array:
     t = array.type
+    if column.type_name in _WIDE:
+        if not pa.types.is_decimal128(t) or t.scale != 0:
+            return array
+        return _unsigned(array) if column.type_name == "uint128" else _widened(array)
     if pa.types.is_struct(t) and column.children:
         by_name = {c.name: c for c in column.children}
-        for index, child in enumerate(array.flatten()):
+        children = []
+        for index in range(t.num_fields):
             spec = by_name.get(t.field(index).name)
-            if spec is not None and _has_wide(spec):
-                _check(child, spec, f"{path}.{spec.name}")
-    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and column.children:
-        _check(array.flatten(), column.children[0], f"{path}.element")
-    elif pa.types.is_map(t) and len(column.children) == 2:
-        _check(array.keys, column.children[0], f"{path}.key")
-        _check(array.items, column.children[1], f"{path}.value")
+            child = array.field(index)
+            children.append(child if spec is None else exact_wide_integers(child, spec))
+        fields = [t.field(i).with_type(c.type) for i, c in enumerate(children)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=_nulls(array))
+    if pa.types.is_map(t) and len(column.children) == 2:
+        offsets, start, length = zero_based(array)
+        keys = exact_wide_integers(array.keys.slice(start, length), column.children[0])
+        items = exact_wide_integers(array.items.slice(start, length), column.children[1])
+        return pa.MapArray.from_arrays(offsets, keys, items, mask=_nulls(array))
+    if pa.types.is_list(t) and column.children:
+        offsets, start, length = zero_based(array)
+        values = exact_wide_integers(array.values.slice(start, length), column.children[0])
+        return pa.ListArray.from_arrays(offsets, values, mask=_nulls(array))
+    return array
 
 
-def _fits(array: pa.Array, *, unsigned: bool) -> bool:
-    if not pa.types.is_decimal(array.type) or array.null_count == len(array):
-        return True
-    try:
-        array.validate(full=True)  # checks every value against the precision
-    except pa.ArrowInvalid:
-        return False
-    if unsigned:
-        zero = pa.scalar(Decimal(0), type=array.type)
-        return not pc.any(pc.less(array, zero)).as_py()
-    return True
+def _widened(array: pa.Array) -> pa.Array:
+    """The raw 128-bit values, in a type whose precision holds them (no check: the
+    values are DuckDB's own and of at most 39 digits)."""
+    return array.cast(WIDE_INTEGER_TYPE, safe=False)
+
+
+def _unsigned(array: pa.Array) -> pa.Array:
+    """UHUGEINT bits that DuckDB exported as signed: negative values are + 2**128."""
+    wide = _widened(array)
+    negative = pc.less(wide, _ZERO)
+    if not pc.any(negative).as_py():
+        return wide
+    shifted = pc.add(wide, _TWO_128).cast(WIDE_INTEGER_TYPE, safe=False)
+    return pc.if_else(negative, shifted, wide)
+
+
+def _nulls(array: pa.Array) -> pa.Array | None:
+    return pc.is_null(array) if array.null_count else None

@@ -17,7 +17,7 @@ from ..catalog._models import ColumnEntry
 from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, build_column_tree, duckdb_type_for
 from ._conform import _duckdb, annotate_by_names, conform, default_array
-from ._hugeint import check_hugeint_values
+from ._hugeint import exact_wide_integers
 
 __all__ = ["REFUSED", "conform_inlined_rows", "refusal"]
 
@@ -36,8 +36,8 @@ def conform_inlined_rows(
 ) -> pa.Table:
     """Map one inlined table's live rows onto ``columns``; adds ``rowid``.
 
-    A column holding a HUGEINT/UHUGEINT value that DuckDB exported wrongly (_hugeint) is
-    NULLs marked with the reason (:data:`REFUSED`): the executor refuses a query that
+    A column whose values cannot be returned (its default has no value in its type, say)
+    is NULLs marked with the reason (:data:`REFUSED`): the executor refuses a query that
     reads it, and one that does not read it runs. Queries are planned before their
     columns are known (DataFusion's dataset hands them to the scanner), hence the mark.
     """
@@ -50,6 +50,7 @@ def conform_inlined_rows(
         array = raw.column(name).combine_chunks()
         if values_are_text:
             array = _parse_text(array, spec)
+        array = exact_wide_integers(array, spec)  # as DuckDB exported them: made exact
         field = annotate_by_names(pa.field(spec.name, array.type), spec)
         by_id[spec.column_id] = (array, field)
     n = raw.num_rows
@@ -80,9 +81,7 @@ def _column_array(found, column: ColumnSpec, n: int) -> tuple[pa.Array, str | No
     try:
         if found is None:
             return default_array(column, n), None
-        array = conform(found[0], found[1], column)
-        check_hugeint_values(array, column)
-        return array, None
+        return conform(found[0], found[1], column), None
     except UnsupportedTypeError as exc:
         return pa.nulls(n, column.arrow_type), str(exc)
 

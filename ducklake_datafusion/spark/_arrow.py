@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, UnsupportedTypeError
+from ..scan import WIDE_INTEGER_TYPE, zero_based
 
 __all__ = ["INTERVAL_STRUCT", "check_castable", "to_spark_batch", "to_spark_table"]
 
@@ -97,7 +98,7 @@ def _rewrite(array: pa.Array, target: pa.DataType) -> pa.Array:
         ]
         fields = [pa.field(t.field(i).name, c.type) for i, c in enumerate(children)]
         return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
-    offsets, start, length = _zero_based(array)
+    offsets, start, length = zero_based(array)
     if pa.types.is_map(t):
         keys = _rewrite(array.keys.slice(start, length), target.key_type)
         items = _rewrite(array.items.slice(start, length), target.item_type)
@@ -105,15 +106,6 @@ def _rewrite(array: pa.Array, target: pa.DataType) -> pa.Array:
     build = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
     values = _rewrite(array.values.slice(start, length), target.value_type)
     return build.from_arrays(offsets, values, mask=mask)
-
-
-def _zero_based(array: pa.Array) -> tuple[pa.Array, int, int]:
-    """The offsets of a list or map array rebased to start at 0, and the slice of its
-    child they cover (``from_arrays`` refuses sliced offsets together with a mask)."""
-    offsets = array.offsets
-    start = offsets[0].as_py()
-    length = offsets[len(offsets) - 1].as_py() - start
-    return pc.subtract(offsets, pa.scalar(start, offsets.type)), start, length
 
 
 def _interval_struct(array: pa.Array) -> pa.Array:
@@ -136,7 +128,7 @@ def to_spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     arrays = []
     for index, field in enumerate(target):
         column = batch.column(index)
-        arrays.append(column if column.type == field.type else _cast(column, field.type))
+        arrays.append(column if column.type == field.type else _cast_column(column, field))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
@@ -147,8 +139,37 @@ def to_spark_table(table: pa.Table, target: pa.Schema) -> pa.Table:
     arrays = []
     for index, field in enumerate(target):
         column = table.column(index)
-        arrays.append(column if column.type == field.type else _cast(column, field.type))
+        arrays.append(column if column.type == field.type else _cast_column(column, field))
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _cast_column(column: pa.Array | pa.ChunkedArray, field: pa.Field):
+    """``_cast`` of one column; a HUGEINT/UHUGEINT value of 39 digits, which no Spark
+    decimal holds, raises our typed error naming the column."""
+    try:
+        return _cast(column, field.type)
+    except pa.ArrowInvalid as exc:
+        if not _holds_wide_integers(column.type):
+            raise
+        raise UnsupportedTypeError(
+            f"column {field.name!r} holds a HUGEINT/UHUGEINT value of 39 digits, beyond "
+            f"Spark's largest decimal, decimal(38, 0) ({exc}); select other columns, or "
+            "read the table from DataFusion, which returns it as decimal256(39, 0)"
+        ) from exc
+
+
+def _holds_wide_integers(arrow_type: pa.DataType) -> bool:
+    if arrow_type == WIDE_INTEGER_TYPE:
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(_holds_wide_integers(f.type) for f in arrow_type)
+    if pa.types.is_map(arrow_type):
+        return _holds_wide_integers(arrow_type.key_type) or _holds_wide_integers(
+            arrow_type.item_type
+        )
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _holds_wide_integers(arrow_type.value_type)
+    return False
 
 
 def check_castable(source: pa.DataType, target: pa.DataType, column: str, declared: str) -> None:

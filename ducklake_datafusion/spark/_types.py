@@ -13,7 +13,7 @@ DuckLake                       Arrow (core reader)         Spark
 =============================  ==========================  ===================================
 utinyint / usmallint / uint    uint8 / uint16 / uint32     smallint / int / bigint (widened)
 ubigint                        uint64                      decimal(20,0)
-hugeint / uhugeint             decimal128(38,0)            decimal(38,0)
+hugeint / uhugeint             decimal256(39,0)            decimal(38,0) (39 digits refused)
 uuid, json, variant            string                      string (variant: JSON text)
 time, timetz                   time64[us]                  time(6)
 timestamp_s/_ms/(us)           timestamp[s/ms/us]          timestamp_ntz (exact)
@@ -61,6 +61,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import UnsupportedTypeError
+from ..scan import WIDE_INTEGER_TYPE
 from ..types import ColumnSpec
 
 __all__ = ["spark_arrow_type", "spark_schema", "spark_type"]
@@ -111,6 +112,8 @@ def spark_type(arrow_type: pa.DataType, column: str) -> DataType:
     simple = _SIMPLE.get(arrow_type)
     if simple is not None:
         return simple
+    if arrow_type == WIDE_INTEGER_TYPE:  # HUGEINT/UHUGEINT: values of 39 digits refused
+        return DecimalType(38, 0)
     if pa.types.is_decimal(arrow_type) and arrow_type.precision <= _MAX_DECIMAL_PRECISION:
         return DecimalType(arrow_type.precision, arrow_type.scale)
     if pa.types.is_timestamp(arrow_type):
