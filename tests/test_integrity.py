@@ -137,18 +137,21 @@ def test_missing_delete_file_is_a_delete_file_error(lake):
     _error(lake, "SELECT * FROM lake.main.t", errors.DeleteFileError, os.path.basename(delete_path))
 
 
+@pytest.mark.parametrize("kind", ["FIFO", "directory"])
+@pytest.mark.parametrize("native", [True, False], ids=["native", "exact"])
 @pytest.mark.parametrize("which", ["clean", "with_deletes", "delete_file"])
-def test_fifo_instead_of_a_file(lake, which):
-    """Opening a FIFO blocks forever; it is refused before any open."""
+def test_fifo_or_directory_instead_of_a_file(lake, which, native, kind):
+    """Opening a FIFO blocks forever; it is refused before any open, as a directory is,
+    with an error naming the file, the table and the snapshot, on both paths."""
     with_deletes, clean, delete_path = _files(lake)
     path = {"clean": clean, "with_deletes": with_deletes, "delete_file": delete_path}[which]
     os.remove(path)
-    os.mkfifo(path)
+    os.mkfifo(path) if kind == "FIFO" else os.mkdir(path)
     outcome = {}
 
     def run():
         try:
-            ours(lake, "SELECT * FROM lake.main.t")
+            ours(lake, "SELECT * FROM lake.main.t", native=native)
         except Exception as exc:  # noqa: BLE001 - inspected below
             outcome["error"] = exc
 
@@ -162,7 +165,8 @@ def test_fifo_instead_of_a_file(lake, which):
     error = outcome.get("error")
     text = f"{type(error).__name__}: {error}"  # raised at planning, or inside DataFusion's text
     expected = errors.DeleteFileError if which == "delete_file" else errors.DataFileCorruptError
-    assert expected.__name__ in text and "FIFO" in text and os.path.basename(path) in text
+    assert expected.__name__ in text and kind in text and os.path.basename(path) in text, text
+    assert "main.t" in text and "snapshot" in text, text
 
 
 def test_untouched_lake_still_reads(lake):

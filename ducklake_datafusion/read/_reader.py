@@ -23,7 +23,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyarrow import acero
 
-from ..errors import DataFileCorruptError, DataFileError, DeleteFileError, DuckLakeError
+from ..errors import DataFileCorruptError, DataFileError, DuckLakeError
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
 from ..scan._conform import field_id
 from ..scan._plan import DataFileTask, FileRef
@@ -83,14 +83,25 @@ def open_file(ref: FileRef, storage: StorageOptions):
 
 
 def _fail(exc: Exception, what: str) -> DuckLakeError:
+    """``exc`` as our typed error naming the file, table and snapshot (``what``)."""
     if isinstance(exc, DuckLakeError):
-        return exc
+        return _in_context(exc, what)
     if isinstance(exc, OSError) and not isinstance(exc, pa.ArrowInvalid):
         return translate_storage_error(exc, what=what)
     return DataFileCorruptError(
         f"{what} is not a readable Parquet file ({exc}); it may be truncated or overwritten. "
         "Restore it from a backup or rewrite the table in DuckDB"
     )
+
+
+def _in_context(exc: DuckLakeError, what: str) -> DuckLakeError:
+    """``exc``, or the same kind of error prefixed with ``what`` when its message does
+    not name the table and snapshot yet (a check that knew only the file's URL)."""
+    if what in str(exc) or not isinstance(exc, DataFileError):
+        return exc
+    named = type(exc)(f"{what}: {exc}")
+    named.__cause__ = exc
+    return named
 
 
 def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterator[pa.RecordBatch]:
@@ -163,8 +174,6 @@ def read_data_file(
     what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
     try:
         yield from _read(task, request, what, positions)
-    except (DataFileError, DeleteFileError):
-        raise
     except Exception as exc:
         raise _fail(exc, what) from exc
 
