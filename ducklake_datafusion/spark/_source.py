@@ -148,6 +148,9 @@ def read_table(
     Raises:
         InvalidOptionError: a change-feed option was passed (use :func:`read_changes`), or
             ``where`` is not a Spark SQL condition on the table's columns.
+        MissingDependencyError: part of the table needs the data source and Spark's
+            Python workers cannot run this package. A table read wholly natively needs
+            nothing of ours on the executors, only Spark.
     """
     passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
     if passed:
@@ -155,7 +158,7 @@ def read_table(
             f"read_table reads a table state; for the change feed ({', '.join(passed)}) use "
             "read_changes(spark, metadata, table, start, end)"
         )
-    register_spark(spark)
+    register_spark(spark, check_workers=False)  # checked below, if the source is needed
     name = table
     values: dict[str, object] = {
         "metadata": metadata,
@@ -176,6 +179,9 @@ def read_table(
         if native_frame is not None:  # the source reads exactly what the native part does not
             values["skip_files"] = ",".join(str(i) for i in scan.data_file_ids)
             values["skip_inlined"] = scan.inlined_tasks > 0
+    # The data source's executors run our reader: their Python needs this package (a
+    # native-only read needs nothing but Spark there).
+    _workers.check_workers(spark, needed_for=f"reading table {name} through the data source")
     reader = _reader(spark, values, storage_options, options)
     if isinstance(schema, str):
         reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")

@@ -54,7 +54,7 @@ def register_spark_views(
             now; the views keep reading that snapshot, like a pinned catalog).
         data_path, storage_options, metadata_schema: as for ``DuckLakeCatalog``.
     """
-    register_spark(spark)
+    register_spark(spark, check_workers=False)  # read_table checks them where needed
     lake = Lake.open(
         metadata,
         data_path=data_path,

@@ -46,9 +46,24 @@ def _probe():
     return namespace["probe"]
 
 
-def check_workers(spark) -> None:
+def check_workers(spark, *, needed_for: str | None = None) -> None:
     """Raise :class:`MissingDependencyError` if Spark's Python workers cannot import the
-    package or run another version of it; checked once per Spark application."""
+    package or run another version of it; checked once per Spark application.
+
+    Args:
+        needed_for: what needs the workers, to say so in the message.
+    """
+    try:
+        _check(spark)
+    except MissingDependencyError as exc:
+        if needed_for is None:
+            raise
+        raise MissingDependencyError(
+            f"{needed_for} needs ducklake-datafusion on Spark's Python workers: {exc}"
+        ) from exc
+
+
+def _check(spark) -> None:
     context = spark.sparkContext
     key = context.applicationId
     with _lock:
