@@ -63,6 +63,7 @@ def _run(lake, tmp_path: Path, reads: list[dict], worker_python: str) -> Path:
     elsewhere.mkdir()
     done = subprocess.run(
         [sys.executable, str(JOB), str(path)],
+        check=False,
         cwd=elsewhere,
         env=env,
         capture_output=True,
