@@ -1,4 +1,4 @@
-"""Read DuckLake tables from Apache Spark (PySpark >= 4.1) with the same scan plan.
+"""Read DuckLake tables from Apache Spark (PySpark 4.1 to 4.3) with the same scan plan.
 
     >>> from ducklake_datafusion.spark import register_spark
     >>> register_spark(spark)
@@ -38,6 +38,10 @@ Importing :mod:`ducklake_datafusion` does not import pyspark; only this subpacka
 """
 
 from __future__ import annotations
+
+from ._versions import require_supported_pyspark
+
+require_supported_pyspark()
 
 from ._changes import ChangesPartition, DuckLakeChangesReader, changes_schema
 from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
