@@ -6,9 +6,12 @@ starts no moto server and needs no PostgreSQL. See ``tests/lakes.py`` for the la
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sparkreplay
@@ -110,6 +113,37 @@ def lake(lake_spec, make_lake):
     return make_lake(lake_spec)
 
 
+FETCH_JARS = Path(__file__).resolve().parent.parent / ".ci" / "fetch_hadoop_jars.sh"
+
+
+@functools.cache
+def s3a_jars() -> tuple[str | None, str]:
+    """(the S3A connector jars for the installed pyspark, comma-separated, or None; why
+    not). Fetched into Maven's cache by ``.ci/fetch_hadoop_jars.sh`` (CI runs it first)."""
+    if shutil.which("mvn") is None and not os.environ.get("DUCKLAKE_TEST_SPARK_JARS"):
+        return None, "no Maven client to fetch hadoop-aws and the AWS SDK bundle"
+    if os.environ.get("DUCKLAKE_TEST_SPARK_JARS"):
+        return os.environ["DUCKLAKE_TEST_SPARK_JARS"], ""
+    done = subprocess.run(
+        ["bash", str(FETCH_JARS), sys.executable], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        return None, f"fetching the S3A connector failed: {done.stderr.strip()[-500:]}"
+    return done.stdout.strip(), ""
+
+
+@pytest.fixture
+def s3a(spark):
+    """The shared Spark session, when it has the S3A connector (skip, or fail in CI, if
+    the jars could not be had)."""
+    jars, why = s3a_jars()
+    if jars is None:
+        if _in_ci():
+            pytest.fail(f"Spark's S3A connector is needed in CI: {why}")
+        pytest.skip(f"Spark's S3A connector: {why}")
+    return spark
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One real local[2] SparkSession (UI off) for the whole run; building it costs ~8 s."""
@@ -123,8 +157,12 @@ def spark(tmp_path_factory):
 
     from ducklake_datafusion.spark import register_spark
 
+    builder = SparkSession.builder
+    jars, _ = s3a_jars()
+    if jars:  # s3a:// read by Spark's own reader (test_spark_s3)
+        builder = builder.config("spark.jars", jars)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("ducklake-datafusion-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
