@@ -9,12 +9,16 @@ silent fallback to the Python data source cannot pass for the native path.
 
 from __future__ import annotations
 
+import io
+
+import pyarrow.parquet as pq
 import pytest
 from lakes import LakeSpec, assert_same_rows, evolve_table
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark import read_table
+from ducklake_datafusion.errors import DataFileCorruptError
+from ducklake_datafusion.spark import _native, read_table
 
 pytestmark = pytest.mark.spark
 
@@ -47,3 +51,78 @@ def test_clean_files_older_layouts_and_inlined_rows_read_natively(s3a, make_lake
         expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
         assert_same_rows(df.toArrow(), expected)
         assert "s3a://" in plan and not _source_part(plan), plan
+
+
+def _deleting_history(lake) -> None:
+    """Deletes across snapshots on S3: two delete files, an update, inlined deletes."""
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
+    for part in range(3):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, (i % 7)::INTEGER, 's' || i "
+            f"FROM range({part * 1000}, {(part + 1) * 1000}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k IN (0, 63, 64, 127, 999)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 3 AND k < 2000")
+    lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 2500")
+    lake.sql("DELETE FROM lake.main.t WHERE k = 2222")  # few rows: an inlined delete
+
+
+def _masked_natively_at_every_snapshot(spark, lake) -> None:
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        df = _read(spark, lake, snapshot=snapshot)
+        plan = _plan(df)
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(df.toArrow(), expected)
+        assert "s3a://" in plan and not _source_part(plan), plan
+        where = "g = 3 OR k BETWEEN 990 AND 1010"
+        got = _read(spark, lake, snapshot=snapshot, where=where).select("k", "s").toArrow()
+        expected = lake.reference(
+            f"SELECT k, s FROM lake.main.t AT (VERSION => {snapshot}) WHERE {where}"
+        )
+        assert_same_rows(got, expected)
+
+
+def test_deletes_on_s3_are_masked_natively_at_every_snapshot(s3a, make_lake):
+    """The mask join keys on the file ids of Spark's own S3A listing (length and the
+    store's modification time, at whatever precision it reports), read from the scan's
+    own file index, so they are the very values ``_metadata`` gives each row."""
+    lake = make_lake(S3_LAKE, inline_limit=3)
+    _deleting_history(lake)
+    _masked_natively_at_every_snapshot(s3a, lake)
+    assert "BroadcastHashJoin" in _plan(_read(s3a, lake))
+
+
+def test_files_of_one_id_on_s3_are_masked_in_separate_scans(s3a, make_lake, monkeypatch):
+    """Equal ids (files of equal length listed in the same second, forced here for every
+    file by masking the id to zero bits) give one scan and mask table per file, and the
+    answers stay DuckDB's."""
+    monkeypatch.setattr(_native, "_ID_MASK", 0)
+    monkeypatch.setattr(_native, "_ID_SQL", _native._ID_SQL.rsplit("&", 1)[0] + "& 0")
+    _native._built.clear()
+    lake = make_lake(S3_LAKE, inline_limit=3)
+    _deleting_history(lake)
+    df = _read(s3a, lake)
+    assert _plan(df).count("BroadcastHashJoin") == 3  # three masked files, three scans
+    assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    _native._built.clear()
+
+
+def test_a_rewritten_file_on_s3_is_never_read_as_the_catalog_s(s3a, make_lake, s3):
+    """A data file overwritten with another Parquet file of another length: Spark's
+    listing disagrees with the catalog, so the file goes to the exact path, whose checks
+    raise our typed error (never rows of the wrong file)."""
+    lake = make_lake(S3_LAKE, inline_limit=0)
+    _deleting_history(lake)
+    client = s3.client()
+    bucket, prefix = lake.data_path.removeprefix("s3://").split("/", 1)
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]]
+    data = sorted(k for k in keys if "delete" not in k and k.endswith(".parquet"))
+    original = pq.read_table(
+        io.BytesIO(client.get_object(Bucket=bucket, Key=data[0])["Body"].read())
+    )
+    other = io.BytesIO()
+    pq.write_table(original.slice(0, 100), other)  # valid Parquet, other rows, shorter
+    client.put_object(Bucket=bucket, Key=data[0], Body=other.getvalue())
+    _native._built.clear()
+    with pytest.raises(DataFileCorruptError, match=r"main\.t.*snapshot.*Parquet"):
+        _read(s3a, lake).collect()

@@ -22,9 +22,9 @@
   DataFrame, cast as the data source casts its batches;
 * everything else (name-mapped or encrypted files, layouts needing a conversion that is
   not exact or a timestamp default, files on a store whose Hadoop connector the cluster
-  lacks (``_hadoop``), object-store files with deletes, tables with a type Spark's reader
-  does not return exactly) goes through the Python data source, told to skip the files
-  read here. The parts are unioned.
+  lacks (``_hadoop``), tables with a type Spark's reader does not return exactly) goes
+  through the Python data source, told to skip the files read here. The parts are
+  unioned.
 
 The DataFrame of a snapshot is built once per Spark session and reused (``native_scan``):
 listing, masks and analysis cost ~0.1-0.2 s for 40 files, as much as a selective query.
@@ -69,7 +69,7 @@ from ..read._deletes import deleted_positions
 from ..read._file_checks import check_data_file, files_unchanged, reads_by_name
 from ..read._footers import parsed_fragment
 from ..read._layouts import FileLayout, file_layout
-from ..read._reader import _FORMAT, open_file
+from ..read._reader import _FORMAT, _fail, open_file
 from ..scan import DataFileTask, InlinedRowsTask
 from ..scan._conform import default_array
 from ._arrow import to_spark_table
@@ -200,8 +200,11 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
         if store is None:
             continue
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        fragment = parsed_fragment(task.file, storage, _FORMAT)
-        physical = fragment.physical_schema
+        try:
+            fragment = parsed_fragment(task.file, storage, _FORMAT)
+            physical = fragment.physical_schema
+        except Exception as exc:  # our typed error naming the file, as the exact path's
+            raise _fail(exc, what) from exc
         check_data_file(task, fragment.metadata, physical, table.columns, what)
         native, layout = _layout(task, physical, table.columns)
         if native:
@@ -217,7 +220,7 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
             files.extend(clean)
             clean_files += len(clean)
         if masked:
-            frame, masked = _masked_read(spark, read_schema, masked, plan, storage)
+            frame, masked = _masked_read(spark, read_schema, masked, plan, storage, read_options)
             if frame is not None:
                 parts.append(frame)
                 files.extend(masked)
@@ -320,22 +323,14 @@ def _inlined_frame(spark, schema, tables: list[pa.Table]):
 
 
 def _candidate(task, masks_allowed: bool) -> bool:
-    """An unencrypted data file with field ids; with deletes, only local and if masks apply.
-
-    Masked files are local only: the join keys on the file's length and modification
-    time, which the driver reads with ``os.stat`` and ``test_spark_native`` checks
-    against Spark's ``_metadata``; an object store's listing is not checked. Block
-    numbers must fit the join key.
-    """
+    """An unencrypted data file with field ids; with deletes, if masks apply (block
+    numbers must fit the join key)."""
     if not isinstance(task, DataFileTask) or task.name_mapping is not None:
         return False
     if task.encryption_key is not None:
         return False
     if task.deletes is None:
         return True
-    location = parse_location(task.file.url)
-    if location.scheme != "file":
-        return False
     return masks_allowed and task.record_count < (1 << (_BLOCK_SHIFT + _ID_SHIFT))
 
 
@@ -353,15 +348,91 @@ def spark_path(url: str) -> str:
     return _GLOB.sub(r"\\\1", hadoop_url(url))
 
 
-def _masked_read(spark, schema, tasks, plan, storage):
+def _masked_read(spark, schema, tasks, plan, storage, read_options):
     """The masked files' rows whose deleted bit is clear (see the module docstring).
 
-    Returns ``(frame, tasks read)``. The join key names a file by its length and
-    modification time (``_file_id``), both per-file constants of Spark's ``_metadata``,
-    which Hadoop's local file system takes from the same ``stat`` as the driver does
-    here. Files whose ids coincide go to separate scans, each with its own mask table, so
-    a key never names two files. A file whose length is not the catalog's, or that
-    changes while Spark lists it, is left to the exact path (whose checks name it).
+    Returns ``(frame, tasks read)``: local files keyed by ``os.stat`` (``_masked_local``),
+    object-store files by Spark's own listing of them (``_masked_listed``).
+    """
+    local = [t for t in tasks if parse_location(t.file.url).scheme == "file"]
+    remote = [t for t in tasks if parse_location(t.file.url).scheme != "file"]
+    parts = [
+        _masked_local(spark, schema, local, plan, storage) if local else (None, []),
+        _masked_listed(spark, schema, remote, plan, storage, read_options)
+        if remote
+        else (None, []),
+    ]
+    frames = [frame for frame, _ in parts if frame is not None]
+    if not frames:
+        return None, []
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    return frame, [task for frame, read in parts if frame is not None for task in read]
+
+
+def _masked_listed(spark, schema, tasks, plan, storage, read_options):
+    """Masked object-store files, keyed by the lengths and modification times of Spark's
+    own listing of them (the very ``FileStatus`` its ``_metadata`` is taken from).
+
+    One listing serves both: the ids are read from the file index of the scan that is
+    then joined, so a store's precision of modification times (seconds on S3) or a file
+    rewritten meanwhile cannot make them differ. A file whose listed length is not the
+    catalog's is left to the exact path. When ids coincide, each group of distinct ids
+    is listed and scanned again; if the new listing disagrees, every masked file of the
+    store goes to the exact path.
+    """
+    listed = _read_parquet(spark, schema, tasks, read_options)
+    ids = _listed_ids(spark, listed, tasks)
+    identified = [
+        (task, file_id) for task, file_id in zip(tasks, ids, strict=True) if file_id is not None
+    ]
+    groups = _distinct_ids(identified)
+    if len(groups) == 1 and len(identified) == len(tasks):
+        return _masked_scan(spark, schema, groups[0], plan, storage, listed), tasks
+    frames = []
+    for group in groups:
+        group_tasks = [task for task, _ in group]
+        rows = _read_parquet(spark, schema, group_tasks, read_options)
+        if _listed_ids(spark, rows, group_tasks) != [file_id for _, file_id in group]:
+            return None, []
+        frames.append(_masked_scan(spark, schema, group, plan, storage, rows))
+    if not frames:
+        return None, []
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    return frame, [task for task, _ in identified]
+
+
+def _listed_ids(spark, frame, tasks) -> list[int | None]:
+    """Each task's file id from the file index of ``frame`` (a ``spark.read.parquet``
+    of the tasks' files): None where the file is not listed or its length is not the
+    catalog's."""
+    index = frame._jdf.queryExecution().analyzed().relation().location()
+    statuses = index.allFiles()
+    listed = {}
+    for position in range(statuses.length()):
+        status = statuses.apply(position)
+        listed[status.getPath().toString()] = (status.getLen(), status.getModificationTime())
+    path = spark._jvm.org.apache.hadoop.fs.Path
+    ids: list[int | None] = []
+    for task in tasks:
+        found = listed.get(path(hadoop_url(task.file.url)).toString())
+        if found is None or task.file.size not in (None, found[0]):
+            ids.append(None)
+        else:
+            ids.append((found[0] ^ found[1]) & _ID_MASK)
+    return ids
+
+
+def _masked_local(spark, schema, tasks, plan, storage):
+    """Masked local files. The join key names a file by its length and modification
+    time (``_file_id``), both per-file constants of Spark's ``_metadata``, which Hadoop's
+    local file system takes from the same ``stat`` as the driver does here. Files whose
+    ids coincide go to separate scans, each with its own mask table, so a key never
+    names two files. A file whose length is not the catalog's, or that changes while
+    Spark lists it, is left to the exact path (whose checks name it).
     """
     identified = [(task, _file_id(task)) for task in tasks]
     identified = [(task, file_id) for task, file_id in identified if file_id is not None]
@@ -407,15 +478,18 @@ def _distinct_ids(identified: list) -> list[list]:
     return groups
 
 
-def _masked_scan(spark, schema, identified: list, plan, storage):
-    """One scan of files of distinct ids, left-joined to their masks by (file id, block)."""
+def _masked_scan(spark, schema, identified: list, plan, storage, rows=None):
+    """One scan of files of distinct ids (``rows``: already listed), left-joined to their
+    masks by (file id, block)."""
     from pyspark.sql import functions as F
 
     tasks = [task for task, _ in identified]
     keys, masks = _masks(tasks, [file_id for _, file_id in identified], plan, storage)
     mask_frame = spark.createDataFrame(pa.table({_KEY: keys, _MASK: masks}))
     index = F.col("_metadata.row_index")
-    rows = _read_parquet(spark, schema, tasks).select(
+    if rows is None:
+        rows = _read_parquet(spark, schema, tasks)
+    rows = rows.select(
         "*",
         (F.shiftleft(F.expr(_ID_SQL), _ID_SHIFT) + F.shiftright(index, _BLOCK_SHIFT)).alias(_KEY),
         index.alias(_INDEX),
