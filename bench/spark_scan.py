@@ -30,7 +30,9 @@ Answers of the ``ducklake`` readers are checked against DuckDB's reader of the s
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,6 +52,8 @@ from common import (
 from scan import FULL, QUICK, scan_lake
 
 BATCH_ROWS = 131_072
+ROOT = Path(__file__).resolve().parent.parent
+S3_BUCKET = "bench"
 
 
 def _memory_source():
@@ -107,12 +111,21 @@ QUERIES = {
 }
 
 
-def _spark(partitions: int):
+def _spark(partitions: int, *, with_s3a: bool):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    if with_s3a:  # the S3A connector of pyspark's Hadoop, from Maven's cache
+        jars = subprocess.run(
+            ["bash", str(ROOT / ".ci" / "fetch_hadoop_jars.sh"), sys.executable],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        builder = builder.config("spark.jars", jars)
     session = (
-        SparkSession.builder.master(f"local[{partitions}]")
+        builder.master(f"local[{partitions}]")
         .appName("ducklake-spark-bench")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -122,6 +135,46 @@ def _spark(partitions: int):
     )
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _s3_copy(lake):
+    """The lake's data files copied to a moto S3 server on 127.0.0.1, read through our
+    ``data_path`` override; returns ``(metadata, read_table options, local path -> the
+    s3a:// URL of its copy)``."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=S3_BUCKET)
+    root = Path(lake.data_path)
+    for path in root.rglob("*.parquet"):
+        client.upload_file(str(path), S3_BUCKET, f"data/{path.relative_to(root)}")
+    storage = {
+        "data_path": f"s3://{S3_BUCKET}/data/",
+        "storage_options": {
+            "endpoint": endpoint,
+            "access_key_id": "bench",
+            "secret_access_key": "bench",
+            "region": "us-east-1",
+            "allow_http": True,
+        },
+    }
+    return (
+        lake.metadata,
+        storage,
+        lambda path: f"s3a://{S3_BUCKET}/data/{Path(path).relative_to(root)}",
+    )
 
 
 def _duckdb_answer(lake, snapshot: int, select: str, where: str | None, group: str | None):
@@ -196,6 +249,9 @@ def main() -> None:
     parser.add_argument(
         "--partition-bytes", default=None, help="the source's partition_bytes (default 128 MiB)"
     )
+    parser.add_argument(
+        "--no-s3", action="store_true", help="skip the copy of the lake on S3 (moto)"
+    )
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     repeat = args.repeat or (3 if args.quick else 5)
@@ -209,7 +265,10 @@ def main() -> None:
     lo = mid * sizes.rows + sizes.rows // 4
     hi = lo + sizes.total // 200 - 1
 
-    spark = _spark(args.cores)
+    stores = {"local": (lake.metadata, {}, lambda path: path)}
+    if not args.no_s3:
+        stores["S3 (moto)"] = _s3_copy(lake)
+    spark = _spark(args.cores, with_s3a="S3 (moto)" in stores)
     import pyspark
 
     from ducklake_datafusion.spark import read_table
@@ -218,59 +277,63 @@ def main() -> None:
     options = {"partition_bytes": args.partition_bytes}
     spark.dataSource.register(_memory_source())
     timing_rows, builds = [], []
-    for state, snapshot in _snapshots(lake).items():
-        started_build = time.perf_counter()
-        native = read_table(spark, lake.metadata, "main.t", snapshot=snapshot, **options)
-        builds.append((f"read_table on '{state}'", time.perf_counter() - started_build))
-        readers = {
-            "ducklake": read_table(
-                spark, lake.metadata, "main.t", snapshot=snapshot, native=False, **options
-            ),
-            "ducklake native": native,
-        }
-        for name, (select, where, group) in QUERIES.items():
-            condition = where.format(lo=lo, hi=hi) if where else None
-            expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
-            frames = dict(readers, parquet=spark.read.parquet(*files))
-            if condition:
-                frames = {k: df.where(condition) for k, df in frames.items()}
-                started_build = time.perf_counter()
-                frames["ducklake native, where="] = read_table(
-                    spark, lake.metadata, "main.t", snapshot=snapshot, where=condition, **options
-                )
-                builds.append(
-                    (f"read_table(where=...) on '{state}'", time.perf_counter() - started_build)
-                )
-            elif not group and state == "no deletes":
-                frames["memory source"] = (
-                    spark.read.format("bench_memory")
-                    .option("rows", expected[0][0])
-                    .option("partitions", args.cores)
-                    .load()
-                )
-            runs = {k: _query(df, select, group) for k, df in frames.items()}
-            timed = measure_interleaved(runs, repeat=repeat)
-            floor = timed["parquet"][0].median
-            for reader, (timing, answer) in timed.items():
-                listed = len(frames[reader].inputFiles()) if reader != "memory source" else 0
-                if reader == "parquet":
-                    check = "the floor" + ("" if state == "no deletes" else ": deletes ignored")
-                elif reader == "memory source":
-                    check = "no reading: the Python source floor"
-                else:
-                    check = "ok" if _same(answer, expected) else "MISMATCH with DuckDB"
-                timing_rows.append(
-                    [
-                        state,
-                        name,
-                        reader,
-                        seconds(timing.median),
-                        seconds(timing.best),
-                        ratio(timing.median, floor),
-                        f"{listed}/{len(files)}" if listed or "native" in reader else "-",
-                        check,
-                    ]
-                )
+    for store, (metadata, store_options, spark_file) in stores.items():
+        kwargs = {**options, **store_options}
+        for state, snapshot in _snapshots(lake).items():
+            label = f"{store}, {state}"
+            started_build = time.perf_counter()
+            native = read_table(spark, metadata, "main.t", snapshot=snapshot, **kwargs)
+            builds.append((f"read_table on '{label}'", time.perf_counter() - started_build))
+            readers = {
+                "ducklake": read_table(
+                    spark, metadata, "main.t", snapshot=snapshot, native=False, **kwargs
+                ),
+                "ducklake native": native,
+            }
+            for name, (select, where, group) in QUERIES.items():
+                condition = where.format(lo=lo, hi=hi) if where else None
+                expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
+                files = [spark_file(path) for path in files]
+                frames = dict(readers, parquet=spark.read.parquet(*files))
+                if condition:
+                    frames = {k: df.where(condition) for k, df in frames.items()}
+                    started_build = time.perf_counter()
+                    frames["ducklake native, where="] = read_table(
+                        spark, metadata, "main.t", snapshot=snapshot, where=condition, **kwargs
+                    )
+                    builds.append(
+                        (f"read_table(where=...) on '{label}'", time.perf_counter() - started_build)
+                    )
+                elif not group and state == "no deletes" and store == "local":
+                    frames["memory source"] = (
+                        spark.read.format("bench_memory")
+                        .option("rows", expected[0][0])
+                        .option("partitions", args.cores)
+                        .load()
+                    )
+                runs = {k: _query(df, select, group) for k, df in frames.items()}
+                timed = measure_interleaved(runs, repeat=repeat)
+                floor = timed["parquet"][0].median
+                for reader, (timing, answer) in timed.items():
+                    listed = len(frames[reader].inputFiles()) if reader != "memory source" else 0
+                    if reader == "parquet":
+                        check = "the floor" + ("" if state == "no deletes" else ": deletes ignored")
+                    elif reader == "memory source":
+                        check = "no reading: the Python source floor"
+                    else:
+                        check = "ok" if _same(answer, expected) else "MISMATCH with DuckDB"
+                    timing_rows.append(
+                        [
+                            label,
+                            name,
+                            reader,
+                            seconds(timing.median),
+                            seconds(timing.best),
+                            ratio(timing.median, floor),
+                            f"{listed}/{len(files)}" if listed or "native" in reader else "-",
+                            check,
+                        ]
+                    )
     print(f"\n## {sizes.total:,} rows in {sizes.files} files, before and after the DELETE\n")
     for name, (select, where, group) in QUERIES.items():
         where_text = f" WHERE {where.format(lo=lo, hi=hi)}" if where else ""
