@@ -80,7 +80,7 @@ class _DuckDBSession(SessionBase):
         self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None
     ) -> pa.Table:
         try:
-            table = self._cursor.execute(sql, list(params)).to_arrow_table()
+            table = self._cursor.sql(sql, params=list(params)).to_arrow_table()
         except duckdb.Error as exc:
             raise catalog_error(exc, self.description) from exc
         return table if schema is None else conform_to(table, schema)

@@ -109,7 +109,7 @@ def read_encrypted_bytes(data: bytes, key: str, what: str, options: str = "") ->
 def _read(path: str, key: str, what: str, options: str) -> pa.Table:
     try:
         sql = _READ.replace("{options}", options)
-        return _connection().execute(sql, [path, key]).to_arrow_table()
+        return _connection().sql(sql, params=[path, key]).to_arrow_table()
     except duckdb.Error as exc:
         text = str(exc)
         if "AES tag" in text or "encrypt" in text.lower():

@@ -230,7 +230,7 @@ def _duckdb() -> duckdb.DuckDBPyConnection:
 def _default_value(text: str, target: ColumnSpec) -> pa.Array:
     """Parse a literal with DuckDB's own cast rules, into a one-element array."""
     sql_type = duckdb_type_for(target)
-    result = _duckdb().execute(f"SELECT CAST(? AS {sql_type}) AS v", [text]).to_arrow_table()
+    result = _duckdb().sql(f"SELECT CAST(? AS {sql_type}) AS v", params=[text]).to_arrow_table()
     column = result.column(0).combine_chunks()
     return conform_duckdb_export(column, target)
 

@@ -113,7 +113,7 @@ def _parse_text(array: pa.Array, spec: ColumnSpec) -> pa.Array:
     sql_type = duckdb_type_for(spec)
     con.register("_ducklake_inlined_values", source)
     try:
-        result = con.execute(f"SELECT CAST(v AS {sql_type}) AS v FROM _ducklake_inlined_values")
+        result = con.sql(f"SELECT CAST(v AS {sql_type}) AS v FROM _ducklake_inlined_values")
         return result.to_arrow_table().column(0).combine_chunks()
     finally:
         con.unregister("_ducklake_inlined_values")
