@@ -2,7 +2,8 @@
 
 Every read test builds its lake with DuckDB + the ``ducklake`` extension (the reference
 writer) and checks our reader against DuckDB's answer for the same lake state (the oracle),
-over the matrix catalog back-end (DuckDB file, SQLite, PostgreSQL) x storage (local, S3).
+over the matrix catalog back-end (DuckDB file, SQLite, PostgreSQL) x storage (local, S3 on
+moto or MinIO, GCS on fake-gcs-server, Azure on Azurite: ``tests/emulators.py``).
 
 DuckDB-file catalogs and locking, as measured with duckdb 1.5.5 in ONE process:
 
@@ -63,7 +64,9 @@ __all__ = [
 ]
 
 Catalog = Literal["duckdb", "sqlite", "postgres"]
-Storage = Literal["local", "s3"]
+Storage = Literal["local", "s3", "minio", "gcs", "azure"]
+# Lakes on these are written locally and their files copied to the store (StoreMirror).
+MIRRORED = ("gcs", "azure")
 
 # The reference answers time travel wrongly after rewrites with these optimizers on.
 ORACLE_SETTINGS = "SET disabled_optimizers = 'compressed_materialization,statistics_propagation'"
@@ -82,8 +85,20 @@ class LakeSpec:
     def id(self) -> str:
         return f"{self.catalog}-{self.storage}"
 
+    @property
+    def on_s3(self) -> bool:
+        """Data files on an S3 endpoint (moto, or MinIO)."""
+        return self.storage in ("s3", "minio")
 
-ALL_SPECS = tuple(LakeSpec(c, s) for s in ("local", "s3") for c in ("duckdb", "sqlite", "postgres"))
+
+# Each catalog on local disk and S3 (moto); one catalog each on MinIO, GCS and Azure, which
+# the reader reaches through the same code as S3 (MinIO) or which no catalog changes.
+ALL_SPECS = (
+    *(LakeSpec(c, s) for s in ("local", "s3") for c in ("duckdb", "sqlite", "postgres")),
+    LakeSpec("sqlite", "minio"),
+    LakeSpec("duckdb", "gcs"),
+    LakeSpec("sqlite", "azure"),
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,7 +237,10 @@ class Lake:
         metadata: the catalog connection string our reader takes (``/x/cat.ducklake``,
             ``sqlite:/x/cat.sqlite`` or ``postgres:host=... dbname=dl_...``).
         data_path: where the parquet files go (a directory, or ``s3://bucket/prefix/``).
-        storage_options: object-store options for S3, else None.
+        storage_options: object-store options for S3, GCS or Azure, else None.
+        mirror: for GCS and Azure, the store copy of ``data_path`` (a local directory)
+            that our reader reads (``reader_args`` syncs it and passes its URL as the
+            ``data_path`` override); else None.
     """
 
     def __init__(
@@ -236,6 +254,7 @@ class Lake:
         metadata_schema: str | None = None,
         encrypted: bool = False,
         on_close=None,
+        mirror=None,
     ) -> None:
         self.spec = spec
         self.metadata_schema = metadata_schema
@@ -243,6 +262,9 @@ class Lake:
         self.metadata = metadata
         self.data_path = data_path
         self.storage_options = s3.storage_options() if s3 else None
+        self.mirror = mirror
+        if mirror is not None:
+            self.storage_options = mirror.store.storage_options()
         self.inline_limit = inline_limit
         self._s3 = s3
         self._on_close = on_close
@@ -323,6 +345,9 @@ class Lake:
         """Detach the writer and return the keyword arguments our reader takes."""
         self.detach()
         args = {"metadata": self.metadata, "storage_options": self.storage_options}
+        if self.mirror is not None:
+            self.mirror.sync()
+            args["data_path"] = self.mirror.data_path
         if self.metadata_schema is not None:
             args["metadata_schema"] = self.metadata_schema
         return args
@@ -380,20 +405,29 @@ def make_lake(
     bucket: str = "ducklake-tests",
     metadata_schema: str | None = None,
     encrypted: bool = False,
+    store=None,
 ) -> Lake:
     """Create a fresh, empty lake for ``spec`` (tables are made with ``lake.sql``).
 
     ``name`` picks the sub-directory of ``tmp_path`` (default ``lake<n>``); the PostgreSQL
     database and the S3 prefix are always unique, so lakes never see each other's files.
+    ``store`` (an ``emulators`` GCS or Azure endpoint) is needed for those storages.
     """
     name = name or f"lake{next(_counter)}"
     root = Path(tmp_path) / name
     root.mkdir(parents=True, exist_ok=False)
     cleanups = []
 
-    if spec.storage == "local":
+    mirror = None
+    if spec.storage in ("local", *MIRRORED):
         data_path = str(root / "data") + "/"
         os.makedirs(data_path)
+        if spec.storage in MIRRORED:
+            from emulators import StoreMirror
+
+            if store is None:
+                raise ValueError(f"{spec.id} needs its store (store=...)")
+            mirror = StoreMirror(store, bucket, data_path, name)
     else:
         if s3 is None:
             raise ValueError(f"{spec.id} needs an S3 endpoint (s3=...)")
@@ -426,6 +460,7 @@ def make_lake(
         metadata_schema=metadata_schema,
         encrypted=encrypted,
         on_close=on_close,
+        mirror=mirror,
     )
     lake.attach()  # creates the catalog now, so even an empty lake can be read
     return lake
