@@ -29,11 +29,11 @@ from typing import Any
 __all__ = [
     "AZURITE_ACCOUNT",
     "AZURITE_KEY",
+    "TOOLS",
     "AzureEndpoint",
     "GcsEndpoint",
     "Server",
     "StoreMirror",
-    "TOOLS",
     "find_tool",
     "start_azurite",
     "start_fake_gcs",
@@ -211,9 +211,9 @@ class StoreMirror:
             signature = (stat.st_size, stat.st_mtime_ns)
             if self._sent.get(relative) == signature:
                 continue
-            with open(path, "rb") as source:
-                with self.fs.open_output_stream(f"{self.prefix}/{relative}") as target:
-                    shutil.copyfileobj(source, target, 1 << 20)
+            target = f"{self.prefix}/{relative}"
+            with open(path, "rb") as source, self.fs.open_output_stream(target) as out:
+                shutil.copyfileobj(source, out, 1 << 20)
             self._sent[relative] = signature
         for relative in set(self._sent) - seen:
             self.fs.delete_file(f"{self.prefix}/{relative}")
