@@ -360,7 +360,8 @@ class Lake:
         The lake is attached READ_ONLY, queried with the optimizer workaround, and detached
         again. With ``snapshot`` the whole lake is attached as of that snapshot
         (``SNAPSHOT_VERSION``): the same as writing ``AT (VERSION => snapshot)`` after every
-        table name, which tests may also do themselves.
+        table name, which tests may also do themselves. On a mirrored lake (GCS, Azure)
+        DuckDB reads the local copy, so file paths it returns are mapped to the store's.
         """
         options = ["READ_ONLY"]
         if snapshot is not None:
@@ -368,7 +369,10 @@ class Lake:
         con = self._attach("oracle" if snapshot is None else f"oracle@{snapshot}", options)
         try:
             con.execute(ORACLE_SETTINGS)
-            return con.execute(sql, params or []).to_arrow_table()
+            table = con.execute(sql, params or []).to_arrow_table()
+            if self.mirror is not None:
+                table = _map_paths(table, self.data_path, self.mirror.data_path)
+            return table
         finally:
             con.execute("RESET disabled_optimizers")
             self.detach()
@@ -389,6 +393,22 @@ class Lake:
         if self._on_close is not None:
             self._on_close()
             self._on_close = None
+
+
+def _map_paths(table: pa.Table, local: str, remote: str) -> pa.Table:
+    """String columns' values under the local data directory, moved under ``remote``."""
+    import pyarrow.compute as pc
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            under = pc.starts_with(column, local)
+            moved = pc.binary_join_element_wise(
+                remote, pc.utf8_slice_codeunits(column, len(local)), ""
+            )
+            column = pc.if_else(under, moved, column)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 _counter = itertools.count()
