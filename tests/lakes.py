@@ -274,6 +274,11 @@ class Lake:
     def __repr__(self) -> str:
         return f"<Lake {self.spec.id} {self.metadata}>"
 
+    @property
+    def s3(self) -> S3Endpoint | None:
+        """The S3 endpoint (moto or MinIO) the lake's files are on, else None."""
+        return self._s3
+
     def _connection(self) -> duckdb.DuckDBPyConnection:
         # One connection serves as writer and oracle: loading the extensions into a new
         # DuckDB instance costs ~0.2 s, re-attaching ~0.03 s.
