@@ -79,6 +79,8 @@ def minio(tmp_path_factory):
     if configured:
         yield configured
         return
+    if os.environ.get("DUCKLAKE_TEST_MINIO") == "0":
+        pytest.skip("MinIO left out (DUCKLAKE_TEST_MINIO=0)")
     server, endpoint = _emulator(start_minio, tmp_path_factory, "minio")
     try:
         yield endpoint
