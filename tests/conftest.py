@@ -60,13 +60,13 @@ def s3():
         server.stop()
 
 
-def _emulator(start, tmp_path_factory, name: str, *args):
+def _emulator(start, tmp_path_factory, store: str, *args):
     """Start a store emulator, or skip (fail under CI=true) when its tool is not installed."""
-    workdir = tmp_path_factory.mktemp(name)
+    workdir = tmp_path_factory.mktemp(store.lower())
     try:
         return start(workdir, *args)
     except FileNotFoundError as exc:
-        message = f"{name} tests need {exc.args[0]}, which is not installed: {TOOLS_HINT}"
+        message = f"the {store} tests need {exc.args[0]}, which is not installed: {TOOLS_HINT}"
         if _in_ci():
             pytest.fail(message)
         pytest.skip(message)
@@ -81,7 +81,7 @@ def minio(tmp_path_factory):
         return
     if os.environ.get("DUCKLAKE_TEST_MINIO") == "0":
         pytest.skip("MinIO left out (DUCKLAKE_TEST_MINIO=0)")
-    server, endpoint = _emulator(start_minio, tmp_path_factory, "minio")
+    server, endpoint = _emulator(start_minio, tmp_path_factory, "MinIO")
     try:
         yield endpoint
     finally:
@@ -91,7 +91,7 @@ def minio(tmp_path_factory):
 @pytest.fixture(scope="session")
 def gcs(tmp_path_factory):
     """fake-gcs-server on 127.0.0.1 (in memory) with the test bucket."""
-    server, endpoint = _emulator(start_fake_gcs, tmp_path_factory, "fake-gcs-server", BUCKET)
+    server, endpoint = _emulator(start_fake_gcs, tmp_path_factory, "GCS", BUCKET)
     try:
         yield endpoint
     finally:
@@ -101,7 +101,7 @@ def gcs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def azure(tmp_path_factory):
     """Azurite's blob service on 127.0.0.1 with the test container."""
-    server, endpoint = _emulator(start_azurite, tmp_path_factory, "azurite", BUCKET)
+    server, endpoint = _emulator(start_azurite, tmp_path_factory, "Azure", BUCKET)
     try:
         yield endpoint
     finally:
