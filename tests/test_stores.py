@@ -14,7 +14,7 @@ import traceback
 
 import pytest
 from datafusion import SessionContext
-from lakes import LakeSpec
+from lakes import LakeSpec, assert_same_rows
 from readcheck import check
 from test_cli import _cli
 
@@ -201,3 +201,25 @@ def test_missing_object(store_lake):
         assert name in text and "main.t" in text and "snapshot" in text, text
         if secret:
             _assert_no_secret(error, secret)
+
+
+@pytest.mark.parametrize("form", ["abfss://{c}@{a}.dfs.core.windows.net/{p}/", "azure://{c}/{p}/"])
+def test_other_azure_url_forms(make_lake, form):
+    """``abfss://container@account.dfs.core.windows.net/`` (the account from the URL) and
+    ``azure://`` read the same objects on Azurite."""
+    lake = make_lake(LakeSpec("sqlite", "azure"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t AS SELECT range AS id, 'x' || range AS s FROM range(300)")
+    lake.sql("DELETE FROM lake.main.t WHERE id % 4 = 0")
+    args = lake.reader_args()
+    container, prefix = lake.mirror.prefix.split("/", 1)
+    options = dict(args["storage_options"])
+    account = options.pop("account_name") if form.startswith("abfss") else options["account_name"]
+    url = form.format(c=container, a=account, p=prefix)
+    expected = lake.reference("SELECT * FROM lake.main.t")
+    for native in (True, False):
+        catalog = DuckLakeCatalog(
+            args["metadata"], data_path=url, storage_options=options, native=native
+        )
+        ctx = SessionContext()
+        register(ctx, "lake", catalog)
+        assert_same_rows(ctx.sql("SELECT * FROM lake.main.t").to_arrow_table(), expected)
