@@ -81,32 +81,33 @@ def _cli_args(lake) -> tuple[str, list[str]]:
 
 
 def _rows(done) -> list[tuple]:
+    """The CLI's JSON lines as sorted value tuples."""
     assert done.returncode == 0, done.stderr
     return sorted(tuple(json.loads(line).values()) for line in done.stdout.splitlines())
 
 
+def _reference_rows(lake, sql: str, snapshot: int | None = None) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in lake.reference(sql, snapshot=snapshot).to_pylist())
+
+
 def test_cli_reads_the_store(store_lake):
+    """sql (deletes, inlined rows, a renamed and an added column), --snapshot and changes,
+    with the storage options as -s flags, then from DUCKLAKE_STORAGE_OPTIONS."""
     metadata, flags = _cli_args(store_lake)
     sql = "SELECT id, name, extra FROM lake.main.t WHERE id % 7 = 1"
-    expected = sorted(store_lake.reference(sql).to_pylist(), key=lambda r: r["id"])
     done = _cli("sql", metadata, sql, "-f", "jsonl", *flags)
-    assert _rows(done) == sorted(tuple(r.values()) for r in expected)
+    assert _rows(done) == _reference_rows(store_lake, sql)
     old = "SELECT * FROM lake.main.t WHERE id % 7 = 1"  # before extra was added
     done = _cli("sql", metadata, old, "-f", "jsonl", "--snapshot", "3", *flags)
-    assert _rows(done) == sorted(
-        tuple(r.values()) for r in store_lake.reference(old, snapshot=3).to_pylist()
-    )
+    assert _rows(done) == _reference_rows(store_lake, old, snapshot=3)
     last = store_lake.snapshot_id()
     done = _cli("changes", metadata, "main.t", "2", str(last), "-f", "jsonl", *flags)
-    want = store_lake.reference(
-        f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, {last})"
-    )
-    assert _rows(done) == sorted(tuple(r.values()) for r in want.to_pylist())
+    changes = f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, {last})"
+    assert _rows(done) == _reference_rows(store_lake, changes)
     env = {"DUCKLAKE_STORAGE_OPTIONS": json.dumps(store_lake.reader_args()["storage_options"])}
-    done = _cli("sql", metadata, "SELECT count(*) AS n FROM lake.main.t", "-f", "jsonl",
-                "--data-path", flags[1], env=env)  # fmt: skip
-    assert _rows(done) == [tuple(store_lake.reference("SELECT count(*) AS n FROM lake.main.t")
-                                 .to_pylist()[0].values())]  # fmt: skip
+    count = "SELECT count(*) AS n FROM lake.main.t"
+    done = _cli("sql", metadata, count, "-f", "jsonl", "--data-path", flags[1], env=env)
+    assert _rows(done) == _reference_rows(store_lake, count)
 
 
 # ------------------------------------------------------------------------------------------
