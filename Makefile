@@ -1,13 +1,15 @@
 # Developer and CI entry points. Only needs python3 (>= 3.10, with venv) and PyPI.
 #   make test PYTEST_ARGS="-k duckdb-local -x"     # PostgreSQL cells skip unless DUCKLAKE_TEST_PG
 #   .ci/run                                        # CI: starts PostgreSQL, then make test
+# make test also installs the object-store emulators (fake-gcs-server, Azurite, MinIO) into
+# ~/.cache/ducklake-datafusion/tools when go / npm are there; otherwise their tests skip.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: venv test demo bench lint
+.PHONY: venv emulators test demo bench lint
 
 venv: $(VENV)/.installed
 
@@ -21,7 +23,11 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 
-test: venv
+# A no-op once installed (each tool's version is stamped in the cache).
+emulators:
+	.ci/install_emulators.sh --if-possible
+
+test: venv emulators
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: venv

@@ -1,7 +1,9 @@
-"""Shared fixtures: live S3 and PostgreSQL servers, and lakes over the back-end matrix.
+"""Shared fixtures: live object stores and PostgreSQL, and lakes over the back-end matrix.
 
 Servers are session-scoped and requested lazily, so a run that only touches local lakes
-starts no moto server and needs no PostgreSQL. See ``tests/lakes.py`` for the lake API.
+starts no server. The stores: moto (``s3``), MinIO (``minio``), fake-gcs-server (``gcs``)
+and Azurite (``azure``); ``tests/emulators.py`` starts the last three from the tools
+``.ci/install_emulators.sh`` installs. See ``tests/lakes.py`` for the lake API.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from pathlib import Path
 
 import pytest
 import sparkreplay
+from emulators import start_azurite, start_fake_gcs, start_minio
 from lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
 from lakes import make_lake as _make_lake
 
 PG_HINT = "set DUCKLAKE_TEST_PG (see .ci/run)"
+TOOLS_HINT = "install it with .ci/install_emulators.sh (make test does when go/npm exist)"
+BUCKET = "ducklake-tests"  # the bucket (GCS) or container (Azure) lakes put their files in
 
 
 def pytest_configure(config):
@@ -30,21 +35,76 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
+def _configured_minio() -> S3Endpoint | None:
+    endpoint = os.environ.get("MINIO_ENDPOINT")
+    if not endpoint:
+        return None
+    if "://" not in endpoint:
+        endpoint = "http://" + endpoint
+    return S3Endpoint(
+        endpoint.rstrip("/"),
+        os.environ["MINIO_ACCESS_KEY"],
+        os.environ["MINIO_SECRET_KEY"],
+        os.environ.get("MINIO_REGION", "us-east-1"),
+    )
+
+
 @pytest.fixture(scope="session")
 def s3():
     """A live S3 endpoint: MinIO from ``MINIO_ENDPOINT``/``_ACCESS_KEY``/``_SECRET_KEY``, else moto."""
-    endpoint = os.environ.get("MINIO_ENDPOINT")
-    if endpoint:
-        if "://" not in endpoint:
-            endpoint = "http://" + endpoint
-        yield S3Endpoint(
-            endpoint.rstrip("/"),
-            os.environ["MINIO_ACCESS_KEY"],
-            os.environ["MINIO_SECRET_KEY"],
-            os.environ.get("MINIO_REGION", "us-east-1"),
-        )
+    configured = _configured_minio()
+    if configured:
+        yield configured
         return
     server, endpoint = start_moto()
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def _emulator(start, tmp_path_factory, store: str, *args):
+    """Start a store emulator, or skip (fail under CI=true) when its tool is not installed."""
+    workdir = tmp_path_factory.mktemp(store.lower())
+    try:
+        return start(workdir, *args)
+    except FileNotFoundError as exc:
+        message = f"the {store} tests need {exc.args[0]}, which is not installed: {TOOLS_HINT}"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory):
+    """MinIO itself: ``MINIO_ENDPOINT`` if set, else the ``minio`` server on 127.0.0.1."""
+    configured = _configured_minio()
+    if configured:
+        yield configured
+        return
+    if os.environ.get("DUCKLAKE_TEST_MINIO") == "0":
+        pytest.skip("MinIO left out (DUCKLAKE_TEST_MINIO=0)")
+    server, endpoint = _emulator(start_minio, tmp_path_factory, "MinIO")
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs(tmp_path_factory):
+    """fake-gcs-server on 127.0.0.1 (in memory) with the test bucket."""
+    server, endpoint = _emulator(start_fake_gcs, tmp_path_factory, "GCS", BUCKET)
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def azure(tmp_path_factory):
+    """Azurite's blob service on 127.0.0.1 with the test container."""
+    server, endpoint = _emulator(start_azurite, tmp_path_factory, "Azure", BUCKET)
     try:
         yield endpoint
     finally:
@@ -75,7 +135,7 @@ def pg():
 
 @pytest.fixture(params=ALL_SPECS, ids=lambda spec: spec.id)
 def lake_spec(request) -> LakeSpec:
-    """Every catalog back-end x storage cell: duckdb-local ... postgres-s3."""
+    """Every cell of the matrix: duckdb-local ... postgres-s3, sqlite-minio, duckdb-gcs, ..."""
     return request.param
 
 
@@ -96,8 +156,10 @@ def make_lake(request, tmp_path):
                 spec = LakeSpec("duckdb", "local")
         if spec.catalog == "postgres":
             kw.setdefault("pg", request.getfixturevalue("pg"))
-        if spec.storage == "s3":
-            kw.setdefault("s3", request.getfixturevalue("s3"))
+        if spec.storage in ("s3", "minio"):
+            kw.setdefault("s3", request.getfixturevalue(spec.storage))
+        elif spec.storage in ("gcs", "azure"):
+            kw.setdefault("store", request.getfixturevalue(spec.storage))
         lake = _make_lake(spec, tmp_path, **kw)
         lakes.append(lake)
         return lake

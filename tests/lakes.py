@@ -2,7 +2,8 @@
 
 Every read test builds its lake with DuckDB + the ``ducklake`` extension (the reference
 writer) and checks our reader against DuckDB's answer for the same lake state (the oracle),
-over the matrix catalog back-end (DuckDB file, SQLite, PostgreSQL) x storage (local, S3).
+over the matrix catalog back-end (DuckDB file, SQLite, PostgreSQL) x storage (local, S3 on
+moto or MinIO, GCS on fake-gcs-server, Azure on Azurite: ``tests/emulators.py``).
 
 DuckDB-file catalogs and locking, as measured with duckdb 1.5.5 in ONE process:
 
@@ -63,7 +64,9 @@ __all__ = [
 ]
 
 Catalog = Literal["duckdb", "sqlite", "postgres"]
-Storage = Literal["local", "s3"]
+Storage = Literal["local", "s3", "minio", "gcs", "azure"]
+# Lakes on these are written locally and their files copied to the store (StoreMirror).
+MIRRORED = ("gcs", "azure")
 
 # The reference answers time travel wrongly after rewrites with these optimizers on.
 ORACLE_SETTINGS = "SET disabled_optimizers = 'compressed_materialization,statistics_propagation'"
@@ -82,8 +85,20 @@ class LakeSpec:
     def id(self) -> str:
         return f"{self.catalog}-{self.storage}"
 
+    @property
+    def on_s3(self) -> bool:
+        """Data files on an S3 endpoint (moto, or MinIO)."""
+        return self.storage in ("s3", "minio")
 
-ALL_SPECS = tuple(LakeSpec(c, s) for s in ("local", "s3") for c in ("duckdb", "sqlite", "postgres"))
+
+# Each catalog on local disk and S3 (moto); one catalog each on MinIO, GCS and Azure, which
+# the reader reaches through the same code as S3 (MinIO) or which no catalog changes.
+ALL_SPECS = (
+    *(LakeSpec(c, s) for s in ("local", "s3") for c in ("duckdb", "sqlite", "postgres")),
+    LakeSpec("sqlite", "minio"),
+    LakeSpec("duckdb", "gcs"),
+    LakeSpec("sqlite", "azure"),
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,7 +237,10 @@ class Lake:
         metadata: the catalog connection string our reader takes (``/x/cat.ducklake``,
             ``sqlite:/x/cat.sqlite`` or ``postgres:host=... dbname=dl_...``).
         data_path: where the parquet files go (a directory, or ``s3://bucket/prefix/``).
-        storage_options: object-store options for S3, else None.
+        storage_options: object-store options for S3, GCS or Azure, else None.
+        mirror: for GCS and Azure, the store copy of ``data_path`` (a local directory)
+            that our reader reads (``reader_args`` syncs it and passes its URL as the
+            ``data_path`` override); else None.
     """
 
     def __init__(
@@ -236,6 +254,7 @@ class Lake:
         metadata_schema: str | None = None,
         encrypted: bool = False,
         on_close=None,
+        mirror=None,
     ) -> None:
         self.spec = spec
         self.metadata_schema = metadata_schema
@@ -243,6 +262,9 @@ class Lake:
         self.metadata = metadata
         self.data_path = data_path
         self.storage_options = s3.storage_options() if s3 else None
+        self.mirror = mirror
+        if mirror is not None:
+            self.storage_options = mirror.store.storage_options()
         self.inline_limit = inline_limit
         self._s3 = s3
         self._on_close = on_close
@@ -251,6 +273,11 @@ class Lake:
 
     def __repr__(self) -> str:
         return f"<Lake {self.spec.id} {self.metadata}>"
+
+    @property
+    def s3(self) -> S3Endpoint | None:
+        """The S3 endpoint (moto or MinIO) the lake's files are on, else None."""
+        return self._s3
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         # One connection serves as writer and oracle: loading the extensions into a new
@@ -323,6 +350,9 @@ class Lake:
         """Detach the writer and return the keyword arguments our reader takes."""
         self.detach()
         args = {"metadata": self.metadata, "storage_options": self.storage_options}
+        if self.mirror is not None:
+            self.mirror.sync()
+            args["data_path"] = self.mirror.data_path
         if self.metadata_schema is not None:
             args["metadata_schema"] = self.metadata_schema
         return args
@@ -335,7 +365,8 @@ class Lake:
         The lake is attached READ_ONLY, queried with the optimizer workaround, and detached
         again. With ``snapshot`` the whole lake is attached as of that snapshot
         (``SNAPSHOT_VERSION``): the same as writing ``AT (VERSION => snapshot)`` after every
-        table name, which tests may also do themselves.
+        table name, which tests may also do themselves. On a mirrored lake (GCS, Azure)
+        DuckDB reads the local copy, so file paths it returns are mapped to the store's.
         """
         options = ["READ_ONLY"]
         if snapshot is not None:
@@ -343,7 +374,10 @@ class Lake:
         con = self._attach("oracle" if snapshot is None else f"oracle@{snapshot}", options)
         try:
             con.execute(ORACLE_SETTINGS)
-            return con.execute(sql, params or []).to_arrow_table()
+            table = con.execute(sql, params or []).to_arrow_table()
+            if self.mirror is not None:
+                table = _map_paths(table, self.data_path, self.mirror.data_path)
+            return table
         finally:
             con.execute("RESET disabled_optimizers")
             self.detach()
@@ -366,6 +400,22 @@ class Lake:
             self._on_close = None
 
 
+def _map_paths(table: pa.Table, local: str, remote: str) -> pa.Table:
+    """String columns' values under the local data directory, moved under ``remote``."""
+    import pyarrow.compute as pc
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            under = pc.starts_with(column, local)
+            moved = pc.binary_join_element_wise(
+                remote, pc.utf8_slice_codeunits(column, len(local)), ""
+            )
+            column = pc.if_else(under, moved, column)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 _counter = itertools.count()
 
 
@@ -380,20 +430,29 @@ def make_lake(
     bucket: str = "ducklake-tests",
     metadata_schema: str | None = None,
     encrypted: bool = False,
+    store=None,
 ) -> Lake:
     """Create a fresh, empty lake for ``spec`` (tables are made with ``lake.sql``).
 
     ``name`` picks the sub-directory of ``tmp_path`` (default ``lake<n>``); the PostgreSQL
     database and the S3 prefix are always unique, so lakes never see each other's files.
+    ``store`` (an ``emulators`` GCS or Azure endpoint) is needed for those storages.
     """
     name = name or f"lake{next(_counter)}"
     root = Path(tmp_path) / name
     root.mkdir(parents=True, exist_ok=False)
     cleanups = []
 
-    if spec.storage == "local":
+    mirror = None
+    if spec.storage in ("local", *MIRRORED):
         data_path = str(root / "data") + "/"
         os.makedirs(data_path)
+        if spec.storage in MIRRORED:
+            from emulators import StoreMirror
+
+            if store is None:
+                raise ValueError(f"{spec.id} needs its store (store=...)")
+            mirror = StoreMirror(store, bucket, data_path, name)
     else:
         if s3 is None:
             raise ValueError(f"{spec.id} needs an S3 endpoint (s3=...)")
@@ -426,6 +485,7 @@ def make_lake(
         metadata_schema=metadata_schema,
         encrypted=encrypted,
         on_close=on_close,
+        mirror=mirror,
     )
     lake.attach()  # creates the catalog now, so even an empty lake can be read
     return lake

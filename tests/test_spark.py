@@ -63,6 +63,8 @@ def _read(spark, lake, table="main.t", **options):
     """Our answer: the table through ``spark.read.format("ducklake")``."""
     args = lake.reader_args()
     reader = spark.read.format("ducklake").option("metadata", args["metadata"])
+    if "data_path" in args:  # a lake mirrored to GCS or Azure
+        reader = reader.option("data_path", args["data_path"])
     for key, value in {**(args["storage_options"] or {}), **options}.items():
         reader = reader.option(key, value)
     return reader.load(table)
@@ -250,8 +252,10 @@ def test_empty_table_and_read_table_helper(spark, make_lake):
     assert read_table(spark, lake.metadata, "main.e").count() == 6
 
 
-def test_s3_from_executors(spark, make_lake):
-    lake = make_lake(LakeSpec("duckdb", "s3"), inline_limit=5)
+@pytest.mark.parametrize("storage", ["s3", "minio", "gcs", "azure"])
+def test_object_stores_from_executors(spark, make_lake, storage):
+    """Executors read S3 (moto, MinIO), GCS and Azure files with the storage options."""
+    lake = make_lake(LakeSpec("duckdb", storage), inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR, l INTEGER[])")
     for part in range(3):
         lake.sql(
@@ -264,7 +268,11 @@ def test_s3_from_executors(spark, make_lake):
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
     args = lake.reader_args()
     filtered = read_table(
-        spark, args["metadata"], "main.t", storage_options=args["storage_options"]
+        spark,
+        args["metadata"],
+        "main.t",
+        storage_options=args["storage_options"],
+        data_path=args.get("data_path"),
     )
     assert_same_rows(
         filtered.filter("id >= 900").toArrow(),

@@ -313,11 +313,13 @@ def test_expired_snapshots_and_errors(spark, make_lake):
         read_changes(spark, metadata, "main.t", "yesterday")
 
 
-def test_object_storage_from_executors(spark, make_lake):
-    """Both side scans reach S3 with the storage options (executors, not the driver)."""
+@pytest.mark.parametrize("storage", ["s3", "minio", "gcs", "azure"])
+def test_object_storage_from_executors(spark, make_lake, storage):
+    """Both side scans reach the store with the storage options (executors, not the driver):
+    S3 on moto and MinIO, GCS and Azure on their emulators."""
     from lakes import LakeSpec
 
-    lake = make_lake(LakeSpec("duckdb", "s3"), inline_limit=5)
+    lake = make_lake(LakeSpec("duckdb", storage), inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")  # 1
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' FROM range(500) r(i)")  # 2
     lake.sql("INSERT INTO lake.main.t SELECT i, 't' FROM range(500, 900) r(i)")  # 3
@@ -333,6 +335,7 @@ def test_object_storage_from_executors(spark, make_lake):
         2,
         6,
         storage_options=args["storage_options"],
+        data_path=args.get("data_path"),
         partition_bytes="1",
     )
     assert_same_rows(df.toArrow(), expected)
