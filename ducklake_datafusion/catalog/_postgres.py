@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 
-from ..errors import CatalogError, CatalogNotFoundError, InvalidOptionError
+from ..errors import CatalogError, CatalogNotFoundError, MissingDependencyError
 from ._bulk import parse_csv
 from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase
@@ -52,7 +52,7 @@ def _import_psycopg():
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise InvalidOptionError(
+        raise MissingDependencyError(
             "PostgreSQL catalogs need psycopg 3: pip install 'ducklake-datafusion[postgres]'"
         ) from exc
     return psycopg
