@@ -59,7 +59,10 @@ __all__ = [
     "S3Endpoint",
     "assert_same_rows",
     "assert_same_types",
+    "deleting_history",
+    "evolve_table",
     "make_lake",
+    "merged_inserts",
     "start_moto",
 ]
 
@@ -540,6 +543,25 @@ def evolve_table(lake: Lake, *, deletes: bool = False) -> None:
     )
     if deletes:
         lake.sql("DELETE FROM lake.main.t WHERE k % 11 = 0")
+
+
+def deleting_history(lake: Lake) -> None:
+    """``lake.main.t (k, g, s)``: deletes across snapshots: cumulative delete files at mask
+    block edges, a second delete file, a whole block, an update, an inlined delete, and
+    an inlined row."""
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
+    for part in range(3):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, (i % 7)::INTEGER, 's' || i "
+            f"FROM range({part * 1000}, {(part + 1) * 1000}) r(i)"
+        )
+    # Block edges: positions 0, 63, 64, 127 of the first file (bit 63 makes a negative mask).
+    lake.sql("DELETE FROM lake.main.t WHERE k IN (0, 63, 64, 127, 999)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 3 AND k < 2000")  # a second delete file
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 1500 AND 1563")  # one whole block
+    lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 2500")
+    lake.sql("DELETE FROM lake.main.t WHERE k = 2222")  # few rows: inlined delete
+    lake.sql("INSERT INTO lake.main.t VALUES (5000, 1, 'inlined')")
 
 
 def merged_inserts(lake: Lake) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows, evolve_table, merged_inserts
+from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, merged_inserts
 
 pytest.importorskip("pyspark")
 
@@ -45,27 +45,10 @@ def _both(spark, lake, **kw):
     )
 
 
-def _deleting_history(lake) -> None:
-    """Deletes across snapshots: cumulative delete files, inlined deletes and a flush."""
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
-    for part in range(3):
-        lake.sql(
-            f"INSERT INTO lake.main.t SELECT i, (i % 7)::INTEGER, 's' || i "
-            f"FROM range({part * 1000}, {(part + 1) * 1000}) r(i)"
-        )
-    # Block edges: positions 0, 63, 64, 127 of the first file (bit 63 makes a negative mask).
-    lake.sql("DELETE FROM lake.main.t WHERE k IN (0, 63, 64, 127, 999)")
-    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 3 AND k < 2000")  # a second delete file
-    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 1500 AND 1563")  # one whole block
-    lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 2500")
-    lake.sql("DELETE FROM lake.main.t WHERE k = 2222")  # few rows: inlined delete
-    lake.sql("INSERT INTO lake.main.t VALUES (5000, 1, 'inlined')")
-
-
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
 def test_deletes_applied_natively_match_duckdb_at_every_snapshot(spark, make_lake, spec):
     lake = make_lake(spec, inline_limit=3)
-    _deleting_history(lake)
+    deleting_history(lake)
     first = 2  # the snapshot of the first INSERT
     last = lake.snapshot_id()
     for snapshot in range(first, last + 1):

@@ -13,7 +13,7 @@ import io
 
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows, evolve_table
+from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table
 
 pytest.importorskip("pyspark")
 
@@ -45,41 +45,21 @@ def test_clean_files_older_layouts_and_inlined_rows_read_natively(s3a, make_lake
     lake = make_lake(S3_LAKE, inline_limit=5)
     evolve_table(lake)
     lake.sql("INSERT INTO lake.main.t (k, name) VALUES (9000, 'inlined')")
-    for snapshot in range(2, lake.snapshot_id() + 1):
-        df = _read(s3a, lake, snapshot=snapshot)
-        plan = _plan(df)
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(df.toArrow(), expected)
-        assert "s3a://" in plan and not _source_part(plan), plan
+    _native_at_every_snapshot(s3a, lake)
 
 
-def _deleting_history(lake) -> None:
-    """Deletes across snapshots on S3: two delete files, an update, inlined deletes."""
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
-    for part in range(3):
-        lake.sql(
-            f"INSERT INTO lake.main.t SELECT i, (i % 7)::INTEGER, 's' || i "
-            f"FROM range({part * 1000}, {(part + 1) * 1000}) r(i)"
-        )
-    lake.sql("DELETE FROM lake.main.t WHERE k IN (0, 63, 64, 127, 999)")
-    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 3 AND k < 2000")
-    lake.sql("UPDATE lake.main.t SET s = 'updated' WHERE k = 2500")
-    lake.sql("DELETE FROM lake.main.t WHERE k = 2222")  # few rows: an inlined delete
-
-
-def _masked_natively_at_every_snapshot(spark, lake) -> None:
+def _native_at_every_snapshot(spark, lake, where: str | None = None) -> None:
+    """Every snapshot read with no data source part, equal to DuckDB (with ``where=``
+    too, when given)."""
     for snapshot in range(2, lake.snapshot_id() + 1):
         df = _read(spark, lake, snapshot=snapshot)
         plan = _plan(df)
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(df.toArrow(), expected)
+        table = f"lake.main.t AT (VERSION => {snapshot})"
+        assert_same_rows(df.toArrow(), lake.reference(f"SELECT * FROM {table}"))
         assert "s3a://" in plan and not _source_part(plan), plan
-        where = "g = 3 OR k BETWEEN 990 AND 1010"
-        got = _read(spark, lake, snapshot=snapshot, where=where).select("k", "s").toArrow()
-        expected = lake.reference(
-            f"SELECT k, s FROM lake.main.t AT (VERSION => {snapshot}) WHERE {where}"
-        )
-        assert_same_rows(got, expected)
+        if where is not None:
+            got = _read(spark, lake, snapshot=snapshot, where=where).toArrow()
+            assert_same_rows(got, lake.reference(f"SELECT * FROM {table} WHERE {where}"))
 
 
 def test_deletes_on_s3_are_masked_natively_at_every_snapshot(s3a, make_lake):
@@ -87,8 +67,8 @@ def test_deletes_on_s3_are_masked_natively_at_every_snapshot(s3a, make_lake):
     store's modification time, at whatever precision it reports), read from the scan's
     own file index, so they are the very values ``_metadata`` gives each row."""
     lake = make_lake(S3_LAKE, inline_limit=3)
-    _deleting_history(lake)
-    _masked_natively_at_every_snapshot(s3a, lake)
+    deleting_history(lake)
+    _native_at_every_snapshot(s3a, lake, where="g = 3 OR k BETWEEN 990 AND 1010")
     assert "BroadcastHashJoin" in _plan(_read(s3a, lake))
 
 
@@ -100,7 +80,7 @@ def test_files_of_one_id_on_s3_are_masked_in_separate_scans(s3a, make_lake, monk
     monkeypatch.setattr(_native, "_ID_SQL", _native._ID_SQL.rsplit("&", 1)[0] + "& 0")
     _native._built.clear()
     lake = make_lake(S3_LAKE, inline_limit=3)
-    _deleting_history(lake)
+    deleting_history(lake)
     df = _read(s3a, lake)
     assert _plan(df).count("BroadcastHashJoin") == 3  # three masked files, three scans
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
@@ -112,7 +92,7 @@ def test_a_rewritten_file_on_s3_is_never_read_as_the_catalog_s(s3a, make_lake, s
     listing disagrees with the catalog, so the file goes to the exact path, whose checks
     raise our typed error (never rows of the wrong file)."""
     lake = make_lake(S3_LAKE, inline_limit=0)
-    _deleting_history(lake)
+    deleting_history(lake)
     client = s3.client()
     bucket, prefix = lake.data_path.removeprefix("s3://").split("/", 1)
     keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]]

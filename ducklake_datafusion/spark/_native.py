@@ -230,11 +230,9 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
     inlined = [task.rows for task in plan.tasks if isinstance(task, InlinedRowsTask)]
     if inlined:
         frames.append(_inlined_frame(spark, schema, inlined))
-    if not frames:
+    frame = _union(frames)
+    if frame is None:
         return NativeScan(None, ()), ()
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
     ids = tuple(t.data_file_id for t in files)
     complete = len(ids) + len(inlined) == len(plan.tasks)
     scan = NativeScan(frame, ids, complete, clean_files, masked_files, len(inlined))
@@ -362,13 +360,8 @@ def _masked_read(spark, schema, tasks, plan, storage, read_options):
         if remote
         else (None, []),
     ]
-    frames = [frame for frame, _ in parts if frame is not None]
-    if not frames:
-        return None, []
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
-    return frame, [task for frame, read in parts if frame is not None for task in read]
+    frame = _union([frame for frame, _ in parts if frame is not None])
+    return frame, [task for part, read in parts if part is not None for task in read]
 
 
 def _masked_listed(spark, schema, tasks, plan, storage, read_options):
@@ -397,12 +390,18 @@ def _masked_listed(spark, schema, tasks, plan, storage, read_options):
         if _listed_ids(spark, rows, group_tasks) != [file_id for _, file_id in group]:
             return None, []
         frames.append(_masked_scan(spark, schema, group, plan, storage, rows))
+    frame = _union(frames)
+    return (frame, [task for task, _ in identified]) if frame is not None else (None, [])
+
+
+def _union(frames: list):
+    """The frames unioned by column name (None when there is none)."""
     if not frames:
-        return None, []
+        return None
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
-    return frame, [task for task, _ in identified]
+    return frame
 
 
 def _listed_ids(spark, frame, tasks) -> list[int | None]:
@@ -442,12 +441,8 @@ def _masked_local(spark, schema, tasks, plan, storage):
         if any(_file_id(task) != file_id for task, file_id in group):
             return None, []  # changed under the listing: Spark may have seen either state
         frames.append(frame)
-    if not frames:
-        return None, []
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
-    return frame, [task for task, _ in identified]
+    frame = _union(frames)
+    return (frame, [task for task, _ in identified]) if frame is not None else (None, [])
 
 
 def _file_id(task) -> int | None:
