@@ -36,6 +36,8 @@ truncated toward zero, so a value keeps its calendar second (see ``_arrow``).
 
 from __future__ import annotations
 
+import inspect
+
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (
@@ -150,10 +152,17 @@ def spark_schema(columns: tuple[ColumnSpec, ...]) -> StructType:
     )
 
 
+# The Arrow schema a Python data source's batches must have: pyspark 4.2+ derives it with
+# ``to_arrow_schema(schema, timezone="UTC")`` and refuses any other (4.1 took UTC itself).
+_ARROW_OPTIONS = (
+    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_type).parameters else {}
+)
+
+
 def spark_arrow_type(data_type: DataType, column: str) -> pa.DataType:
     """The Arrow type Spark expects in the batches for a column declared as ``data_type``."""
     try:
-        return to_arrow_type(data_type)
+        return to_arrow_type(data_type, **_ARROW_OPTIONS)
     except Exception as exc:  # pyspark raises its own TypeError subclasses
         raise UnsupportedTypeError(
             f"column {column!r} is declared as {data_type.simpleString()}, which Spark cannot "
