@@ -16,6 +16,7 @@ every number and treats NaN = NaN as true).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator, Sequence
 
@@ -89,13 +90,15 @@ def scan_polars(table):
             if remaining is not None and remaining <= 0:
                 return
 
-    return register_io_source(
-        source,
-        schema=schema,
-        is_pure=True,
-        explain_name="ducklake",
-        explain_detail=f"{table.name}@{table.snapshot_id}",
-    )
+    # is_pure and the explain names arrived after Polars 1.30 (the oldest admitted)
+    accepted = inspect.signature(register_io_source).parameters
+    optional = {
+        "is_pure": True,
+        "explain_name": "ducklake",
+        "explain_detail": f"{table.name}@{table.snapshot_id}",
+    }
+    extra = {k: v for k, v in optional.items() if k in accepted}
+    return register_io_source(source, schema=schema, **extra)
 
 
 # -- Polars predicate -> pyarrow expression --------------------------------------------------
@@ -205,13 +208,16 @@ def _literal(node):
     """A literal as a pyarrow scalar (``None`` for NULL), or ``_NONE`` if not a literal.
 
     Polars spells literals ``{"Dyn": {"Int": 5}}`` before optimisation and ``{"Scalar":
-    {"Int64": 5}}`` after; dates are days since the epoch. Other kinds are not pushed.
+    {"Int64": 5}}`` after (Polars 1.30: ``{"Scalar": {"dtype": "Int64", "value": {"Int64":
+    5}}}``); dates are days since the epoch. Other kinds are not pushed.
     """
     literal = node.get("Literal") if isinstance(node, dict) else None
     if not isinstance(literal, dict):
         return _NONE
     for kind in ("Dyn", "Scalar"):
         value = literal.get(kind)
+        if isinstance(value, dict) and set(value) == {"dtype", "value"}:
+            value = value["value"]  # the older spelling of a typed scalar
         if isinstance(value, dict) and len(value) == 1:
             ((type_name, inner),) = value.items()
             if type_name == "Null":
