@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 import datafusion
@@ -59,6 +60,7 @@ def bench_backend(kind: str, files: int, repeat: int, pg: str | None) -> list[st
     warm, table = measure(lambda: catalog.table("main", "t"), repeat=repeat)
     resolve, _ = measure(lambda: ctx.sql("SELECT k FROM lake.main.t"), repeat=repeat)
     t = measure_planning(catalog, table, expr, repeat=repeat)
+    committed = _after_commits(lake, kind, files, repeat) if kind != "postgres" else None
     close = getattr(catalog.backend, "close", None)
     if close is not None:
         close()
@@ -69,8 +71,51 @@ def bench_backend(kind: str, files: int, repeat: int, pg: str | None) -> list[st
         millis(resolve.median),
         _new_and_unchanged(t.full_new, t.full, f"{t.plan_all.stats.files_total} files"),
         _new_and_unchanged(t.pruned_new, t.pruned, f"{t.plan_pruned.stats.files_scanned} kept"),
+        "-" if committed is None else f"{millis(committed[0])} (full read {millis(committed[1])})",
         note,
     ]
+
+
+def _after_commits(lake, kind: str, files: int, repeat: int):
+    """``scan_plan()`` right after a one-row commit by DuckDB (a copy of the catalog, so the
+    cached lake stays as built): an open catalog refreshes what changed
+    (``catalog/_refresh``); ``full`` re-reads everything, as a catalog without the
+    previous version's memo does. Returns median seconds (refreshed, full)."""
+    import shutil
+    import tempfile
+
+    from common import Lake, attach, connect
+
+    path = lake.metadata.removeprefix("sqlite:")
+    copy = os.path.join(tempfile.mkdtemp(), os.path.basename(path))
+    shutil.copy(path, copy)
+    metadata = ("sqlite:" if lake.metadata.startswith("sqlite:") else "") + copy
+    writer = connect(kind)
+    scratch = Lake(metadata=metadata, root=lake.root, kind=kind)
+    counter = iter(range(10**9))
+
+    def commit():
+        attach(writer, scratch)  # DATA_PATH of the cached lake: one-row commits stay inlined
+        writer.execute("INSERT INTO lake.main.t (k) VALUES (?)", [-1 - next(counter)])
+        writer.execute("DETACH lake")
+
+    catalog = DuckLakeCatalog(metadata)
+    catalog.table("main", "t").scan_plan()
+
+    def after_commit(forget: bool) -> float:
+        """Median seconds of planning (the commit itself not timed)."""
+        times = []
+        for _ in range(repeat + 1):  # the first is a warm-up
+            commit()
+            if forget:
+                catalog.forget_metadata()
+            started = time.perf_counter()
+            plan = catalog.table("main", "t").scan_plan()
+            times.append(time.perf_counter() - started)
+            assert plan.stats.files_total >= files, plan.stats
+        return statistics.median(times[1:])
+
+    return after_commit(False), after_commit(True)
 
 
 def _new_and_unchanged(new, unchanged, note: str) -> str:
@@ -101,6 +146,7 @@ def main() -> None:
         "DataFusion resolve",
         "scan_plan() all: new / unchanged",
         "scan_plan(filter): new / unchanged",
+        "scan_plan() after a one-row commit",
         "lake",
     ]
     print(markdown_table(headers, rows))

@@ -403,7 +403,20 @@ def read_file_table(
     """
     params = [table_id, snapshot, snapshot]
     data = session.arrow(_DATA_FILES_SQL, params, _DATA_FILES_SCHEMA)
-    deletes = session.arrow(_DELETE_FILES_SQL, params, _DELETE_FILES_SCHEMA)
+    return joined_delete_files(data, read_delete_files(session, table_id, snapshot))
+
+
+def read_delete_files(session: MetadataSession, table_id: int, snapshot: int) -> pa.Table:
+    """The table's live delete files at ``snapshot`` (``_DELETE_FILES_SCHEMA``)."""
+    params = [table_id, snapshot, snapshot]
+    return session.arrow(_DELETE_FILES_SQL, params, _DELETE_FILES_SCHEMA)
+
+
+def joined_delete_files(
+    data: pa.Table, deletes: pa.Table
+) -> tuple[pa.Table, dict[int, tuple[DeleteFileEntry, ...]]]:
+    """Data-file rows (``_DATA_FILES_SCHEMA``) with their first live delete file, and the
+    further ones by data_file_id (see :func:`read_file_table`)."""
     n = data.num_rows
     extra: dict[int, tuple[DeleteFileEntry, ...]] = {}
     if deletes.num_rows == 0:
@@ -460,11 +473,16 @@ def read_table_files(
         with_partitions: read partition specs and file partition values.
     """
     key = ("files", table.table_id, snapshot, tuple(sorted(set(stats_columns))), with_partitions)
-    return per_version(
-        session,
-        key,
-        lambda: _read_table_files(session, table.table_id, snapshot, key[3], with_partitions),
-    )
+
+    def read() -> TableFiles:
+        from ._refresh import refreshed_table_files  # it builds on this module's queries
+
+        refreshed = refreshed_table_files(session, key)
+        if refreshed is not None:
+            return refreshed
+        return _read_table_files(session, table.table_id, snapshot, key[3], with_partitions)
+
+    return per_version(session, key, read)
 
 
 def _read_table_files(
@@ -475,19 +493,46 @@ def _read_table_files(
     with_partitions: bool,
 ) -> TableFiles:
     file_table, extra_delete_files = read_file_table(session, tid, snapshot)
+    return table_files(
+        session, tid, snapshot, file_table, extra_delete_files, stats_columns, with_partitions
+    )
+
+
+def table_files(
+    session: MetadataSession,
+    tid: int,
+    snapshot: int,
+    file_table: pa.Table,
+    extra_delete_files: dict,
+    stats_columns: tuple[int, ...],
+    with_partitions: bool,
+    *,
+    stats: pa.Table | None = None,
+    partition_values: pa.Table | None = None,
+    name_mappings: dict | None = None,
+) -> TableFiles:
+    """Steps 7-11 around a file table; ``stats``, ``partition_values`` and
+    ``name_mappings`` when already known (an incremental refresh), read otherwise."""
     mapping_ids = {m for m in file_table.column("mapping_id").to_pylist() if m is not None}
     partitioned = (
         with_partitions and file_table.column("partition_id").null_count < file_table.num_rows
     )
+    known = name_mappings or {}
+    mappings = {m: known[m] for m in mapping_ids if m in known}
+    mappings.update(_name_mappings(session, mapping_ids - set(mappings)))
+    if stats is None:
+        stats = _file_stats(session, tid, list(stats_columns))
+    if partitioned and partition_values is None:
+        partition_values = _partition_values(session, tid)
     return TableFiles(
         file_table=file_table,
         extra_delete_files=extra_delete_files,
         inlined_deletes=_inlined_deletes(session, tid, snapshot),
         inlined_rows=_inlined_rows(session, tid, snapshot),
-        name_mappings=_name_mappings(session, mapping_ids),
-        stats=_file_stats(session, tid, list(stats_columns)),
+        name_mappings=mappings,
+        stats=stats,
         partition_columns=_partition_columns(session, tid) if partitioned else {},
-        partition_values=_partition_values(session, tid) if partitioned else None,
+        partition_values=partition_values if partitioned else None,
     )
 
 

@@ -49,6 +49,7 @@ class SessionBase:
                 if previous is not None and history_replaced(previous, self._version):
                     cache.pop("per_snapshot", None)
                     cache.pop("per_version", None)
+                    cache.pop("previous_version", None)
                 cache["lake_version"] = self._version
         return self._version
 
@@ -76,8 +77,9 @@ def per_version(session, key: tuple, compute):
     compaction, flushing inlined data) and expiring snapshots deletes rows, so
     ``(latest snapshot id, snapshot count)`` changes whenever any metadata row can have
     changed. Comparing it costs one tiny query per session instead of re-reading files,
-    deletes, statistics and table lists on every query. The memo holds one version: a
-    new version drops everything read under the old one.
+    deletes, statistics and table lists on every query. The memo holds one version; the
+    one before it is kept as ``previous_version`` (until the next change) for
+    ``_refresh``, which builds a table's files from the rows that changed since.
     """
     cache = getattr(session, "cache", None)
     if cache is None:
@@ -85,6 +87,8 @@ def per_version(session, key: tuple, compute):
     version = session.lake_version()
     held = cache.get("per_version")
     if held is None or held[0] != version or len(held[1]) >= MEMO_ENTRIES:
+        if held is not None and held[0] != version:
+            cache["previous_version"] = held
         held = (version, {})
         cache["per_version"] = held
     memo = held[1]
