@@ -51,7 +51,7 @@ from ..scan._changes import ChangePlan, ChangeStep
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._options import SourceOptions
-from ._types import spark_arrow_type
+from ._types import spark_arrow_field, spark_arrow_type
 
 __all__ = [
     "SIDES",
@@ -399,7 +399,7 @@ class DuckLakeChangeSideReader(DataSourceReader):
                 check_castable(
                     column.arrow_type, target, column.name, field.dataType.simpleString()
                 )
-            outputs.append(_Output(index, pa.field(field.name, target), exact))
+            outputs.append(_Output(index, spark_arrow_field(field, target), exact))
         return outputs
 
     def partitions(self) -> Sequence[ChangeSidePartition]:
@@ -421,8 +421,8 @@ class DuckLakeChangeSideReader(DataSourceReader):
 
     def read(self, partition: ChangeSidePartition | None) -> Iterator[pa.RecordBatch]:
         """Yield the partition's rows in the side schema."""
-        if partition is None:  # pyspark's stand-in when a scan has no partitions
-            return
+        if not isinstance(partition, ChangeSidePartition):  # no partitions: None (4.1) or
+            return  # a bare InputPartition (4.2+)
         outputs: list[_Output] | None = None
         for unit in partition.units:
             if outputs is None:
@@ -442,7 +442,11 @@ def _side_batches(rows, snapshots, outputs: list[_Output]) -> Iterator[pa.Record
     ``snapshots``: the step snapshot of every row (an int), or one per row (an array).
     """
     batches = rows.to_batches() if isinstance(rows, pa.Table) else [rows]
-    fields = [pa.field(SNAPSHOT_FIELD, pa.int64()), pa.field(ROWID_FIELD, pa.int64())]
+    # as side_key_fields() declares them: pyspark 4.2+ checks the batches' nullability too
+    fields = [
+        pa.field(SNAPSHOT_FIELD, pa.int64(), nullable=False),
+        pa.field(ROWID_FIELD, pa.int64(), nullable=False),
+    ]
     target = pa.schema(fields + [o.field for o in outputs])
     start = 0
     for batch in batches:

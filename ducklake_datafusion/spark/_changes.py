@@ -40,7 +40,7 @@ from ..errors import InvalidOptionError, SnapshotNotFoundError
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_table
 from ._options import SourceOptions
-from ._types import spark_arrow_type, spark_schema
+from ._types import spark_arrow_field, spark_arrow_type, spark_schema
 
 __all__ = [
     "CHANGE_FIELDS",
@@ -150,7 +150,7 @@ class DuckLakeChangesReader(DataSourceReader):
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.target: pa.Schema = pa.schema(
-            [pa.field(f.name, spark_arrow_type(f.dataType, f.name)) for f in schema.fields]
+            [spark_arrow_field(f, spark_arrow_type(f.dataType, f.name)) for f in schema.fields]
         )
         self.declared: tuple[str, ...] = tuple(f.dataType.simpleString() for f in schema.fields)
 
@@ -205,8 +205,8 @@ class DuckLakeChangesReader(DataSourceReader):
 
     def read(self, partition: ChangesPartition | None) -> Iterator[pa.RecordBatch]:
         """Yield the rows of one partition (already in Spark's Arrow schema)."""
-        if partition is None:  # pyspark's stand-in when a scan has no partitions
-            return iter(())
+        if not isinstance(partition, ChangesPartition):  # no partitions: None (4.1) or a
+            return iter(())  # bare InputPartition (4.2+)
         return _batches(partition.data)
 
 

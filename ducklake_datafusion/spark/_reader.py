@@ -43,7 +43,7 @@ from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._filters import FilterColumn, combine, translate_filter
 from ._options import OpenTable, SourceOptions
-from ._types import spark_arrow_type, spark_type
+from ._types import spark_arrow_field, spark_arrow_type, spark_type
 
 __all__ = ["GUARD_COLUMN", "DuckLakeReader", "ScanPartition", "guard_field"]
 
@@ -113,7 +113,7 @@ class DuckLakeReader(DataSourceReader):
             target = spark_arrow_type(field.dataType, field.name)
             check_castable(column.arrow_type, target, field.name, field.dataType.simpleString())
             projection.append(column.name)
-            fields.append(pa.field(field.name, target))
+            fields.append(spark_arrow_field(field, target))
             filter_columns[field.name] = FilterColumn(
                 column.name, column.arrow_type, _derived(column) == field.dataType
             )

@@ -66,7 +66,7 @@ from ..errors import UnsupportedTypeError
 from ..scan import WIDE_INTEGER_TYPE
 from ..types import ColumnSpec
 
-__all__ = ["spark_arrow_type", "spark_schema", "spark_type"]
+__all__ = ["spark_arrow_field", "spark_arrow_type", "spark_schema", "spark_type"]
 
 _MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType limit
 
@@ -157,6 +157,12 @@ def spark_schema(columns: tuple[ColumnSpec, ...]) -> StructType:
 _ARROW_OPTIONS = (
     {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_type).parameters else {}
 )
+
+
+def spark_arrow_field(field: StructField, arrow_type: pa.DataType) -> pa.Field:
+    """The Arrow field of a declared Spark field: its type and, as pyspark 4.2+ checks
+    against the schema it derives, its nullability."""
+    return pa.field(field.name, arrow_type, nullable=field.nullable)
 
 
 def spark_arrow_type(data_type: DataType, column: str) -> pa.DataType:
