@@ -154,6 +154,7 @@ def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path)
 
 
 def _explain(lake, sql: str, **kwargs) -> str:
+    kwargs.setdefault("rust", False)  # these tests are about the Python listing scans
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), **kwargs))
     return "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
