@@ -28,7 +28,8 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 
 # Rebuild the extension (incrementally) when its sources changed.
 $(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES)
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install -q --disable-pip-version-check \
+		--no-deps --no-build-isolation -e .
 	touch $@
 
 test: venv

@@ -47,6 +47,7 @@ from ..read._deletes import deleted_positions
 from ..read._file_checks import files_unchanged
 from ..read._reader import open_file
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
+from ..scan._conform import default_array
 from ..scan._planner import build_scan_plan
 from ..scan._pruning import FilePruner
 from ._native import _native_layout, _signature, native_type
@@ -166,11 +167,23 @@ def _build(rust, table) -> _Built | None:
     if storage is None:
         return None
     signature = _signature(table)
+    layouts = []
     for task in files:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         layout = _native_layout(task, plan, table.columns, signature, what)
-        if layout is None or not layout.current:
-            return None
+        if layout is None:
+            return None  # a conversion the scan would not do exactly: the exact path
+        layouts.append(layout)
+    by_id = {}
+    if not all(layout.current for layout in layouts):
+        # older layouts: columns matched by field id, missing ones filled with defaults
+        by_id["field_ids"] = {c.name: c.column_id for c in table.columns}
+        by_id["defaults"] = pa.RecordBatch.from_arrays(
+            [default_array(c, 1).cast(c.arrow_type) for c in table.columns],
+            schema=plan.table_schema,
+        )
+        if any(layout.snapshot_column is not None for layout in layouts):
+            by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
     file_table = _file_table(plan, files)
     bounds = _bounds_table(table.columns, files_meta, files)
     names = [c.name for c in table.columns]
@@ -186,6 +199,7 @@ def _build(rust, table) -> _Built | None:
         batches,
         storage,
         MIN_PARTITIONS,
+        **by_id,
     )
     return _Built(provider, tuple(files), table.lake.backend)
 
@@ -232,6 +246,8 @@ def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
     kwargs = _s3_kwargs(plan.storage)
     if kwargs.get("anonymous") or kwargs.get("force_virtual_addressing"):
         return None
+    if not kwargs.get("access_key"):
+        return None  # ambient credentials: the exact path resolves them as pyarrow does
     options = {"kind": "s3", "bucket": next(iter(buckets)), "region": kwargs["region"]}
     if "endpoint_override" in kwargs:
         options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
@@ -309,10 +325,14 @@ def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBa
         if low is None:
             continue
         names += [f"min:{column.name}", f"max:{column.name}", f"nulls:{column.name}"]
-        arrays += [low.take(order), high.take(order), nulls.take(order)]
+        arrays += [_array(low.take(order)), _array(high.take(order)), _array(nulls.take(order))]
     if not arrays:
         return pa.RecordBatch.from_pydict({"_": pa.nulls(len(files), pa.int8())})
     return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _array(values) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _narrowed(parts, wanted: pa.DataType):

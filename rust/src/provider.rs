@@ -9,21 +9,29 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::{BinaryExpr, Column, IsNullExpr, Literal};
+use datafusion::physical_expr::projection::ProjectionExpr;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::config::TableParquetOptions;
 use datafusion::common::{DFSchema, DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::cache::cache_manager::FileMetadataCache;
-use datafusion::execution::cache::DefaultCache;
+use datafusion::execution::cache::default_cache::DefaultCache;
 use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
-use datafusion::physical_optimizer::pruning::PruningPredicate;
+use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::execution::context::ExecutionProps;
@@ -116,8 +124,16 @@ pub struct LakeProvider {
     /// Partitions a scan is split into at least (both cores busy whatever the session's
     /// `target_partitions`).
     min_partitions: usize,
+    /// Set when some file holds per-row snapshot ids (merged files): rows of later
+    /// snapshots are dropped. The scan then reads `scan_schema`, the table's columns and
+    /// the snapshot column (`SNAPSHOT_COLUMN`, mapped by field id).
+    snapshot: Option<i64>,
+    scan_schema: SchemaRef,
     last: Mutex<ScanReport>,
 }
+
+/// The hidden column of per-row snapshot ids (a name no table column can have).
+pub const SNAPSHOT_COLUMN: &str = "\u{0}ducklake snapshot";
 
 impl fmt::Debug for LakeProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -139,7 +155,16 @@ impl LakeProvider {
         store: Arc<dyn ObjectStore>,
         adapter: Option<Arc<dyn PhysicalExprAdapterFactory>>,
         min_partitions: usize,
+        snapshot: Option<i64>,
     ) -> Self {
+        let scan_schema = match snapshot {
+            None => Arc::clone(&schema),
+            Some(_) => {
+                let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+                fields.push(Arc::new(Field::new(SNAPSHOT_COLUMN, DataType::Int64, true)));
+                Arc::new(Schema::new(fields))
+            }
+        };
         Self {
             table,
             schema,
@@ -150,6 +175,8 @@ impl LakeProvider {
             store_url: ObjectStoreUrl::local_filesystem(),
             adapter,
             min_partitions,
+            snapshot,
+            scan_schema,
             last: Mutex::new(ScanReport::default()),
         }
     }
@@ -179,7 +206,9 @@ impl LakeProvider {
         if self.bounds.len() != self.files.len() {
             return all;
         }
-        match PruningPredicate::try_new(Arc::clone(predicate), Arc::clone(&self.schema))
+        match PruningPredicateBuilder::new()
+            .with_file_schema(Arc::clone(&self.schema))
+            .try_build(Arc::clone(predicate))
             .and_then(|p| p.prune(&self.bounds))
         {
             Ok(keep) if keep.len() == self.files.len() => keep,
@@ -201,7 +230,8 @@ impl LakeProvider {
         };
         // count(*) and the like: no column, no filter. The count is exact: every file was
         // checked against the catalog's record count and every deleted position is known.
-        if projection.is_some_and(|p| p.is_empty()) && filters.is_empty() {
+        if projection.is_some_and(|p| p.is_empty()) && filters.is_empty() && self.snapshot.is_none()
+        {
             report.from_catalog = true;
             let mut rows = self.live_rows();
             if let Some(limit) = limit {
@@ -217,7 +247,13 @@ impl LakeProvider {
             Some(expr) => {
                 let df_schema = DFSchema::try_from(Arc::clone(&self.schema))?;
                 // A filter this side cannot plan is still applied by DataFusion (Inexact).
-                create_physical_expr(&expr, &df_schema, &ExecutionProps::new()).ok()
+                create_physical_expr(
+                    &expr,
+                    &df_schema,
+                    &ExecutionProps::new(),
+                    &PhysicalPlanningContext::default(),
+                )
+                .ok()
             }
             None => None,
         };
@@ -241,8 +277,11 @@ impl LakeProvider {
                 .max(self.min_partitions);
             let groups = balanced_groups(&kept, partitions);
             report.partitions = groups.len();
-            let mut source = ParquetSource::new(Arc::clone(&self.schema))
-                .with_table_parquet_options(state.config_options().execution.parquet.clone())
+            let mut source = ParquetSource::new(Arc::clone(&self.scan_schema))
+                .with_table_parquet_options(TableParquetOptions {
+                    global: state.config_options().execution.parquet.clone(),
+                    ..Default::default()
+                })
                 .with_parquet_file_reader_factory(Arc::new(CachedParquetFileReaderFactory::new(
                     Arc::clone(&self.store),
                     metadata_cache(),
@@ -250,13 +289,25 @@ impl LakeProvider {
             if let Some(predicate) = &predicate {
                 source = source.with_predicate(Arc::clone(predicate));
             }
+            let wanted: Vec<usize> = match projection {
+                Some(p) => p.clone(),
+                None => (0..self.schema.fields().len()).collect(),
+            };
+            let mut indices = wanted.clone();
+            if self.snapshot.is_some() {
+                indices.push(self.schema.fields().len());
+            }
             let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
                 .with_file_groups(groups)
-                .with_projection_indices(projection.cloned())?
-                .with_limit(limit)
+                .with_projection_indices(Some(indices))?
+                .with_limit(if self.snapshot.is_some() { None } else { limit })
                 .with_expr_adapter(self.adapter.clone())
                 .build();
-            inputs.push(DataSourceExec::from_data_source(config));
+            let mut scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+            if let Some(snapshot) = self.snapshot {
+                scan = self.drop_later_rows(scan, snapshot, &wanted)?;
+            }
+            inputs.push(scan);
         }
         let inlined: Vec<RecordBatch> = self
             .inlined
@@ -280,6 +331,39 @@ impl LakeProvider {
         let summary = report.summary();
         self.record(report);
         Ok(Arc::new(GuardExec::new(summary, plan)))
+    }
+}
+
+impl LakeProvider {
+    /// Rows of merged files written by snapshots after `snapshot` dropped (a file without
+    /// the snapshot column reads it as null: every row visible), then the column itself.
+    fn drop_later_rows(
+        &self,
+        scan: Arc<dyn ExecutionPlan>,
+        snapshot: i64,
+        wanted: &[usize],
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let position = wanted.len();
+        let ids: Arc<dyn PhysicalExpr> = Arc::new(Column::new(SNAPSHOT_COLUMN, position));
+        let visible = Arc::new(BinaryExpr::new(
+            Arc::new(IsNullExpr::new(Arc::clone(&ids))),
+            Operator::Or,
+            Arc::new(BinaryExpr::new(
+                ids,
+                Operator::LtEq,
+                Arc::new(Literal::new(ScalarValue::Int64(Some(snapshot)))),
+            )),
+        ));
+        let filtered: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(visible, scan)?);
+        let exprs: Vec<ProjectionExpr> = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, &index)| {
+                let name = self.schema.field(index).name();
+                ProjectionExpr::new(Arc::new(Column::new(name, i)), name.clone())
+            })
+            .collect();
+        Ok(Arc::new(ProjectionExec::try_new(exprs, filtered)?))
     }
 }
 

@@ -4,12 +4,11 @@
 //! `scan()` and while DataFusion polls the scan become query errors (`guard`).
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::sync::{Arc, OnceLock};
 
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Int64Type, Schema};
-use arrow::pyarrow::PyArrowType;
+use arrow_pyarrow::PyArrowType;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use object_store::path::Path;
@@ -24,6 +23,9 @@ use crate::deletes::row_selection;
 use crate::layouts::FieldIds;
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
+
+/// The field id DuckDB gives the per-row snapshot ids of merged files.
+const SNAPSHOT_FIELD_ID: i64 = 2147483539;
 
 /// The runtime our object stores do their I/O on (never the caller's executor).
 fn runtime() -> PyResult<&'static Runtime> {
@@ -127,7 +129,9 @@ impl PyLakeProvider {
     /// `field_ids` (column name to Parquet field id) and `defaults` (one row of the table
     /// schema: each column's initial default) map files of older layouts by field id.
     #[new]
-    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None))]
+    /// `snapshot`, when some file holds per-row snapshot ids (merged files), drops the
+    /// rows of later snapshots.
+    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None, snapshot=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         table: String,
@@ -139,6 +143,7 @@ impl PyLakeProvider {
         min_partitions: usize,
         field_ids: Option<HashMap<String, i64>>,
         defaults: Option<PyArrowType<RecordBatch>>,
+        snapshot: Option<i64>,
     ) -> PyResult<Self> {
         let schema = Arc::new(schema.0);
         let files = lake_files(&files.0)?;
@@ -157,7 +162,10 @@ impl PyLakeProvider {
         }
         let store = crate::stores::object_store(&storage).map_err(PyValueError::new_err)?;
         let adapter = match field_ids {
-            Some(ids) => {
+            Some(mut ids) => {
+                if snapshot.is_some() {
+                    ids.insert(crate::provider::SNAPSHOT_COLUMN.to_string(), SNAPSHOT_FIELD_ID);
+                }
                 let mut values = HashMap::new();
                 if let Some(defaults) = defaults {
                     let defaults = defaults.0;
@@ -173,6 +181,9 @@ impl PyLakeProvider {
                 }
                 Some(crate::layouts::field_id_adapter(FieldIds::new(ids, values)))
             }
+            None if snapshot.is_some() => {
+                return Err(PyValueError::new_err("a snapshot filter needs the field ids"));
+            }
             None => None,
         };
         let provider = LakeProvider::new(
@@ -184,6 +195,7 @@ impl PyLakeProvider {
             store,
             adapter,
             min_partitions.max(1),
+            snapshot,
         );
         Ok(Self {
             inner: Arc::new(provider),
@@ -205,9 +217,7 @@ impl PyLakeProvider {
             Some(handle),
             codec,
         );
-        let name = CString::new("datafusion_table_provider")
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        PyCapsule::new(py, provider, Some(name))
+        PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
     }
 
     /// What the last scan did: files total and kept, files with deletes, rows skipped,
@@ -242,17 +252,13 @@ fn logical_codec(session: Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCode
     let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
         PyValueError::new_err("expected a datafusion SessionContext or a logical extension codec capsule")
     })?;
-    let name = capsule.name()?;
-    let expected = "datafusion_logical_extension_codec";
-    let found = match name {
-        Some(name) => unsafe { name.as_cstr() }.to_str().unwrap_or("").to_string(),
-        None => String::new(),
-    };
-    if found != expected {
-        return Err(PyValueError::new_err(format!(
-            "expected a capsule named {expected:?}, got {found:?}"
-        )));
-    }
-    let codec = unsafe { capsule.reference::<FFI_LogicalExtensionCodec>() };
+    let pointer = capsule
+        .pointer_checked(Some(c"datafusion_logical_extension_codec"))
+        .map_err(|_| {
+            PyValueError::new_err("expected a capsule named \"datafusion_logical_extension_codec\"")
+        })?;
+    // SAFETY: a capsule of that name holds an FFI_LogicalExtensionCodec (datafusion-ffi's
+    // contract), alive as long as the capsule, which we hold while cloning it.
+    let codec = unsafe { pointer.cast::<FFI_LogicalExtensionCodec>().as_ref() };
     Ok(codec.clone())
 }
