@@ -208,3 +208,57 @@ def test_every_snapshot_through_the_rust_path(ranged_lake):
         except Exception as exc:  # a snapshot before the table existed
             if "does not exist" not in str(exc) and "not found" not in str(exc).lower():
                 raise
+
+
+LAYOUT_QUERIES = [
+    "SELECT * FROM lake.main.t",
+    "SELECT count(*) AS n FROM lake.main.t",
+    "SELECT name, v FROM lake.main.t WHERE k BETWEEN 990 AND 2010",
+    "SELECT v, count(*) AS n, CAST(sum(w) AS BIGINT) AS sw FROM lake.main.t GROUP BY v",
+    "SELECT k, d, m, note FROM lake.main.t WHERE v = 7 AND k % 97 = 0",
+    "SELECT count(*) AS n FROM lake.main.t WHERE note IS NULL OR note = 'new'",
+]
+
+
+@pytest.mark.parametrize("deletes", [False, True])
+def test_older_layouts_are_read_by_field_id(make_lake, deletes):
+    from lakes import evolve_table
+
+    lake = make_lake(inline_limit=0)
+    evolve_table(lake, deletes=deletes)
+    assert _is_rust(lake)
+    for sql in LAYOUT_QUERIES:
+        check(lake, sql)
+
+
+def test_merged_files_drop_rows_of_later_snapshots(make_lake):
+    from lakes import merged_inserts
+
+    lake = make_lake(inline_limit=0)
+    merged_inserts(lake)
+    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 1")
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        assert _is_rust(lake, snapshot=snapshot)
+        check(lake, "SELECT count(*) AS n, max(k) AS m FROM lake.main.t", snapshot=snapshot)
+        check(lake, "SELECT k, s FROM lake.main.t WHERE k BETWEEN 1995 AND 3004", snapshot=snapshot)
+
+
+def test_a_panic_inside_the_extension_does_not_abort_python():
+    """PyO3 turns a panic in a method into an exception; bad input is an error, not a
+    crash."""
+    import pyarrow as pa
+
+    rust = _rust.extension()
+    schema = pa.schema([pa.field("k", pa.int64())])
+    files = pa.RecordBatch.from_pydict(
+        {
+            "path": pa.array(["x.parquet"]),
+            "size": pa.array([10], pa.int64()),
+            "footer_size": pa.array([None], pa.int64()),
+            "record_count": pa.array([3], pa.int64()),
+            "deleted": pa.array([[5]], pa.list_(pa.int64())),
+        }
+    )
+    bounds = pa.RecordBatch.from_pydict({"_": pa.nulls(1, pa.int8())})
+    with pytest.raises(ValueError, match="outside the file's 3 rows"):
+        rust.LakeProvider("main.t", schema, files, bounds, [], {"kind": "local"}, 2)

@@ -160,6 +160,8 @@ def rust_provider(table):
 def _build(rust, table) -> _Built | None:
     if not all(native_type(c.type_name) for c in table.columns):
         return None
+    if any(c.name.startswith("_ducklake_") for c in table.columns):
+        return None  # the provider's own hidden columns are named so
     plan, files_meta = _full_plan(table)
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]

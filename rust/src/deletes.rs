@@ -24,7 +24,9 @@ pub fn row_selection(deleted: &[i64], record_count: u64) -> Result<RowSelection,
             ));
         }
         if position < next {
-            return Err(format!("deleted positions are not sorted and unique at {position}"));
+            return Err(format!(
+                "deleted positions are not sorted and unique at {position}"
+            ));
         }
         if position > next {
             selectors.push(RowSelector::select(to_usize(position - next)?));

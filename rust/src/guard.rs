@@ -11,11 +11,11 @@ use std::task::{Context, Poll};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::common::{DataFusionError, Result};
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result};
 use datafusion::config::ConfigOptions;
-use datafusion::physical_expr::PhysicalExpr;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, Statistics,
@@ -121,10 +121,9 @@ impl ExecutionPlan for GuardExec {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let input = Arc::clone(&self.input);
-        let stream = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            input.execute(partition, context)
-        }))
-        .map_err(|payload| panic_error("a scan", payload.as_ref()))??;
+        let stream =
+            std::panic::catch_unwind(AssertUnwindSafe(|| input.execute(partition, context)))
+                .map_err(|payload| panic_error("a scan", payload.as_ref()))??;
         Ok(Box::pin(GuardStream {
             inner: Some(stream),
             schema: self.input.schema(),

@@ -63,7 +63,7 @@ impl PhysicalExprAdapterFactory for FieldIdAdapterFactory {
             .map(|(i, f)| {
                 let name = match field_id(f).and_then(|id| by_id.get(&id)) {
                     Some(name) => (*name).clone(),
-                    None => format!("\u{0}ducklake unmapped {i}"),
+                    None => format!("_ducklake_unmapped_{i}"),
                 };
                 f.as_ref().clone().with_name(name)
             })

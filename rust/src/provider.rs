@@ -10,33 +10,33 @@ use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::ScalarValue;
-use datafusion::logical_expr::Operator;
-use datafusion::physical_expr::expressions::{BinaryExpr, Column, IsNullExpr, Literal};
-use datafusion::physical_expr::projection::ProjectionExpr;
-use datafusion::physical_plan::filter::FilterExec;
-use datafusion::physical_plan::projection::ProjectionExec;
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::config::TableParquetOptions;
+use datafusion::common::ScalarValue;
 use datafusion::common::{DFSchema, DataFusionError, Result};
 use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::cache::cache_manager::FileMetadataCache;
 use datafusion::execution::cache::default_cache::DefaultCache;
+use datafusion::execution::context::ExecutionProps;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::Operator;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_expr::expressions::{BinaryExpr, Column, IsNullExpr, Literal};
+use datafusion::physical_expr::projection::ProjectionExpr;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+use datafusion::physical_expr_adapter::PhysicalExprAdapterFactory;
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::execution::context::ExecutionProps;
-use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::physical_expr_adapter::PhysicalExprAdapterFactory;
 use datafusion_datasource_parquet::{CachedParquetFileReaderFactory, ParquetRowSelection};
 use object_store::path::Path;
 use object_store::ObjectStore;
@@ -132,8 +132,9 @@ pub struct LakeProvider {
     last: Mutex<ScanReport>,
 }
 
-/// The hidden column of per-row snapshot ids (a name no table column can have).
-pub const SNAPSHOT_COLUMN: &str = "\u{0}ducklake snapshot";
+/// The hidden column of per-row snapshot ids (DuckDB's own name for it; the Python side
+/// sends no table with a column named `_ducklake_*`). No NUL: names cross the FFI as C strings.
+pub const SNAPSHOT_COLUMN: &str = "_ducklake_internal_snapshot_id";
 
 impl fmt::Debug for LakeProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -451,7 +452,10 @@ impl TableProvider for LakeProvider {
             self.scan_plan(state, projection, filters, limit)
         }))
         .map_err(|payload| {
-            crate::guard::panic_error(&format!("planning a scan of {}", self.table), payload.as_ref())
+            crate::guard::panic_error(
+                &format!("planning a scan of {}", self.table),
+                payload.as_ref(),
+            )
         })?
         .map_err(|e: DataFusionError| e)
     }

@@ -68,7 +68,11 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
     let paths = column(batch, "path")?;
     let paths = match paths.data_type() {
         DataType::Utf8 => paths.as_string::<i32>(),
-        _ => return Err(PyValueError::new_err("file column \"path\" must be a string")),
+        _ => {
+            return Err(PyValueError::new_err(
+                "file column \"path\" must be a string",
+            ))
+        }
     };
     let sizes = int64s(batch, "size")?;
     let footers = int64s(batch, "footer_size")?;
@@ -79,7 +83,9 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
     let mut files = Vec::with_capacity(batch.num_rows());
     for row in 0..batch.num_rows() {
         if paths.is_null(row) || sizes.is_null(row) || counts.is_null(row) {
-            return Err(PyValueError::new_err(format!("file row {row} lacks a path, size or count")));
+            return Err(PyValueError::new_err(format!(
+                "file row {row} lacks a path, size or count"
+            )));
         }
         let path = Path::parse(paths.value(row))
             .map_err(|e| PyValueError::new_err(format!("bad file path: {e}")))?;
@@ -156,15 +162,20 @@ impl PyLakeProvider {
                     "inlined rows of {table} do not have the table's schema"
                 )));
             }
-            batches.push(batch.with_schema(Arc::clone(&schema)).map_err(|e| {
-                PyValueError::new_err(format!("inlined rows of {table}: {e}"))
-            })?);
+            batches.push(
+                batch
+                    .with_schema(Arc::clone(&schema))
+                    .map_err(|e| PyValueError::new_err(format!("inlined rows of {table}: {e}")))?,
+            );
         }
         let store = crate::stores::object_store(&storage).map_err(PyValueError::new_err)?;
         let adapter = match field_ids {
             Some(mut ids) => {
                 if snapshot.is_some() {
-                    ids.insert(crate::provider::SNAPSHOT_COLUMN.to_string(), SNAPSHOT_FIELD_ID);
+                    ids.insert(
+                        crate::provider::SNAPSHOT_COLUMN.to_string(),
+                        SNAPSHOT_FIELD_ID,
+                    );
                 }
                 let mut values = HashMap::new();
                 if let Some(defaults) = defaults {
@@ -172,7 +183,8 @@ impl PyLakeProvider {
                     if defaults.num_rows() != 1 {
                         return Err(PyValueError::new_err("defaults must be one row"));
                     }
-                    for (field, array) in defaults.schema().fields().iter().zip(defaults.columns()) {
+                    for (field, array) in defaults.schema().fields().iter().zip(defaults.columns())
+                    {
                         let value = ScalarValue::try_from_array(array, 0).map_err(|e| {
                             PyValueError::new_err(format!("default of {}: {e}", field.name()))
                         })?;
@@ -182,7 +194,9 @@ impl PyLakeProvider {
                 Some(crate::layouts::field_id_adapter(FieldIds::new(ids, values)))
             }
             None if snapshot.is_some() => {
-                return Err(PyValueError::new_err("a snapshot filter needs the field ids"));
+                return Err(PyValueError::new_err(
+                    "a snapshot filter needs the field ids",
+                ));
             }
             None => None,
         };
@@ -250,7 +264,9 @@ fn logical_codec(session: Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCode
         session
     };
     let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
-        PyValueError::new_err("expected a datafusion SessionContext or a logical extension codec capsule")
+        PyValueError::new_err(
+            "expected a datafusion SessionContext or a logical extension codec capsule",
+        )
     })?;
     let pointer = capsule
         .pointer_checked(Some(c"datafusion_logical_extension_codec"))
