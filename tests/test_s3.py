@@ -144,7 +144,8 @@ def test_missing_object(s3_lake, s3):
     s3.client().delete_object(Bucket=bucket, Key=keys[0])
     with pytest.raises(Exception) as info:
         ours(s3_lake, "SELECT sum(id) FROM lake.main.t")
-    assert "DataFileMissingError" in str(info.value)
+    error = info.value  # raised at table lookup (Rust scan's checks), or inside DataFusion's text
+    assert isinstance(error, errors.DataFileMissingError) or "DataFileMissingError" in str(error)
     assert keys[0].rsplit("/", 1)[-1] in str(info.value)
 
 
@@ -223,7 +224,7 @@ def test_the_rust_scan_reads_s3_with_its_own_store_without_register(clean_s3_lak
     plain.register_catalog_provider("lake", catalog)
     assert "DuckLakeScanExec" in _plan(plain, "SELECT * FROM lake.main.t")
     for sql in (
-        "SELECT count(*) AS n, sum(extra) AS e FROM lake.main.t",
+        "SELECT count(*) AS n, max(extra) AS e FROM lake.main.t",
         "SELECT id, name FROM lake.main.t WHERE id BETWEEN 495 AND 505",
     ):
         assert_same_rows(plain.sql(sql).to_arrow_table(), clean_s3_lake.reference(sql))

@@ -50,7 +50,7 @@ from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._conform import default_array
 from ..scan._planner import build_scan_plan
 from ..scan._pruning import FilePruner
-from ._native import _native_layout, _signature, native_type
+from ._native import _SAFE_PATH, _native_layout, _signature, native_type
 
 __all__ = ["extension", "rust_provider", "rust_table"]
 
@@ -238,6 +238,8 @@ def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
         if task.encryption_key is not None or task.name_mapping is not None:
             return None
         location = parse_location(task.file.url)
+        if not _SAFE_PATH.match("/" + location.path.lstrip("/")):
+            return None  # spelled differently by object-store paths: the next path reads it
         schemes.add(location.scheme)
         if location.scheme == "s3":
             buckets.add(location.authority)
@@ -268,7 +270,11 @@ def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
 
 
 def _object_path(url: str) -> str:
+    """The file's path in the provider's store: the local path without its leading
+    slash, or the key within the bucket."""
     location = parse_location(url)
+    if location.scheme == "s3":
+        return location.path[len(location.authority) + 1 :]
     return location.path.lstrip("/")
 
 
