@@ -262,3 +262,33 @@ def test_a_panic_inside_the_extension_does_not_abort_python():
     bounds = pa.RecordBatch.from_pydict({"_": pa.nulls(1, pa.int8())})
     with pytest.raises(ValueError, match="outside the file's 3 rows"):
         rust.LakeProvider("main.t", schema, files, bounds, [], {"kind": "local"}, 2)
+
+
+def test_a_file_removed_or_replaced_after_a_query_fails_the_query_with_our_error(make_lake):
+    """The provider of a snapshot is reused; each file its scan opens is checked again in
+    Rust (size, footer row count) and a failed check names our error class."""
+    import shutil
+
+    from ducklake_datafusion.pathres import parse_location
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in (0, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    ctx = SessionContext()
+    register(ctx, "lake", _catalog(lake))
+    sql = "SELECT count(*) AS n, max(k) AS m FROM lake.main.t WHERE k >= 0"
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))
+    tasks = _catalog(lake).table("main", "t").scan_plan().tasks
+    first, second = (parse_location(t.file.url).path for t in tasks)
+    shutil.copyfile(first, first + ".bak")
+    with open(first, "r+b") as handle:  # the same size, another footer row count: rewritten
+        handle.truncate(0)
+    shutil.copyfile(second, first)
+    with pytest.raises(Exception, match="DataFileCorruptError|DataFileMissingError|bytes but"):
+        ctx.sql(sql).to_arrow_table()
+    import os
+
+    os.remove(first)
+    with pytest.raises(Exception, match="DataFileMissingError"):
+        ctx.sql(sql).to_arrow_table()

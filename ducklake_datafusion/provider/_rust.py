@@ -44,7 +44,6 @@ from ..errors import MissingDependencyError, UnsupportedFeatureError
 from ..pathres import parse_location
 from ..pathres._filesystems import _s3_kwargs
 from ..read._deletes import deleted_positions
-from ..read._file_checks import files_unchanged
 from ..read._reader import open_file
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._conform import default_array
@@ -116,8 +115,10 @@ class _Built:
 
 
 # Providers by (catalog, table incl. its UUID, snapshot, columns, data path, storage): a
-# snapshot's files never change, so planning happens once; a later lookup re-checks only
-# that the files are still regular files of the catalog's size.
+# snapshot's files never change, so planning happens once. A later query re-checks each
+# file its scan opens, in Rust (``rust/src/checks.rs``: a local file's size, the footer's
+# row count), instead of stat-ing every file of the table on each lookup (30 ms for
+# 10,000 files).
 _built: dict[tuple, _Built | None] = {}
 _BUILT_MAX = 128
 
@@ -147,7 +148,7 @@ def rust_provider(table):
     )
     with _LOCK:
         built = _built.get(key, False)
-    if built is not False and (built is None or files_unchanged(built.files)):
+    if built is not False:
         return None if built is None else built.provider
     built = _build(rust, table)
     with _LOCK:
@@ -296,6 +297,7 @@ def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(
         {
             "path": pa.array([_object_path(t.file.url) for t in files], pa.string()),
+            "url": pa.array([t.file.url for t in files], pa.string()),
             "size": pa.array([t.file.size for t in files], pa.int64()),
             "footer_size": pa.array([t.file.footer_size for t in files], pa.int64()),
             "record_count": pa.array([t.record_count for t in files], pa.int64()),

@@ -7,8 +7,10 @@
 //! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
 //! scan), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
 //! as row selections), `layouts` (older file layouts mapped by field id), `stores`
-//! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan).
+//! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `checks` (files re-checked
+//! against the catalog when the scan opens them).
 
+mod checks;
 mod deletes;
 mod guard;
 mod layouts;

@@ -42,6 +42,7 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
 
+use crate::checks::{CheckedReaderFactory, Expected};
 use crate::guard::GuardExec;
 use crate::pruning::FileBounds;
 
@@ -59,6 +60,8 @@ fn metadata_cache() -> Arc<FileMetadataCache> {
 #[derive(Debug, Clone)]
 pub struct LakeFile {
     pub path: Path,
+    /// The catalog's URL of the file, for messages.
+    pub url: String,
     pub size: u64,
     pub footer_size: Option<u64>,
     pub record_count: u64,
@@ -129,6 +132,8 @@ pub struct LakeProvider {
     /// the snapshot column (`SNAPSHOT_COLUMN`, mapped by field id).
     snapshot: Option<i64>,
     scan_schema: SchemaRef,
+    /// Files on the local file system (re-checked with a stat when opened).
+    local: bool,
     last: Mutex<ScanReport>,
 }
 
@@ -157,6 +162,7 @@ impl LakeProvider {
         adapter: Option<Arc<dyn PhysicalExprAdapterFactory>>,
         min_partitions: usize,
         snapshot: Option<i64>,
+        local: bool,
     ) -> Self {
         let scan_schema = match snapshot {
             None => Arc::clone(&schema),
@@ -178,6 +184,7 @@ impl LakeProvider {
             min_partitions,
             snapshot,
             scan_schema,
+            local,
             last: Mutex::new(ScanReport::default()),
         }
     }
@@ -283,10 +290,15 @@ impl LakeProvider {
                     global: state.config_options().execution.parquet.clone(),
                     ..Default::default()
                 })
-                .with_parquet_file_reader_factory(Arc::new(CachedParquetFileReaderFactory::new(
-                    Arc::clone(&self.store),
-                    metadata_cache(),
-                )));
+                .with_parquet_file_reader_factory(Arc::new(CheckedReaderFactory {
+                    inner: Arc::new(CachedParquetFileReaderFactory::new(
+                        Arc::clone(&self.store),
+                        metadata_cache(),
+                    )),
+                    store: Arc::clone(&self.store),
+                    check_size: self.local,
+                    table: self.table.clone(),
+                }));
             if let Some(predicate) = &predicate {
                 source = source.with_predicate(Arc::clone(predicate));
             }
@@ -417,6 +429,11 @@ fn partitioned_file(file: &LakeFile) -> PartitionedFile {
         // the footer, its length and the magic
         part = part.with_metadata_size_hint((footer + 8) as usize);
     }
+    part = part.with_extension(Expected {
+        url: file.url.clone(),
+        size: file.size,
+        record_count: file.record_count,
+    });
     if let Some(selection) = &file.selection {
         part = part.with_extension(ParquetRowSelection::new(selection.clone()));
     }

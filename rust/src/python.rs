@@ -74,6 +74,7 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
             ))
         }
     };
+    let urls = batch.column_by_name("url").and_then(|c| c.as_string_opt::<i32>());
     let sizes = int64s(batch, "size")?;
     let footers = int64s(batch, "footer_size")?;
     let counts = int64s(batch, "record_count")?;
@@ -90,8 +91,13 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
         let path = Path::parse(paths.value(row))
             .map_err(|e| PyValueError::new_err(format!("bad file path: {e}")))?;
         let record_count = nonnegative(counts.value(row), "record count")?;
+        let url = match urls {
+            Some(urls) if !urls.is_null(row) => urls.value(row).to_string(),
+            _ => path.to_string(),
+        };
         let mut file = LakeFile {
             path,
+            url,
             size: nonnegative(sizes.value(row), "file size")?,
             footer_size: if footers.is_null(row) {
                 None
@@ -210,6 +216,7 @@ impl PyLakeProvider {
             adapter,
             min_partitions.max(1),
             snapshot,
+            storage.get("kind").map(String::as_str).unwrap_or("local") == "local",
         );
         Ok(Self {
             inner: Arc::new(provider),
