@@ -301,8 +301,7 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
     times, reads = [], []
     for q in qs:
         u, o, n, e, d, r = (
-            results[q.name][name]
-            for name in ("rust", "ours", "deletes", "exact", "duckdb", "raw")
+            results[q.name][name] for name in ("rust", "ours", "deletes", "exact", "duckdb", "raw")
         )
         s = e.plan.stats
         agree = all(same_rows(x.rows, d.rows) for x in (u, o, n, e))

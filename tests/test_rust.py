@@ -67,7 +67,9 @@ def test_the_capsule_is_accepted_by_table_and_scanned(ranged_lake):
     ctx = SessionContext()
     ctx.register_table("t", Table(provider, ctx))
     got = ctx.sql("SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM t").to_arrow_table()
-    want = ranged_lake.reference("SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t")
+    want = ranged_lake.reference(
+        "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
+    )
     assert_same_rows(got, want)
 
 
@@ -182,7 +184,9 @@ def test_row_selections_with_filter_pushdown_and_page_index(ranged_lake, pushdow
     and (with pushdown) row-filter selections."""
     from datafusion import SessionConfig
 
-    config = SessionConfig().set("datafusion.execution.parquet.pushdown_filters", str(pushdown).lower())
+    config = SessionConfig().set(
+        "datafusion.execution.parquet.pushdown_filters", str(pushdown).lower()
+    )
     config = config.set("datafusion.execution.parquet.enable_page_index", "true")
     ctx = SessionContext(config)
     register(ctx, "lake", _catalog(ranged_lake))
@@ -204,7 +208,11 @@ def test_inlined_rows_are_scanned_beside_the_files(make_lake):
 def test_every_snapshot_through_the_rust_path(ranged_lake):
     for snapshot in range(1, ranged_lake.snapshot_id() + 1):
         try:
-            check(ranged_lake, "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t", snapshot=snapshot)
+            check(
+                ranged_lake,
+                "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t",
+                snapshot=snapshot,
+            )
         except Exception as exc:  # a snapshot before the table existed
             if "does not exist" not in str(exc) and "not found" not in str(exc).lower():
                 raise

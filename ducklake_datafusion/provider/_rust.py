@@ -20,7 +20,9 @@ side plans the snapshot once and hands over plain facts as Arrow:
 Each file is checked against the catalog first, as on every path (``read/_file_checks``:
 row count, field ids, regular file of the catalog's size), from its footer parsed once
 per process, and a damaged or missing file raises our typed error here, before DataFusion
-sees the table. What the provider cannot read exactly (encrypted files, name-mapped
+sees the table. Providers are reused for later queries of the snapshot; then each file a
+scan opens is checked again in Rust (``rust/src/checks.rs``) and a failed check fails the
+query with our error class and message in DataFusion's error text. What the provider cannot read exactly (encrypted files, name-mapped
 files, types DataFusion would decode differently, older layouts, merged files, files on
 other stores) keeps the table on the next path (``_native``, then the exact reader).
 

@@ -74,7 +74,9 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
             ))
         }
     };
-    let urls = batch.column_by_name("url").and_then(|c| c.as_string_opt::<i32>());
+    let urls = batch
+        .column_by_name("url")
+        .and_then(|c| c.as_string_opt::<i32>());
     let sizes = int64s(batch, "size")?;
     let footers = int64s(batch, "footer_size")?;
     let counts = int64s(batch, "record_count")?;
