@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::config::TableParquetOptions;
 use datafusion::common::ScalarValue;
-use datafusion::common::{DFSchema, DataFusionError, Result};
+use datafusion::common::{DFSchema, Result};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
@@ -474,6 +474,5 @@ impl TableProvider for LakeProvider {
                 payload.as_ref(),
             )
         })?
-        .map_err(|e: DataFusionError| e)
     }
 }
