@@ -1,4 +1,6 @@
-# Developer and CI entry points. Only needs python3 (>= 3.10, with venv) and PyPI.
+# Developer and CI entry points. Needs python3 (>= 3.10, with venv), cargo/rustc (the Rust
+# extension, rust/) and PyPI/crates.io. Cargo's target directory lives outside the clone,
+# so every later build on the machine is incremental.
 #   make test PYTEST_ARGS="-k duckdb-local -x"     # PostgreSQL cells skip unless DUCKLAKE_TEST_PG
 #   .ci/run                                        # CI: starts PostgreSQL, then make test
 # make test also installs the object-store emulators (fake-gcs-server, Azurite, MinIO) into
@@ -8,19 +10,28 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
+RUST_SOURCES := $(wildcard rust/src/*.rs) rust/Cargo.toml rust/Cargo.lock
 
-.PHONY: venv emulators test demo bench lint
+.PHONY: venv emulators test demo bench lint rust-lint
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.built
 
 # A current pip builds pyspark as a wheel (Debian 12's pip 23.0 falls back to setup.py install).
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 
-# Reinstall only when the dependencies may have changed.
+# Reinstall only when the dependencies may have changed (this also builds the extension).
 $(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q --disable-pip-version-check 'maturin>=1.8,<2'
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+# Rebuild the extension (incrementally) when its sources changed.
+$(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install -q --disable-pip-version-check \
+		--no-deps --no-build-isolation -e .
 	touch $@
 
 # A no-op once installed (each tool's version is stamped in the cache).
@@ -36,5 +47,8 @@ demo: venv
 bench: venv
 	$(PY) bench/scan.py
 
-lint: venv
+lint: venv rust-lint
 	$(VENV)/bin/ruff check .
+
+rust-lint:
+	cd rust && cargo fmt --check && cargo clippy --release -- -D warnings

@@ -154,6 +154,7 @@ def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path)
 
 
 def _explain(lake, sql: str, **kwargs) -> str:
+    kwargs.setdefault("rust", False)  # these tests are about the Python listing scans
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), **kwargs))
     return "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
@@ -416,7 +417,7 @@ def test_clean_table_is_read_natively_alone(make_lake):
 def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
     lake = _three_files(make_lake)
     ctx = SessionContext()
-    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), rust=False))
     sql = "SELECT CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
     assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))  # native, cached now
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
@@ -431,7 +432,7 @@ def test_a_file_replaced_after_a_query_leaves_the_native_path(make_lake):
     the exact path, and its checks, take the table over."""
     lake = _three_files(make_lake)
     ctx = SessionContext()
-    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), rust=False))
     sql = "SELECT * FROM lake.main.t"
     explain = lambda: "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
     assert "DataSourceExec" in explain()  # native, and cached now

@@ -70,6 +70,9 @@ class DuckLakeCatalog(CatalogProvider):
         native_deletes: with ``native``, read files with positional deletes natively
             too, through a keep-mask filter: full scans are faster, selective queries
             slower than on the exact path (measured in the README; default ``False``).
+            (Only for tables the Rust scan does not take.)
+        rust: with ``native``, read every table the Rust scan reads exactly with it
+            (default; ``provider/_rust``); ``False`` keeps the Python listing scans.
 
     Attributes:
         lake: the engine-neutral ``scan.Lake`` this catalog adapts (catalog access,
@@ -87,12 +90,18 @@ class DuckLakeCatalog(CatalogProvider):
         metadata_schema: str | None = None,
         native: bool = True,
         native_deletes: bool = False,
+        rust: bool = True,
     ) -> None:
-        for option, value in (("native", native), ("native_deletes", native_deletes)):
+        for option, value in (
+            ("native", native),
+            ("native_deletes", native_deletes),
+            ("rust", rust),
+        ):
             if not isinstance(value, bool):
                 raise InvalidOptionError(f"{option} must be True or False, got {value!r}")
         self.native = native
         self.native_deletes = native_deletes
+        self.rust = rust
         # the sessions register() put this catalog in: native scans of S3 files need them
         self.session_stores = SessionStores()
         self._metadata = metadata
@@ -137,6 +146,7 @@ class DuckLakeCatalog(CatalogProvider):
             metadata_schema=self._metadata_schema,
             native=self.native,
             native_deletes=self.native_deletes,
+            rust=self.rust,
         )
 
     def snapshots(self) -> pa.Table:
@@ -256,6 +266,8 @@ class DuckLakeSchema(SchemaProvider):
             native=self._catalog.native,
             stores=self._catalog.session_stores,
             deletes=self._catalog.native_deletes,
+            rust=self._catalog.rust,
+            ctx=self._catalog.session_stores.sole_session(),
         )
 
     def table_exist(self, name: str) -> bool:

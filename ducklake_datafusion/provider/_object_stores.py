@@ -76,6 +76,12 @@ class SessionStores:
     def __bool__(self) -> bool:
         return len(self._sessions) > 0
 
+    def sole_session(self):
+        """The session ``register()`` put the catalog in, if exactly one (else None)."""
+        with self._lock:
+            sessions = list(self._sessions)
+        return sessions[0] if len(sessions) == 1 else None
+
     def provide(self, buckets, options: StorageOptions) -> bool:
         """Register a store for each bucket on every attached session; False if a bucket's
         options do not translate (the table then takes the exact path)."""

@@ -1,0 +1,365 @@
+"""The Rust scan: a table's snapshot handed to ``ducklake_datafusion._rust``.
+
+``DuckLakeSchema.table()`` returns ``Table(LakeProvider, ctx)`` for every table whose
+files the Rust provider reads exactly; DataFusion then calls the provider's ``scan()``
+with the query's projection, filters and limit (through ``datafusion-ffi``). The Python
+side plans the snapshot once and hands over plain facts as Arrow:
+
+* the table's Arrow schema;
+* one row per live data file: object-store path, size, footer size, record count and the
+  sorted deleted positions (``read/_deletes``: every live delete file with per-position
+  snapshots, inlined deletes, deletion vectors; each delete file decoded once per
+  process), which the provider turns into Parquet row selections, so deleted rows are
+  never decoded;
+* per file and column, the bounds ``scan/_pruning`` considers safe (truncated string
+  maxima, NaN and TIMESTAMPTZ partitions already left out), with which ``scan()`` prunes
+  files by the query's filters: no file-count limit;
+* the inlined rows, scanned from memory beside the files;
+* the store's options (local files; S3 with our own store).
+
+Each file is checked against the catalog first, as on every path (``read/_file_checks``:
+row count, field ids, regular file of the catalog's size), from its footer parsed once
+per process, and a damaged or missing file raises our typed error here, before DataFusion
+sees the table. Providers are reused for later queries of the snapshot; then each file a
+scan opens is checked again in Rust (``rust/src/checks.rs``) and a failed check fails the
+query with our error class and message in DataFusion's error text. What the provider cannot read exactly (encrypted files, name-mapped
+files, types DataFusion would decode differently, older layouts, merged files, files on
+other stores) keeps the table on the next path (``_native``, then the exact reader).
+
+The extension is built against one datafusion release (``_rust.DATAFUSION_VERSION``);
+nothing checks the ABI across the FFI boundary, so :func:`extension` refuses any other
+installed major with a clear error instead of crashing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..catalog import metadata
+from ..errors import MissingDependencyError, UnsupportedFeatureError
+from ..pathres import parse_location
+from ..pathres._filesystems import _s3_kwargs
+from ..read._deletes import deleted_positions
+from ..read._reader import open_file
+from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
+from ..scan._conform import default_array
+from ..scan._planner import build_scan_plan
+from ..scan._pruning import FilePruner
+from ._native import _SAFE_PATH, _native_layout, _signature, native_type
+
+__all__ = ["extension", "rust_provider", "rust_table"]
+
+# Partitions a Rust scan is split into at least, whatever the session's target_partitions.
+MIN_PARTITIONS = max(2, os.cpu_count() or 2)
+
+_LOCK = threading.Lock()
+_EXTENSION = None
+
+
+def extension():
+    """The ``_rust`` module, after checking it matches the installed datafusion.
+
+    Raises:
+        MissingDependencyError: the extension was not built (an install without it).
+        UnsupportedFeatureError: the installed datafusion has another major version than
+            the one the extension was built with (mixing them would crash the process).
+    """
+    global _EXTENSION
+    if _EXTENSION is not None:
+        return _EXTENSION
+    import datafusion
+
+    try:
+        from .. import _rust
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "the Rust extension ducklake_datafusion._rust is not built; reinstall the "
+            "package (pip install ducklake-datafusion, or `make venv` in a clone)"
+        ) from exc
+    check_datafusion_version(datafusion.__version__, _rust.DATAFUSION_VERSION)
+    _EXTENSION = _rust
+    return _rust
+
+
+def check_datafusion_version(installed: str, built: str) -> None:
+    """Refuse a datafusion whose major differs from the one the extension was built with."""
+    if _major(installed) != _major(built):
+        raise UnsupportedFeatureError(
+            f"ducklake_datafusion's Rust scan was built for datafusion {built} but "
+            f"datafusion {installed} is installed; a table provider crossing major "
+            f"versions would crash the process. Install datafusion>={_major(built)},"
+            f"<{_major(built) + 1} (pip install 'datafusion=={_major(built)}.*')"
+        )
+
+
+def _major(version: str) -> int:
+    try:
+        return int(str(version).split(".")[0])
+    except ValueError:
+        return -1
+
+
+# ------------------------------------------------------------------------------------------
+# Which tables
+
+
+@dataclass(frozen=True)
+class _Built:
+    provider: object  # _rust.LakeProvider
+    files: tuple[DataFileTask, ...]
+    backend: object  # held, so that its id in the key cannot be reused while cached
+
+
+# Providers by (catalog, table incl. its UUID, snapshot, columns, data path, storage): a
+# snapshot's files never change, so planning happens once. A later query re-checks each
+# file its scan opens, in Rust (``rust/src/checks.rs``: a local file's size, the footer's
+# row count), instead of stat-ing every file of the table on each lookup (30 ms for
+# 10,000 files).
+_built: dict[tuple, _Built | None] = {}
+_BUILT_MAX = 128
+
+
+def rust_table(table, ctx=None):
+    """``datafusion.catalog.Table`` over the Rust provider, or ``None`` (not exact here)."""
+    from datafusion.catalog import Table
+
+    provider = rust_provider(table)
+    if provider is None:
+        return None
+    return Table(provider, ctx) if ctx is not None else Table(provider)
+
+
+def rust_provider(table):
+    """The ``_rust.LakeProvider`` of ``table``'s snapshot, or ``None``."""
+    rust = extension()
+    lake = table.lake
+    key = (
+        id(lake.backend),
+        lake.description,
+        lake.data_path_override,
+        lake.storage,
+        table.entry,
+        table.snapshot,
+        _signature(table),
+    )
+    with _LOCK:
+        built = _built.get(key, False)
+    if built is not False:
+        return None if built is None else built.provider
+    built = _build(rust, table)
+    with _LOCK:
+        if len(_built) >= _BUILT_MAX:
+            _built.pop(next(iter(_built)))
+        _built[key] = built
+    return None if built is None else built.provider
+
+
+def _build(rust, table) -> _Built | None:
+    if not all(native_type(c.type_name) for c in table.columns):
+        return None
+    if any(c.name.startswith("_ducklake_") for c in table.columns):
+        return None  # the provider's own hidden columns are named so
+    plan, files_meta = _full_plan(table)
+    files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
+    inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
+    storage = _store_options(files, plan)
+    if storage is None:
+        return None
+    signature = _signature(table)
+    layouts = []
+    for task in files:
+        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
+        layout = _native_layout(task, plan, table.columns, signature, what)
+        if layout is None:
+            return None  # a conversion the scan would not do exactly: the exact path
+        layouts.append(layout)
+    by_id = {}
+    if not all(layout.current for layout in layouts):
+        # older layouts: columns matched by field id, missing ones filled with defaults
+        by_id["field_ids"] = {c.name: c.column_id for c in table.columns}
+        by_id["defaults"] = pa.RecordBatch.from_arrays(
+            [default_array(c, 1).cast(c.arrow_type) for c in table.columns],
+            schema=plan.table_schema,
+        )
+        if any(layout.snapshot_column is not None for layout in layouts):
+            by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
+    file_table = _file_table(plan, files)
+    bounds = _bounds_table(table.columns, files_meta, files)
+    names = [c.name for c in table.columns]
+    batches = []
+    for task in inlined:
+        rows = task.rows.select(names).cast(plan.table_schema)
+        batches.extend(rows.to_batches())
+    provider = rust.LakeProvider(
+        plan.table,
+        plan.table_schema,
+        file_table,
+        bounds,
+        batches,
+        storage,
+        MIN_PARTITIONS,
+        **by_id,
+    )
+    return _Built(provider, tuple(files), table.lake.backend)
+
+
+def _full_plan(table) -> tuple[ScanPlan, object]:
+    """The unfiltered plan of the snapshot, with the statistics of every column (the
+    provider prunes with them at scan time) and the partition values."""
+    backend = table.lake.backend
+    stats = [c.column_id for c in table.columns if not c.children]
+    with backend.session() as session:
+        settings = metadata.read_settings(session, backend.description)
+        files = metadata.read_table_files(
+            session, table.entry, table.snapshot_id, stats_columns=stats, with_partitions=True
+        )
+    plan = build_scan_plan(
+        table=table.entry,
+        catalog=backend.description,
+        snapshot_id=table.snapshot_id,
+        column_entries=table.column_entries,
+        columns=table.columns,
+        files=files,
+        data_path=table.lake.data_path(settings),
+        storage=table.lake.storage,
+        inlined_values_are_text=backend.inlined_values_are_text,
+    )
+    return plan, files
+
+
+def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
+    """The provider's store: local files, or one S3 bucket; ``None`` if another store or
+    a file the provider does not read (encrypted, name-mapped)."""
+    schemes, buckets = set(), set()
+    for task in files:
+        if task.encryption_key is not None or task.name_mapping is not None:
+            return None
+        location = parse_location(task.file.url)
+        if not _SAFE_PATH.match("/" + location.path.lstrip("/")):
+            return None  # spelled differently by object-store paths: the next path reads it
+        schemes.add(location.scheme)
+        if location.scheme == "s3":
+            buckets.add(location.authority)
+    if not schemes or schemes == {"file"}:
+        return {"kind": "local"}
+    if schemes != {"s3"} or len(buckets) != 1:
+        return None
+    kwargs = _s3_kwargs(plan.storage)
+    if kwargs.get("anonymous") or kwargs.get("force_virtual_addressing"):
+        return None
+    if not kwargs.get("access_key"):
+        return None  # ambient credentials: the exact path resolves them as pyarrow does
+    options = {"kind": "s3", "bucket": next(iter(buckets)), "region": kwargs["region"]}
+    if "endpoint_override" in kwargs:
+        options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
+        if kwargs["scheme"] == "http":
+            options["allow_http"] = "true"
+    elif kwargs.get("scheme") == "http":
+        return None
+    for ours, theirs in (
+        ("access_key_id", "access_key"),
+        ("secret_access_key", "secret_key"),
+        ("session_token", "session_token"),
+    ):
+        if kwargs.get(theirs):
+            options[ours] = kwargs[theirs]
+    return options
+
+
+def _object_path(url: str) -> str:
+    """The file's path in the provider's store: the local path without its leading
+    slash, or the key within the bucket."""
+    location = parse_location(url)
+    if location.scheme == "s3":
+        return location.path[len(location.authority) + 1 :]
+    return location.path.lstrip("/")
+
+
+def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
+    deleted = []
+    for task in files:
+        if task.deletes is None:
+            deleted.append(None)
+            continue
+        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
+        positions = deleted_positions(
+            task.deletes,
+            plan.snapshot_id,
+            lambda ref: open_file(ref, plan.storage),
+            what,
+            task.record_count,
+        )
+        deleted.append(positions if len(positions) else None)
+    return pa.RecordBatch.from_pydict(
+        {
+            "path": pa.array([_object_path(t.file.url) for t in files], pa.string()),
+            "url": pa.array([t.file.url for t in files], pa.string()),
+            "size": pa.array([t.file.size for t in files], pa.int64()),
+            "footer_size": pa.array([t.file.footer_size for t in files], pa.int64()),
+            "record_count": pa.array([t.record_count for t in files], pa.int64()),
+            "deleted": pa.array(
+                [None if d is None else np.asarray(d, dtype=np.int64) for d in deleted],
+                pa.list_(pa.int64()),
+            ),
+        }
+    )
+
+
+def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch:
+    """``min:``/``max:``/``nulls:`` per column, one row per file of ``files``: the
+    planner's safe statistics, narrowed by partition values."""
+    pruner = FilePruner(None, columns, files_meta)
+    order = pc.index_in(
+        pa.array([t.data_file_id for t in files], pa.int64()), value_set=pruner.file_ids
+    )
+    arrays, names = [], []
+    for column in columns:
+        if column.children:
+            continue
+        parts = []
+        if files_meta.stats is not None and files_meta.stats.num_rows:
+            parts.append(pruner._stat_bounds(column))
+        if files_meta.partition_values is not None and files_meta.partition_values.num_rows:
+            parts.append(pruner._partition_bounds(column))
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            continue
+        try:
+            low, high, nulls = _narrowed(parts, column.arrow_type)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            continue  # no bounds is always correct
+        if low is None:
+            continue
+        names += [f"min:{column.name}", f"max:{column.name}", f"nulls:{column.name}"]
+        arrays += [_array(low.take(order)), _array(high.take(order)), _array(nulls.take(order))]
+    if not arrays:
+        return pa.RecordBatch.from_pydict({"_": pa.nulls(len(files), pa.int8())})
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _array(values) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _narrowed(parts, wanted: pa.DataType):
+    """The tightest of several safe bounds (each null where unknown), in the column's own
+    type; ``(None, None, None)`` when a bound cannot be given in that type exactly."""
+    low = high = None
+    nulls = None
+    for part in parts:
+        lo, hi = part.low, part.high
+        if lo.type != wanted:
+            if not (pa.types.is_string(lo.type) and pa.types.is_large_string(wanted)):
+                return None, None, None  # e.g. FLOAT bounds decoded as double: not exact
+            lo, hi = lo.cast(wanted), hi.cast(wanted)
+        low = lo if low is None else pc.max_element_wise(low, lo, skip_nulls=True)
+        high = hi if high is None else pc.min_element_wise(high, hi, skip_nulls=True)
+        count = pa.array(part.nulls, pa.float64(), from_pandas=True)  # NaN -> null
+        nulls = count if nulls is None else pc.coalesce(nulls, count)
+    return low, high, nulls.cast(pa.int64())

@@ -1,0 +1,151 @@
+//! Per-file checks while the scan runs: the file is still the one the catalog lists.
+//!
+//! Every file is checked in Python when a provider is built (footer row count, field ids,
+//! a regular file of the catalog's size). A provider is reused for later queries of the
+//! same snapshot, so each file the scan keeps is checked again when it is opened, on the
+//! provider's own runtime (never in `scan()`): a local file must still exist with the
+//! catalog's size, and the footer (cached per process) must hold the catalog's record
+//! count. A failed check stops the query with our error class and message in the text.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use datafusion::common::Result;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion_datasource_parquet::ParquetFileReaderFactory;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::ParquetMetaData;
+
+/// What the catalog says of a file (a `PartitionedFile` extension).
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub url: String,
+    pub size: u64,
+    pub record_count: u64,
+}
+
+#[derive(Debug)]
+pub struct CheckedReaderFactory {
+    pub inner: Arc<dyn ParquetFileReaderFactory>,
+    pub store: Arc<dyn ObjectStore>,
+    /// Check that the object still exists with the catalog's size (local files: a stat;
+    /// remote footers are checked once per process, like the other native path).
+    pub check_size: bool,
+    pub table: String,
+}
+
+impl ParquetFileReaderFactory for CheckedReaderFactory {
+    fn create_reader(
+        &self,
+        partition_index: usize,
+        partitioned_file: PartitionedFile,
+        metadata_size_hint: Option<usize>,
+        metrics: &ExecutionPlanMetricsSet,
+    ) -> Result<Box<dyn AsyncFileReader + Send>> {
+        let expected = partitioned_file.extension::<Expected>().cloned();
+        let path = partitioned_file.object_meta.location.clone();
+        let inner = self.inner.create_reader(
+            partition_index,
+            partitioned_file,
+            metadata_size_hint,
+            metrics,
+        )?;
+        Ok(Box::new(CheckedReader {
+            inner,
+            store: Arc::clone(&self.store),
+            path,
+            expected,
+            check_size: self.check_size,
+            table: self.table.clone(),
+        }))
+    }
+}
+
+struct CheckedReader {
+    inner: Box<dyn AsyncFileReader + Send>,
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    expected: Option<Expected>,
+    check_size: bool,
+    table: String,
+}
+
+fn failed(class: &str, message: String) -> ParquetError {
+    ParquetError::General(format!("{class}: {message}"))
+}
+
+impl AsyncFileReader for CheckedReader {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        self.inner.get_bytes(range)
+    }
+
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<Range<u64>>,
+    ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
+        self.inner.get_byte_ranges(ranges)
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
+        async move {
+            let Some(expected) = self.expected.clone() else {
+                return self.inner.get_metadata(options).await;
+            };
+            let what = format!("data file {} of table {}", expected.url, self.table);
+            if self.check_size {
+                match self.store.head(&self.path).await {
+                    Ok(meta) if meta.size == expected.size => {}
+                    Ok(meta) => {
+                        return Err(failed(
+                            "DataFileCorruptError",
+                            format!(
+                                "{what} has {} bytes but the catalog records {}; the file was \
+                                 replaced. Restore it from a backup (DuckLake never rewrites a \
+                                 file in place)",
+                                meta.size, expected.size
+                            ),
+                        ))
+                    }
+                    Err(object_store::Error::NotFound { .. }) => {
+                        return Err(failed(
+                            "DataFileMissingError",
+                            format!("{what} is missing from storage; restore it from a backup"),
+                        ))
+                    }
+                    Err(error) => {
+                        return Err(failed(
+                            "StorageError",
+                            format!("{what} cannot be read: {error}"),
+                        ))
+                    }
+                }
+            }
+            let metadata = self.inner.get_metadata(options).await?;
+            let rows = metadata.file_metadata().num_rows();
+            if u64::try_from(rows).ok() != Some(expected.record_count) {
+                return Err(failed(
+                    "DataFileCorruptError",
+                    format!(
+                        "{what} has {rows} rows but the catalog records {}; the file was \
+                         replaced or truncated. Restore it from a backup (DuckLake never \
+                         rewrites a file in place)",
+                        expected.record_count
+                    ),
+                ));
+            }
+            Ok(metadata)
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,33 @@
+//! `ducklake_datafusion._rust`: the DuckLake table provider DataFusion scans natively.
+//!
+//! The Python side plans a table's snapshot and hands the plan's facts over as Arrow (the
+//! table schema, one row per live data file with its deleted positions, safe per-file
+//! bounds, the inlined rows) plus the translated storage options; this module returns a
+//! provider whose `__datafusion_table_provider__` gives DataFusion an `FFI_TableProvider`
+//! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
+//! scan), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
+//! as row selections), `layouts` (older file layouts mapped by field id), `stores`
+//! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `checks` (files re-checked
+//! against the catalog when the scan opens them).
+
+mod checks;
+mod deletes;
+mod guard;
+mod layouts;
+mod provider;
+mod pruning;
+mod python;
+mod stores;
+
+use pyo3::prelude::*;
+
+/// The datafusion release whose crates this extension is built with: the Python side
+/// refuses any other major (nothing checks the ABI across the FFI boundary).
+pub const DATAFUSION_VERSION: &str = "55.2.0";
+
+#[pymodule]
+fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
+    m.add_class::<python::PyLakeProvider>()?;
+    Ok(())
+}

@@ -1,0 +1,302 @@
+"""The Rust scan (``provider/_rust``, ``rust/``): the FFI facts it rests on, and lakes read
+through it against DuckDB.
+
+Contract tests pin what crosses the ``datafusion-ffi`` boundary with datafusion 55: the
+capsule is accepted by ``Table(...)``, the query's filters reach ``scan()`` (files are
+pruned by catalog statistics there), a mismatched datafusion major is refused with a clear
+error, and errors keep their message. ``readcheck.check`` runs the Rust path in every read
+test; these tests also assert which path ran.
+"""
+
+from __future__ import annotations
+
+import pytest
+from datafusion import SessionContext
+from lakes import assert_same_rows
+from readcheck import check
+
+from ducklake_datafusion import DuckLakeCatalog, register
+from ducklake_datafusion.errors import UnsupportedFeatureError
+from ducklake_datafusion.provider import _rust
+
+
+def _catalog(lake, **kwargs) -> DuckLakeCatalog:
+    return DuckLakeCatalog(**lake.reader_args(), **kwargs)
+
+
+def _explain(lake, sql: str, **kwargs) -> str:
+    ctx = SessionContext()
+    register(ctx, "lake", _catalog(lake, **kwargs))
+    return "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
+
+
+def _is_rust(lake, sql="SELECT * FROM lake.main.t", **kwargs) -> bool:
+    return "DuckLakeScanExec" in _explain(lake, sql, **kwargs)
+
+
+def _provider(lake, name="t"):
+    return _rust.rust_provider(_catalog(lake).table("main", name))
+
+
+@pytest.fixture
+def ranged_lake(make_lake):
+    """Eight files of 1,000 rows with disjoint key ranges (row groups of 100), deletes in
+    three of them."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CALL lake.set_option('parquet_row_group_size', '100')")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR, x DOUBLE)")
+    for start in range(0, 8000, 1000):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, i % 5, 's' || i, "
+            f"CASE WHEN i % 13 = 0 THEN NULL ELSE i / 7.0 END "
+            f"FROM range({start}, {start + 1000}) r(i)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 4 AND k < 3000")
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 5100 AND 5350")
+    return lake
+
+
+# -- FFI contract ---------------------------------------------------------------------------
+
+
+def test_the_capsule_is_accepted_by_table_and_scanned(ranged_lake):
+    from datafusion.catalog import Table
+
+    provider = _provider(ranged_lake)
+    assert provider is not None
+    ctx = SessionContext()
+    ctx.register_table("t", Table(provider, ctx))
+    got = ctx.sql("SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM t").to_arrow_table()
+    want = ranged_lake.reference(
+        "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
+    )
+    assert_same_rows(got, want)
+
+
+def test_filters_reach_scan_and_prune_files_by_catalog_statistics(ranged_lake):
+    from datafusion.catalog import Table
+
+    provider = _provider(ranged_lake)
+    ctx = SessionContext()
+    ctx.register_table("t", Table(provider, ctx))
+    sql = "SELECT k, s FROM t WHERE k BETWEEN 2990 AND 3010"
+    got = ctx.sql(sql).to_arrow_table()
+    report = provider.last_scan()
+    assert report["filters"] >= 1
+    assert report["files_total"] == 8
+    assert report["files_kept"] == 2  # [2000, 3000) and [3000, 4000)
+    want = ranged_lake.reference(sql.replace("FROM t", "FROM lake.main.t"))
+    assert_same_rows(got, want)
+
+
+def test_count_star_comes_from_the_catalog(ranged_lake):
+    from datafusion.catalog import Table
+
+    provider = _provider(ranged_lake)
+    ctx = SessionContext()
+    ctx.register_table("t", Table(provider, ctx))
+    got = ctx.sql("SELECT count(*) AS n FROM t").to_arrow_table()
+    assert provider.last_scan()["from_catalog"]
+    assert_same_rows(got, ranged_lake.reference("SELECT count(*) AS n FROM lake.main.t"))
+
+
+def test_deleted_rows_are_skipped_by_row_selections(ranged_lake):
+    from datafusion.catalog import Table
+
+    provider = _provider(ranged_lake)
+    ctx = SessionContext()
+    ctx.register_table("t", Table(provider, ctx))
+    ctx.sql("SELECT sum(x) FROM t").to_arrow_table()
+    report = provider.last_scan()
+    assert report["files_with_deletes"] == 4
+    deleted = ranged_lake.reference(
+        "SELECT count(*) AS n FROM range(8000) r(k) WHERE k NOT IN (SELECT k FROM lake.main.t)"
+    )
+    assert report["rows_skipped"] == deleted.column("n")[0].as_py()
+
+
+def test_explain_shows_the_rust_scan(ranged_lake):
+    plan = _explain(ranged_lake, "SELECT * FROM lake.main.t WHERE k < 1500")
+    assert "DuckLakeScanExec: files 2 of 8" in plan, plan
+    assert "DatasetExec" not in plan
+
+
+def test_the_version_guard_refuses_another_datafusion_major(monkeypatch):
+    import datafusion
+
+    with pytest.raises(UnsupportedFeatureError, match=r"datafusion 56\.0\.0 is installed"):
+        _rust.check_datafusion_version("56.0.0", "55.2.0")
+    _rust.check_datafusion_version("55.0.0", "55.2.0")  # any 55 release is fine
+    monkeypatch.setattr(_rust, "_EXTENSION", None)
+    monkeypatch.setattr(datafusion, "__version__", "54.1.0")
+    with pytest.raises(UnsupportedFeatureError, match="built for datafusion 55"):
+        _rust.extension()
+
+
+def test_a_plain_register_catalog_provider_reads_through_the_global_context(ranged_lake):
+    """Without ``register()`` the catalog does not know the session: the provider is
+    created with DataFusion's global context, which decodes the pushed filters."""
+    ctx = SessionContext()
+    ctx.register_catalog_provider("lake", _catalog(ranged_lake))
+    sql = "SELECT k, g FROM lake.main.t WHERE k BETWEEN 2990 AND 3010 AND g = 1"
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), ranged_lake.reference(sql))
+
+
+def test_a_filter_with_a_session_udf_on_a_registered_catalog(ranged_lake):
+    """A filter calling a function registered only on the user's session: with
+    ``register()`` the provider decodes it with that session."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from datafusion import udf
+
+    ctx = SessionContext()
+    register(ctx, "lake", _catalog(ranged_lake))
+    ctx.register_udf(
+        udf(lambda a: pc.add(a, 1), [pa.int64()], pa.int64(), "immutable", name="plus_one")
+    )
+    sql = "SELECT k FROM lake.main.t WHERE plus_one(k) = 4001"
+    assert ctx.sql(sql).to_pydict() == {"k": [4000]}
+
+
+# -- lakes through the Rust path ---------------------------------------------------------------
+
+QUERIES = [
+    "SELECT * FROM lake.main.t",
+    "SELECT count(*) AS n FROM lake.main.t",
+    "SELECT g, count(*) AS n, count(x) AS nx, max(k) AS mk, min(s) AS ms FROM lake.main.t GROUP BY g",
+    "SELECT k, s FROM lake.main.t WHERE k BETWEEN 190 AND 5310",
+    "SELECT * FROM lake.main.t WHERE k = 4 OR k = 5 OR k = 5349 OR k = 5351",
+    "SELECT count(*) AS n FROM lake.main.t WHERE x IS NULL",
+    "SELECT k FROM lake.main.t WHERE s = 's5351'",
+    "SELECT k FROM lake.main.t WHERE k > 7990 LIMIT 3",
+]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_deletes_with_row_group_and_page_pruning_match_duckdb(ranged_lake, sql):
+    assert _is_rust(ranged_lake, sql)
+    check(ranged_lake, sql)
+
+
+@pytest.mark.parametrize("pushdown", [False, True])
+def test_row_selections_with_filter_pushdown_and_page_index(ranged_lake, pushdown):
+    """DataFusion intersects the deletes' row selections with its own row-group, page-index
+    and (with pushdown) row-filter selections."""
+    from datafusion import SessionConfig
+
+    config = SessionConfig().set(
+        "datafusion.execution.parquet.pushdown_filters", str(pushdown).lower()
+    )
+    config = config.set("datafusion.execution.parquet.enable_page_index", "true")
+    ctx = SessionContext(config)
+    register(ctx, "lake", _catalog(ranged_lake))
+    for sql in QUERIES:
+        assert_same_rows(ctx.sql(sql).to_arrow_table(), ranged_lake.reference(sql))
+
+
+def test_inlined_rows_are_scanned_beside_the_files(make_lake):
+    lake = make_lake(inline_limit=100)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(1000) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (5000, 'five'), (5001, NULL)")
+    lake.sql("DELETE FROM lake.main.t WHERE k = 5000 OR k = 7")
+    assert _is_rust(lake)
+    for sql in ("SELECT * FROM lake.main.t", "SELECT count(*) AS n FROM lake.main.t WHERE k > 10"):
+        check(lake, sql)
+
+
+def test_every_snapshot_through_the_rust_path(ranged_lake):
+    for snapshot in range(1, ranged_lake.snapshot_id() + 1):
+        try:
+            check(
+                ranged_lake,
+                "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t",
+                snapshot=snapshot,
+            )
+        except Exception as exc:  # a snapshot before the table existed
+            if "does not exist" not in str(exc) and "not found" not in str(exc).lower():
+                raise
+
+
+LAYOUT_QUERIES = [
+    "SELECT * FROM lake.main.t",
+    "SELECT count(*) AS n FROM lake.main.t",
+    "SELECT name, v FROM lake.main.t WHERE k BETWEEN 990 AND 2010",
+    "SELECT v, count(*) AS n, CAST(sum(w) AS BIGINT) AS sw FROM lake.main.t GROUP BY v",
+    "SELECT k, d, m, note FROM lake.main.t WHERE v = 7 AND k % 97 = 0",
+    "SELECT count(*) AS n FROM lake.main.t WHERE note IS NULL OR note = 'new'",
+]
+
+
+@pytest.mark.parametrize("deletes", [False, True])
+def test_older_layouts_are_read_by_field_id(make_lake, deletes):
+    from lakes import evolve_table
+
+    lake = make_lake(inline_limit=0)
+    evolve_table(lake, deletes=deletes)
+    assert _is_rust(lake)
+    for sql in LAYOUT_QUERIES:
+        check(lake, sql)
+
+
+def test_merged_files_drop_rows_of_later_snapshots(make_lake):
+    from lakes import merged_inserts
+
+    lake = make_lake(inline_limit=0)
+    merged_inserts(lake)
+    lake.sql("DELETE FROM lake.main.t WHERE k % 10 = 1")
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        assert _is_rust(lake, snapshot=snapshot)
+        check(lake, "SELECT count(*) AS n, max(k) AS m FROM lake.main.t", snapshot=snapshot)
+        check(lake, "SELECT k, s FROM lake.main.t WHERE k BETWEEN 1995 AND 3004", snapshot=snapshot)
+
+
+def test_a_panic_inside_the_extension_does_not_abort_python():
+    """PyO3 turns a panic in a method into an exception; bad input is an error, not a
+    crash."""
+    import pyarrow as pa
+
+    rust = _rust.extension()
+    schema = pa.schema([pa.field("k", pa.int64())])
+    files = pa.RecordBatch.from_pydict(
+        {
+            "path": pa.array(["x.parquet"]),
+            "size": pa.array([10], pa.int64()),
+            "footer_size": pa.array([None], pa.int64()),
+            "record_count": pa.array([3], pa.int64()),
+            "deleted": pa.array([[5]], pa.list_(pa.int64())),
+        }
+    )
+    bounds = pa.RecordBatch.from_pydict({"_": pa.nulls(1, pa.int8())})
+    with pytest.raises(ValueError, match="outside the file's 3 rows"):
+        rust.LakeProvider("main.t", schema, files, bounds, [], {"kind": "local"}, 2)
+
+
+def test_a_file_removed_or_replaced_after_a_query_fails_the_query_with_our_error(make_lake):
+    """The provider of a snapshot is reused; each file its scan opens is checked again in
+    Rust (size, footer row count) and a failed check names our error class."""
+    import shutil
+
+    from ducklake_datafusion.pathres import parse_location
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in (0, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+    ctx = SessionContext()
+    register(ctx, "lake", _catalog(lake))
+    sql = "SELECT count(*) AS n, max(k) AS m FROM lake.main.t WHERE k >= 0"
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))
+    tasks = _catalog(lake).table("main", "t").scan_plan().tasks
+    first, second = (parse_location(t.file.url).path for t in tasks)
+    shutil.copyfile(first, first + ".bak")
+    with open(first, "r+b") as handle:  # the same size, another footer row count: rewritten
+        handle.truncate(0)
+    shutil.copyfile(second, first)
+    with pytest.raises(Exception, match="DataFileCorruptError|DataFileMissingError|bytes but"):
+        ctx.sql(sql).to_arrow_table()
+    import os
+
+    os.remove(first)
+    with pytest.raises(Exception, match="DataFileMissingError"):
+        ctx.sql(sql).to_arrow_table()
