@@ -142,9 +142,25 @@ def test_a_plain_register_catalog_provider_reads_through_the_global_context(rang
     assert_same_rows(ctx.sql(sql).to_arrow_table(), ranged_lake.reference(sql))
 
 
+def test_a_query_outlives_its_session_object(ranged_lake):
+    """The provider holds no session: a DataFrame still runs after the SessionContext
+    object that planned it is gone (a session's codec is held weakly across the FFI)."""
+    import gc
+
+    def frame():
+        ctx = SessionContext()
+        register(ctx, "lake", _catalog(ranged_lake))
+        return ctx.sql("SELECT count(*) AS n FROM lake.main.t WHERE k > 5")
+
+    df = frame()
+    gc.collect()
+    sql = "SELECT count(*) AS n FROM lake.main.t WHERE k > 5"
+    assert_same_rows(df.to_arrow_table(), ranged_lake.reference(sql))
+
+
 def test_a_filter_with_a_session_udf_on_a_registered_catalog(ranged_lake):
-    """A filter calling a function registered only on the user's session: with
-    ``register()`` the provider decodes it with that session."""
+    """A filter calling a function registered only on the user's session: the answer is
+    right (DataFusion applies every pushed filter again)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from datafusion import udf

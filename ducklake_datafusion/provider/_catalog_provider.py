@@ -267,7 +267,11 @@ class DuckLakeSchema(SchemaProvider):
             stores=self._catalog.session_stores,
             deletes=self._catalog.native_deletes,
             rust=self._catalog.rust,
-            ctx=self._catalog.session_stores.sole_session(),
+            # Not the registering session: a provider handed the codec of a session holds
+            # it weakly, and a query still running after that SessionContext object was
+            # dropped fails ("TaskContextProvider went out of scope"). DataFusion's global
+            # context lives as long as the process and decodes the pushed filters as well.
+            ctx=None,
         )
 
     def table_exist(self, name: str) -> bool:
