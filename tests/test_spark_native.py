@@ -341,7 +341,7 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
     """Decoding the masks back gives the deleted positions, for any block and bit."""
     rng = np.random.default_rng(5)
     positions = np.unique(np.r_[0, 63, 64, 127, 128, rng.integers(0, 100_000, 3_000)])
-    monkeypatch.setattr(_native, "deleted_positions", lambda *a, **k: positions)
+    monkeypatch.setattr(_native, "deleted_positions_of", lambda *a, **k: positions)
 
     class Plan:
         table, snapshot_id = "main.t", 1

@@ -36,8 +36,7 @@ from datafusion import functions as F
 
 from ..errors import DuckLakeError
 from ..pathres import parse_location
-from ..read._deletes import deleted_positions
-from ..read._reader import open_file
+from ..read._reader import deleted_positions_of
 from ..scan import DataFileTask, ScanPlan
 
 __all__ = ["UDF_NAME", "DeleteMasks", "delete_masks", "without_deleted"]
@@ -59,14 +58,7 @@ def delete_masks(plan: ScanPlan, tasks: Sequence[DataFileTask]) -> DeleteMasks:
     error for a missing or damaged delete file)."""
     masks: DeleteMasks = {}
     for task in tasks:
-        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        deleted = deleted_positions(
-            task.deletes,
-            plan.snapshot_id,
-            lambda ref: open_file(ref, plan.storage),
-            what,
-            task.record_count,
-        )
+        deleted = deleted_positions_of(task, plan.table, plan.snapshot_id, plan.storage)
         keep = np.ones(task.record_count, dtype=bool)
         keep[deleted] = False
         masks[scan_name(task)] = pa.array(keep)

@@ -45,8 +45,7 @@ from ..catalog import metadata
 from ..errors import MissingDependencyError, UnsupportedFeatureError
 from ..pathres import parse_location
 from ..pathres._filesystems import _s3_kwargs
-from ..read._deletes import deleted_positions
-from ..read._reader import open_file
+from ..read._reader import deleted_positions_of
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._conform import default_array
 from ..scan._planner import build_scan_plan
@@ -287,14 +286,7 @@ def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
         if task.deletes is None:
             deleted.append(None)
             continue
-        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        positions = deleted_positions(
-            task.deletes,
-            plan.snapshot_id,
-            lambda ref: open_file(ref, plan.storage),
-            what,
-            task.record_count,
-        )
+        positions = deleted_positions_of(task, plan.table, plan.snapshot_id, plan.storage)
         deleted.append(positions if len(positions) else None)
     return pa.RecordBatch.from_pydict(
         {

@@ -180,13 +180,18 @@ def read_data_file(
 
 def deleted_rows(task: DataFileTask, request: ReadRequest) -> np.ndarray:
     """The data file's deleted positions at the request's snapshot (checked, cached)."""
-    what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
+    return deleted_positions_of(task, request.table, request.snapshot, request.storage)
+
+
+def deleted_positions_of(
+    task: DataFileTask, table: str, snapshot: int, storage: StorageOptions
+) -> np.ndarray:
+    """The data file's sorted deleted positions at ``snapshot`` (each delete file read
+    once per process, checked; typed errors name the file, table and snapshot). Shared by
+    every engine that applies deletes itself (the Rust scan, Spark's masks)."""
+    what = f"data file {task.file.url} of table {table} (snapshot {snapshot})"
     return deleted_positions(
-        task.deletes,
-        request.snapshot,
-        lambda ref: open_file(ref, request.storage),
-        what,
-        task.record_count,
+        task.deletes, snapshot, lambda ref: open_file(ref, storage), what, task.record_count
     )
 
 

@@ -65,11 +65,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..pathres import parse_location
-from ..read._deletes import deleted_positions
 from ..read._file_checks import check_data_file, files_unchanged, reads_by_name
 from ..read._footers import parsed_fragment
 from ..read._layouts import FileLayout, file_layout
-from ..read._reader import _FORMAT, _fail, open_file
+from ..read._reader import _FORMAT, _fail, deleted_positions_of
 from ..scan import DataFileTask, InlinedRowsTask
 from ..scan._conform import default_array
 from ._arrow import to_spark_table
@@ -507,14 +506,7 @@ def _masks(tasks, file_ids: list[int], plan, storage) -> tuple[np.ndarray, pa.Li
     """
     keys, masks = [np.empty(0, np.int64)], [np.empty(0, np.uint64)]
     for task, file_id in zip(tasks, file_ids, strict=True):
-        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        positions = deleted_positions(
-            task.deletes,
-            plan.snapshot_id,
-            lambda ref: open_file(ref, storage),
-            what,
-            task.record_count,
-        )
+        positions = deleted_positions_of(task, plan.table, plan.snapshot_id, storage)
         if len(positions) == 0:
             continue
         blocks = np.unique(positions >> _BLOCK_SHIFT)
