@@ -29,6 +29,56 @@ BUCKET = "ducklake-tests"  # the bucket (GCS) or container (Azure) lakes put the
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
     config.addinivalue_line("markers", "spark: needs pyspark and a Java runtime")
+    config.addinivalue_line(
+        "markers", "data_source: needs the ducklake Python data source (pyspark 4.1+)"
+    )
+    _arrow_collect_on_old_pyspark()
+
+
+def _pyspark_has_data_source() -> bool | None:
+    """Whether the installed pyspark runs the data source (None: no pyspark)."""
+    try:
+        from ducklake_datafusion.spark._versions import has_data_source
+    except ImportError:
+        return None
+    try:
+        return has_data_source()
+    except ImportError:
+        return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests of the data source skip on pyspark 3.5 / 4.0, which read natively only
+    (``tests/test_spark_versions.py`` checks what those releases raise instead)."""
+    if _pyspark_has_data_source() is not False:
+        return
+    import pyspark
+
+    skip = pytest.mark.skip(reason=f"pyspark {pyspark.__version__} has no Python data source")
+    for item in items:
+        if "data_source" in item.keywords:
+            item.add_marker(skip)
+
+
+def _arrow_collect_on_old_pyspark() -> None:
+    """``DataFrame.toArrow()`` (pyspark 4.0+) for the tests' comparisons on pyspark 3.5,
+    from the Arrow batches its ``toPandas`` collects."""
+    try:
+        import pyarrow as pa
+        from pyspark.sql import DataFrame
+        from pyspark.sql.pandas.types import to_arrow_schema
+    except ImportError:
+        return
+    if hasattr(DataFrame, "toArrow"):
+        return
+
+    def to_arrow(self):
+        batches = self._collect_as_arrow()
+        if batches:
+            return pa.Table.from_batches(batches)
+        return to_arrow_schema(self.schema).empty_table()
+
+    DataFrame.toArrow = to_arrow
 
 
 def _in_ci() -> bool:
@@ -218,6 +268,7 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     from ducklake_datafusion.spark import register_spark
+    from ducklake_datafusion.spark._versions import has_data_source
 
     builder = SparkSession.builder
     jars, _ = s3a_jars()
@@ -236,7 +287,8 @@ def spark(tmp_path_factory):
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    register_spark(session)
+    if has_data_source():  # pyspark 3.5 / 4.0 read natively only
+        register_spark(session)
     yield session
     session.stop()
 

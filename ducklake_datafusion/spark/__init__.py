@@ -1,4 +1,4 @@
-"""Read DuckLake tables from Apache Spark (PySpark 4.1 to 4.3) with the same scan plan.
+"""Read DuckLake tables from Apache Spark (PySpark 3.5 to 4.3) with the same scan plan.
 
     >>> from ducklake_datafusion.spark import register_spark
     >>> register_spark(spark)
@@ -34,6 +34,12 @@ computes the change feed in Spark: executor scans of the states that differ, joi
 rowid (see ``_change_feed.py``); the format's ``read_changes`` option computes it in the
 planning worker with ``table_changes`` and ships it as Arrow batches (``_changes.py``).
 
+On pyspark 3.5 and 4.0, which lack the Python data source API, ``read_table`` and
+``register_spark_views`` read what the native path reads exactly (tables of other types,
+encrypted or name-mapped files raise :class:`UnsupportedFeatureError` saying so),
+``read_changes`` computes the feed on the driver, and the ``ducklake`` format with the
+classes behind it (``DuckLakeDataSource``, ``DuckLakeReader``, ...) needs pyspark 4.1+.
+
 Importing :mod:`ducklake_datafusion` does not import pyspark; only this subpackage does.
 """
 
@@ -43,27 +49,25 @@ from ._versions import require_supported_pyspark
 
 require_supported_pyspark()
 
-from ._changes import ChangesPartition, DuckLakeChangesReader, changes_schema
+from ._change_range import changes_schema
 from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
-from ._reader import DuckLakeReader, ScanPartition
-from ._source import (
-    PUSHDOWN_CONF,
-    DuckLakeDataSource,
-    read_changes,
-    read_table,
-    register_spark,
-)
+from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
 from ._types import spark_schema, spark_type
+from ._versions import has_data_source
 from ._views import register_spark_views
+
+# The data source's classes, imported on first use: pyspark 3.5 / 4.0 cannot import them.
+_DATA_SOURCE_CLASSES = {
+    "ChangesPartition": "_changes",
+    "DuckLakeChangesReader": "_changes",
+    "DuckLakeDataSource": "_source",
+    "DuckLakeReader": "_reader",
+    "ScanPartition": "_reader",
+}
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
     "PUSHDOWN_CONF",
-    "ChangesPartition",
-    "DuckLakeChangesReader",
-    "DuckLakeDataSource",
-    "DuckLakeReader",
-    "ScanPartition",
     "SourceOptions",
     "changes_schema",
     "read_changes",
@@ -73,3 +77,17 @@ __all__ = [
     "spark_schema",
     "spark_type",
 ]
+if has_data_source():
+    __all__ += list(_DATA_SOURCE_CLASSES)
+
+
+def __getattr__(name: str):
+    module = _DATA_SOURCE_CLASSES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    from ._versions import require_data_source
+
+    require_data_source(f"ducklake_datafusion.spark.{name}")
+    return getattr(import_module(f".{module}", __name__), name)

@@ -38,6 +38,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructT
 from ..scan._changes import CHANGE_TYPES
 from ..types import ColumnSpec
 from ._arrow import check_castable
+from ._change_range import CHANGE_FIELDS, _find, resolve_changes
 from ._change_sides import (
     SIDE_FORMAT,
     SIDE_OPTION,
@@ -46,7 +47,6 @@ from ._change_sides import (
     compare_type,
     side_key_fields,
 )
-from ._changes import CHANGE_FIELDS, _find, resolve_changes
 from ._options import SourceOptions
 from ._types import spark_arrow_type, spark_type
 

@@ -29,18 +29,21 @@ change any answer here: every plan of the scan returns the whole feed).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
-from ..errors import InvalidOptionError, SnapshotNotFoundError
-from ..types import ColumnSpec
-from ._arrow import check_castable, to_spark_table
+from ._change_range import (
+    CHANGE_FIELDS,
+    ChangeRange,
+    changes_schema,
+    feed_table,
+    feed_target,
+    resolve_changes,
+)
 from ._options import SourceOptions
-from ._types import spark_arrow_field, spark_arrow_type, spark_schema
 
 __all__ = [
     "CHANGE_FIELDS",
@@ -51,68 +54,7 @@ __all__ = [
     "resolve_changes",
 ]
 
-CHANGE_FIELDS = (
-    StructField("snapshot_id", LongType(), nullable=True),
-    StructField("rowid", LongType(), nullable=True),
-    StructField("change_type", StringType(), nullable=True),
-)
 _BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
-
-
-def changes_schema(columns: tuple[ColumnSpec, ...]) -> StructType:
-    """The Spark schema of the feed: the three change columns, then the table's columns."""
-    return StructType([*CHANGE_FIELDS, *spark_schema(columns).fields])
-
-
-@dataclass(frozen=True)
-class ChangeRange:
-    """A change feed's bounds resolved to snapshot ids, and the columns at the end one."""
-
-    first: int
-    last: int
-    columns: tuple[ColumnSpec, ...]
-
-
-def resolve_changes(options: SourceOptions) -> ChangeRange:
-    """Resolve the bounds of ``options`` and read the table's columns at the end snapshot.
-
-    Only the driver's planning workers call this.
-
-    Raises:
-        SnapshotNotFoundError: a bound names no existing snapshot (or no snapshot at or
-            after / at or before a time).
-        InvalidOptionError: a bound is neither a snapshot id nor an ISO timestamp.
-        TableNotFoundError: the table does not exist at the end snapshot.
-    """
-    with options.open_lake() as lake:
-        first, last = _resolve_bounds(lake, options.changes_start, options.changes_end)
-    with options.pinned(last).open_table() as table:
-        return ChangeRange(first, last, table.columns)
-
-
-def _resolve_bounds(lake, start: str | None, end: str | None) -> tuple[int, int]:
-    """The same resolution ``table_changes`` applies, in one catalog transaction."""
-    from ..catalog import metadata
-    from ..catalog._history import list_snapshot_records
-    from ..scan._changes import resolve_bound
-    from ..scan._timetravel import snapshot_bounds
-
-    backend = lake.backend
-    description = backend.description
-    with backend.session() as session:
-        metadata.read_settings(session, description)
-        records = list_snapshot_records(session)
-
-        def bounds() -> str:
-            return snapshot_bounds(session)
-
-        if not records:
-            raise SnapshotNotFoundError(f"{description} has no snapshots; {bounds()}")
-        first = resolve_bound(records, start, lower=True, description=description, bounds=bounds)
-        if end is None:
-            return first, records[-1].snapshot_id
-        last = resolve_bound(records, end, lower=False, description=description, bounds=bounds)
-    return first, last
 
 
 class ChangesPartition(InputPartition):
@@ -149,10 +91,7 @@ class DuckLakeChangesReader(DataSourceReader):
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
-        self.target: pa.Schema = pa.schema(
-            [spark_arrow_field(f, spark_arrow_type(f.dataType, f.name)) for f in schema.fields]
-        )
-        self.declared: tuple[str, ...] = tuple(f.dataType.simpleString() for f in schema.fields)
+        self.target, self.declared = feed_target(schema)
 
     # -- planning (driver) ---------------------------------------------------------------
 
@@ -164,28 +103,7 @@ class DuckLakeChangesReader(DataSourceReader):
                 type the column cannot be cast to.
             SnapshotNotFoundError, TableNotFoundError: as ``table_changes``.
         """
-        from ..read._changes import table_changes
-
-        options = self.options
-        with options.open_lake() as lake:
-            end = options.changes_end
-            if end is None:  # a user schema skipped DataSource.schema(): latest now
-                end = lake.snapshot_id()
-            feed = table_changes(
-                lake, options.schema_name, options.table_name, options.changes_start, end
-            )
-        return self._to_target(feed)
-
-    def _to_target(self, feed: pa.Table) -> pa.Table:
-        names = feed.schema.names
-        if self.target.names == names:  # the derived schema (even with duplicate names)
-            selected = feed
-        else:
-            indices = [_find(names, name, self.options.table_label) for name in self.target.names]
-            selected = feed.select(indices)
-        for column, field, declared in zip(selected.columns, self.target, self.declared):
-            check_castable(column.type, field.type, field.name, declared)
-        return to_spark_table(selected, self.target)
+        return feed_table(self.options, self.target, self.declared)
 
     def partitions(self) -> Sequence[ChangesPartition]:
         """Row ranges of about ``partition_bytes`` each, at least ``min_partitions``.
@@ -221,18 +139,3 @@ def _ipc_bytes(table: pa.Table) -> bytes:
 def _batches(data: bytes) -> Iterator[pa.RecordBatch]:
     with pa.ipc.open_stream(data) as reader:
         yield from reader
-
-
-def _find(names: list[str], name: str, table: str) -> int:
-    """Spark resolves names case-insensitively by default; so do we, unless ambiguous."""
-    exact = [i for i, n in enumerate(names) if n == name]
-    if len(exact) == 1:
-        return exact[0]
-    folded = [i for i, n in enumerate(names) if n.lower() == name.lower()]
-    if not exact and len(folded) == 1:
-        return folded[0]
-    problem = "which matches several" if exact or folded else "which is none"
-    raise InvalidOptionError(
-        f"the schema given for the change feed of {table} names column {name!r}, {problem} "
-        f"of the feed's columns ({', '.join(names)})"
-    )

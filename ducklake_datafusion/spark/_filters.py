@@ -30,7 +30,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import (
+
+from ._filter_classes import (
     EqualNullSafe,
     EqualTo,
     Filter,

@@ -56,7 +56,7 @@ import datetime as _dt
 import os
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -73,6 +73,7 @@ from ..scan import DataFileTask, InlinedRowsTask
 from ..scan._conform import default_array
 from ._arrow import to_spark_table
 from ._hadoop import hadoop_url, native_store
+from ._local import local_frame
 from ._types import spark_arrow_type, spark_schema, spark_type
 
 __all__ = ["NATIVE_TYPES", "NativeScan", "native_scan"]
@@ -116,6 +117,7 @@ class NativeScan:
         complete: ``frame`` covers every task of the plan (nothing is left to the Python
             source).
         clean_files / masked_files / inlined_tasks: what each native part reads (for logs).
+        left_over: why the rest is left to the Python source (``"2 encrypted files"``).
     """
 
     frame: object | None
@@ -124,6 +126,7 @@ class NativeScan:
     clean_files: int = 0
     masked_files: int = 0
     inlined_tasks: int = 0
+    left_over: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,15 +184,22 @@ def native_scan(spark, table, storage, prune: pc.Expression | None = None) -> Na
 
 def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask, ...]]:
     """Read the plan's files natively where their layout allows, and its inlined rows."""
-    if not all(native_type(c.type_name) for c in table.columns):
-        return NativeScan(None, ()), ()
+    for column in table.columns:
+        if not native_type(column.type_name):
+            reason = f"column {column.name} is {column.type_name}, which Spark's reader changes"
+            return NativeScan(None, (), left_over=(reason,)), ()
     schema = spark_schema(table.columns)
+    left_over: Counter[str] = Counter()
     groups: dict[FileLayout | None, tuple[list, list]] = {}  # layout -> (clean, masked)
     read_options: dict[str, str] = {}
     masks_allowed = not any(c.name in _RESERVED for c in table.columns)
     stores: dict[tuple[str, str], dict[str, str] | None] = {}  # per (scheme, bucket)
     for task in plan.tasks:
-        if not _candidate(task, masks_allowed):
+        if not isinstance(task, DataFileTask):
+            continue
+        reason = _not_candidate(task, masks_allowed)
+        if reason is not None:
+            left_over[reason] += 1
             continue
         location = parse_location(task.file.url)
         where = (location.scheme, location.authority)
@@ -197,6 +207,7 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
             stores[where] = native_store(spark, task.file.url, storage)
         store = stores[where]
         if store is None:
+            left_over[f"{location.scheme}:// files, which Spark's connector cannot read here"] += 1
             continue
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         try:
@@ -210,6 +221,8 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
             read_options.update(store)
             clean, masked = groups.setdefault(layout, ([], []))
             (clean if task.deletes is None else masked).append(task)
+        else:
+            left_over["files of a layout Spark's reader cannot map exactly"] += 1
     frames, files, clean_files, masked_files = [], [], 0, 0
     for layout, (clean, masked) in groups.items():
         read_schema = schema if layout is None else _read_schema(layout)
@@ -219,7 +232,12 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
             files.extend(clean)
             clean_files += len(clean)
         if masked:
-            frame, masked = _masked_read(spark, read_schema, masked, plan, storage, read_options)
+            frame, read = _masked_read(spark, read_schema, masked, plan, storage, read_options)
+            if len(read) < len(masked):
+                left_over["files with deletes that Spark's listing does not identify"] += len(
+                    masked
+                ) - len(read)
+            masked = read
             if frame is not None:
                 parts.append(frame)
                 files.extend(masked)
@@ -229,12 +247,15 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
     inlined = [task.rows for task in plan.tasks if isinstance(task, InlinedRowsTask)]
     if inlined:
         frames.append(_inlined_frame(spark, schema, inlined))
-    frame = _union(frames)
-    if frame is None:
-        return NativeScan(None, ()), ()
     ids = tuple(t.data_file_id for t in files)
     complete = len(ids) + len(inlined) == len(plan.tasks)
-    scan = NativeScan(frame, ids, complete, clean_files, masked_files, len(inlined))
+    reasons = tuple(f"{count} {what}" for what, count in left_over.items())
+    frame = _union(frames)
+    if frame is None:
+        if not complete:
+            return NativeScan(None, (), left_over=reasons), ()
+        frame = spark.createDataFrame([], schema)  # no rows at this snapshot (or filter)
+    scan = NativeScan(frame, ids, complete, clean_files, masked_files, len(inlined), reasons)
     return scan, tuple(files)
 
 
@@ -316,19 +337,23 @@ def _inlined_frame(spark, schema, tables: list[pa.Table]):
     """
     target = pa.schema([pa.field(f.name, spark_arrow_type(f.dataType, f.name)) for f in schema])
     rows = pa.concat_tables([table.select(target.names) for table in tables])
-    return spark.createDataFrame(to_spark_table(rows, target), schema=schema)
+    return local_frame(spark, to_spark_table(rows, target), schema)
 
 
-def _candidate(task, masks_allowed: bool) -> bool:
-    """An unencrypted data file with field ids; with deletes, if masks apply (block
-    numbers must fit the join key)."""
-    if not isinstance(task, DataFileTask) or task.name_mapping is not None:
-        return False
+def _not_candidate(task, masks_allowed: bool) -> str | None:
+    """Why a data file cannot be read natively, or ``None`` for an unencrypted data file
+    with field ids (with deletes: if masks apply; block numbers must fit the join key)."""
+    if task.name_mapping is not None:
+        return "files without field ids, read by a name mapping"
     if task.encryption_key is not None:
-        return False
+        return "encrypted files"
     if task.deletes is None:
-        return True
-    return masks_allowed and task.record_count < (1 << (_BLOCK_SHIFT + _ID_SHIFT))
+        return None
+    if not masks_allowed:
+        return f"files with deletes in a table using a reserved column name ({_KEY} ...)"
+    if task.record_count >= 1 << (_BLOCK_SHIFT + _ID_SHIFT):
+        return "files with deletes and more than 2**38 rows"
+    return None
 
 
 def _read_parquet(spark, schema, tasks, read_options=None):
@@ -479,7 +504,7 @@ def _masked_scan(spark, schema, identified: list, plan, storage, rows=None):
 
     tasks = [task for task, _ in identified]
     keys, masks = _masks(tasks, [file_id for _, file_id in identified], plan, storage)
-    mask_frame = spark.createDataFrame(pa.table({_KEY: keys, _MASK: masks}))
+    mask_frame = local_frame(spark, pa.table({_KEY: keys, _MASK: masks}), _mask_schema())
     index = F.col("_metadata.row_index")
     if rows is None:
         rows = _read_parquet(spark, schema, tasks)
@@ -494,6 +519,18 @@ def _masked_scan(spark, schema, identified: list, plan, storage, rows=None):
         F.col(_MASK).isNull() | bit_clear
     )
     return kept.select(*[F.col(f"`{f.name}`") for f in schema.fields])
+
+
+def _mask_schema():
+    """The Spark schema of the mask table: join key, then the block's 256 longs of bits."""
+    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+    return StructType(
+        [
+            StructField(_KEY, LongType(), nullable=True),
+            StructField(_MASK, ArrayType(LongType(), containsNull=True), nullable=True),
+        ]
+    )
 
 
 def _masks(tasks, file_ids: list[int], plan, storage) -> tuple[np.ndarray, pa.ListArray]:

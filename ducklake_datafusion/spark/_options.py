@@ -26,15 +26,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
+    "GUARD_COLUMN",
     "GUARD_OPTION",
     "SOURCE_KEYS",
     "OpenTable",
     "SourceOptions",
+    "guard_field",
     "split_table_name",
 ]
 
 DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
 GUARD_OPTION = "scan_guard"  # set by read_table(); see _reader.py
+GUARD_COLUMN = "__ducklake_scan_guard"
 SOURCE_KEYS = (
     "path",
     "table",
@@ -54,6 +57,15 @@ SOURCE_KEYS = (
     GUARD_OPTION,
 )
 CHANGE_KEYS = ("read_changes", "changes_start", "changes_end")
+
+
+def guard_field():
+    """The constant guard column (always true) that ``read_table`` filters on and drops."""
+    from pyspark.sql.types import BooleanType, StructField
+
+    return StructField(GUARD_COLUMN, BooleanType(), nullable=False)
+
+
 _UNITS = {
     "": 1,
     "b": 1,

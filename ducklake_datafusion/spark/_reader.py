@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, EqualTo, Filter, InputPartition, IsNotNull
-from pyspark.sql.types import BooleanType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..read import execute_tasks, read_request
@@ -42,17 +42,10 @@ from ..scan import InlinedRowsTask, ScanPlan
 from ..types import ColumnSpec
 from ._arrow import check_castable, to_spark_batch
 from ._filters import FilterColumn, combine, translate_filter
-from ._options import OpenTable, SourceOptions
+from ._options import GUARD_COLUMN, OpenTable, SourceOptions, guard_field
 from ._types import spark_arrow_field, spark_arrow_type, spark_type
 
 __all__ = ["GUARD_COLUMN", "DuckLakeReader", "ScanPartition", "guard_field"]
-
-GUARD_COLUMN = "__ducklake_scan_guard"
-
-
-def guard_field() -> StructField:
-    """The constant guard column (always true) that ``read_table`` filters on and drops."""
-    return StructField(GUARD_COLUMN, BooleanType(), nullable=False)
 
 
 class ScanPartition(InputPartition):

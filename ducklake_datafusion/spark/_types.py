@@ -59,10 +59,15 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
-    TimeType,
 )
 
 from ..errors import UnsupportedTypeError
+from ._versions import pyspark_version
+
+try:
+    from pyspark.sql.types import TimeType
+except ImportError:  # pyspark < 4.1 has no TIME type
+    TimeType = None
 from ..scan import WIDE_INTEGER_TYPE
 from ..types import ColumnSpec
 
@@ -121,6 +126,12 @@ def spark_type(arrow_type: pa.DataType, column: str) -> DataType:
     if pa.types.is_timestamp(arrow_type):
         return TimestampType() if arrow_type.tz is not None else TimestampNTZType()
     if pa.types.is_time(arrow_type):
+        if TimeType is None:
+            raise UnsupportedTypeError(
+                f"column {column!r} is a TIME, which Spark has from pyspark 4.1 on (pyspark "
+                f"{pyspark_version()} is installed); read the other columns by passing a "
+                "schema without it, or use pyspark 4.1 to 4.3"
+            )
         return TimeType(6)
     if pa.types.is_struct(arrow_type):
         return StructType(

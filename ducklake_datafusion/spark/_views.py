@@ -19,8 +19,10 @@ import re
 from collections.abc import Mapping
 
 from ..catalog import metadata as _metadata_queries
+from ..errors import UnsupportedFeatureError
 from ..scan import Lake
-from ._source import read_table, register_spark
+from ._read import read_table, register_spark
+from ._versions import has_data_source
 
 __all__ = ["register_spark_views"]
 
@@ -53,8 +55,13 @@ def register_spark_views(
         snapshot / snapshot_time: pin every view to this snapshot (default: the latest
             now; the views keep reading that snapshot, like a pinned catalog).
         data_path, storage_options, metadata_schema: as for ``DuckLakeCatalog``.
+
+    Raises:
+        UnsupportedFeatureError: on pyspark 3.5 or 4.0, some tables need the data source;
+            the message names each, and no view is created.
     """
-    register_spark(spark, check_workers=False)  # read_table checks them where needed
+    if has_data_source():  # for CREATE TEMPORARY VIEW ... USING ducklake
+        register_spark(spark, check_workers=False)  # read_table checks them where needed
     lake = Lake.open(
         metadata,
         data_path=data_path,
@@ -65,24 +72,34 @@ def register_spark_views(
     )
     pinned = lake.snapshot_id()
     options = {"metadata_schema": metadata_schema} if metadata_schema else {}
-    created: dict[str, str] = {}
     with lake.backend.session() as session:
         tables = [
             (schema.schema_name, table.table_name)
             for schema in _metadata_queries.list_schemas(session, pinned)
             for table in _metadata_queries.list_tables(session, pinned, schema.schema_name)
         ]
+    frames, unreadable = [], []
     for schema, table in tables:
-        name = view_name(prefix, schema, table)
-        frame = read_table(
-            spark,
-            metadata,
-            f"{schema}.{table}",
-            snapshot=pinned,
-            data_path=data_path,
-            storage_options=storage_options,
-            **options,
+        try:
+            frame = read_table(
+                spark,
+                metadata,
+                f"{schema}.{table}",
+                snapshot=pinned,
+                data_path=data_path,
+                storage_options=storage_options,
+                **options,
+            )
+            frames.append((view_name(prefix, schema, table), frame, f"{schema}.{table}"))
+        except UnsupportedFeatureError as exc:  # pyspark 3.5 / 4.0: named all at once
+            unreadable.append(str(exc))
+    if unreadable:
+        raise UnsupportedFeatureError(
+            f"no view was created: {len(unreadable)} of the {len(tables)} tables cannot be "
+            "read on this pyspark: " + " | ".join(unreadable)
         )
+    created: dict[str, str] = {}
+    for name, frame, qualified in frames:
         frame.createOrReplaceTempView(name)
-        created[name] = f"{schema}.{table}"
+        created[name] = qualified
     return created

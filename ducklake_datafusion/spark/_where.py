@@ -30,9 +30,9 @@ from collections import OrderedDict
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import datasource as sources
 
 from ..errors import InvalidOptionError
+from . import _filter_classes as sources
 from ._filters import FilterColumn, combine, translate_filter
 from ._native import native_type
 from ._types import spark_arrow_type, spark_schema

@@ -1,0 +1,288 @@
+"""The Spark entry points: ``register_spark``, ``read_table`` and ``read_changes``.
+
+They run on every supported pyspark (3.5 to 4.3, ``_versions``): the native part of a
+read (Spark's own Parquet reader, ``_native``) needs nothing newer, and the ``ducklake``
+Python data source is imported and registered only when a read needs it, which on
+pyspark 3.5 and 4.0 raises :class:`UnsupportedFeatureError` naming the table and why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+
+from pyspark.sql.types import StructType
+
+from ..errors import InvalidOptionError
+from . import _workers
+from ._native import native_scan
+from ._options import CHANGE_KEYS, GUARD_COLUMN, GUARD_OPTION, SourceOptions, guard_field
+from ._versions import has_data_source, require_data_source
+from ._where import pruning_filter
+
+__all__ = ["PUSHDOWN_CONF", "read_changes", "read_table", "register_spark"]
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+FORMAT = "ducklake"
+
+
+def register_spark(spark, *, check_workers: bool = True) -> None:
+    """Register the ``ducklake`` format in ``spark`` and enable Python filter pushdown.
+
+    pyspark 4.1 refuses to run a data source that implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is off, so this turns it on for the session.
+
+    Args:
+        check_workers: once per Spark application, run one tiny task to check that the
+            Python workers can import this package in the driver's version, and raise
+            :class:`MissingDependencyError` saying what to set up if not (see
+            ``_workers``).
+    """
+    require_data_source('the "ducklake" format (spark.read.format("ducklake"))')
+    from ._source import DuckLakeDataSource
+
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(DuckLakeDataSource)
+    if check_workers:
+        _workers.check_workers(spark)
+
+
+def read_table(
+    spark,
+    metadata: str,
+    table: str,
+    *,
+    snapshot: int | None = None,
+    snapshot_time: _dt.datetime | str | None = None,
+    data_path: str | None = None,
+    partition_bytes: int | str | None = None,
+    storage_options: Mapping[str, object] | None = None,
+    schema: StructType | str | None = None,
+    pushdown: bool = True,
+    min_partitions: int | None = None,
+    native: bool = True,
+    where: str | None = None,
+    **options: object,
+):
+    """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
+
+    Filters on the DataFrame are pushed down (files pruned with catalog statistics) and
+    stay correct when the DataFrame is reused across queries, thanks to the scan guard.
+
+    Args:
+        spark: the ``SparkSession``.
+        metadata: the catalog, as for ``DuckLakeCatalog``.
+        table: ``"schema.table"`` (or ``"table"`` in ``main``).
+        snapshot / snapshot_time: time travel (an id, or a datetime / ISO string).
+        data_path: override the catalog's data path.
+        partition_bytes: target bytes per Spark input partition (default 128 MiB).
+        min_partitions: split the scan into at least this many partitions (as far as it
+            has files); default: Spark's default parallelism, so small tables still use
+            every core.
+        storage_options: storage options as for ``DuckLakeCatalog``; may also be passed
+            as keyword arguments.
+        schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
+        pushdown: push filters down to the scan (default true).
+        native: read the data files with Spark's own Parquet reader (older layouts by
+            field id, deletes applied by a broadcast join of bit masks), inlined rows as a
+            local DataFrame, and the rest (name-mapped or encrypted files, stores without a
+            connector, types Spark's reader would change) through the data source, unioned
+            (see ``_native``). On by default: 2.3-3.7x faster than the data source on the
+            benchmark lake. ``False`` reads everything through the data source. Only
+            without ``schema`` (a schema reads through the data source).
+        where: a Spark SQL condition on the table's columns, applied to the rows and,
+            before Spark lists any file, used to leave out the files whose catalog
+            statistics show they cannot match (``_where``). A filter on the returned
+            DataFrame instead prunes row groups only on the native path (Spark opens every
+            file it is given), and files too on the data source.
+
+    Raises:
+        InvalidOptionError: a change-feed option was passed (use :func:`read_changes`), or
+            ``where`` is not a Spark SQL condition on the table's columns.
+        UnsupportedFeatureError: pyspark 3.5 or 4.0, and part of the table needs the data
+            source (the message says which part and why).
+        MissingDependencyError: part of the table needs the data source and Spark's
+            Python workers cannot run this package. A table read wholly natively needs
+            nothing of ours on the executors, only Spark.
+    """
+    passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
+    if passed:
+        raise InvalidOptionError(
+            f"read_table reads a table state; for the change feed ({', '.join(passed)}) use "
+            "read_changes(spark, metadata, table, start, end)"
+        )
+    name = table
+    values: dict[str, object] = {
+        "metadata": metadata,
+        "snapshot": snapshot,
+        "snapshot_time": snapshot_time,
+        "data_path": data_path,
+        "partition_bytes": partition_bytes,
+        "pushdown": pushdown,
+        "min_partitions": min_partitions or _default_parallelism(spark),
+        GUARD_OPTION: True,
+    }
+    native_frame = None
+    if native and schema is None:
+        scan, table = _native_part(spark, values, storage_options, options, table, where)
+        native_frame = scan.frame
+        if scan.complete:  # every file and inlined row read natively: no data source part
+            return _filtered(native_frame, where, name)
+        if native_frame is not None:  # the source reads exactly what the native part does not
+            values["skip_files"] = ",".join(str(i) for i in scan.data_file_ids)
+            values["skip_inlined"] = scan.inlined_tasks > 0
+        why = "; ".join(scan.left_over)
+    else:
+        why = "native=False was passed" if not native else "a schema was passed"
+    if not has_data_source():
+        pinned = values["snapshot"] if values["snapshot"] is not None else "latest"
+        require_data_source(f"reading table {name} (snapshot {pinned})", why)
+    register_spark(spark, check_workers=False)  # the workers are checked just below
+    # The data source's executors run our reader: their Python needs this package (a
+    # native-only read needs nothing but Spark there).
+    _workers.check_workers(spark, needed_for=f"reading table {name} through the data source")
+    reader = _reader(spark, values, storage_options, options)
+    if isinstance(schema, str):
+        reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
+    elif schema is not None:
+        reader = reader.schema(StructType([*schema.fields, guard_field()]))
+    from pyspark.sql import functions as F
+
+    frame = reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
+    if native_frame is not None:
+        frame = native_frame.unionByName(frame)
+    return _filtered(frame, where, name)
+
+
+def _filtered(frame, where: str | None, table: str):
+    """``frame.where(where)``; a condition Spark cannot parse or resolve is ours to name."""
+    if where is None:
+        return frame
+    from pyspark.errors import AnalysisException
+
+    try:
+        return frame.where(where)
+    except AnalysisException as exc:
+        raise InvalidOptionError(
+            f"where={where!r} for table {table} is not a Spark SQL condition on its columns "
+            f"({', '.join(frame.columns)}): {exc}"
+        ) from exc
+
+
+def _native_part(spark, values: dict, storage_options, options: dict, table: str, where):
+    """Pin the snapshot in ``values`` and read the files Spark can read itself (_native).
+
+    Returns ``(the native scan, the table name for the source part)``; the name loses
+    any ``@`` suffix, the snapshot being pinned in ``values``. With ``where``, only files
+    that may match are read.
+    """
+    merged = {**values, **(storage_options or {}), **options, "path": table}
+    parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
+    with parsed.open_lake() as lake:
+        resolved = lake.table(parsed.schema_name, parsed.table_name)
+        values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
+        prune = None if where is None else pruning_filter(spark, resolved, where)
+        scan = native_scan(spark, resolved, parsed.storage, prune)
+    return scan, _quoted(parsed.schema_name, parsed.table_name)
+
+
+def _quoted(schema: str, table: str) -> str:
+    """``"schema"."table"``, as ``split_table_name`` reads it back (quotes doubled)."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
+
+
+def read_changes(
+    spark,
+    metadata: str,
+    table: str,
+    start: int | _dt.datetime | _dt.date | str,
+    end: int | _dt.datetime | _dt.date | str | None = None,
+    *,
+    data_path: str | None = None,
+    partition_bytes: int | str | None = None,
+    min_partitions: int | None = None,
+    storage_options: Mapping[str, object] | None = None,
+    schema: StructType | str | None = None,
+    **options: object,
+):
+    """The change feed of ``schema.table`` from ``start`` through ``end`` as a DataFrame.
+
+    The rows and columns of ``ducklake_table_changes`` / ``functions.table_changes``:
+    ``snapshot_id`` (bigint), ``rowid`` (bigint), ``change_type`` (string: ``insert``,
+    ``delete``, ``update_preimage``, ``update_postimage``), then the table's columns as of
+    the end snapshot, in ``table_changes``' order. Spark computes it: the executors read
+    the states that differ, Spark joins them on rowid and classifies the rows (see
+    ``_change_feed``); the driver reads only metadata, so the feed may exceed its memory.
+    Filters are applied by Spark on top (no pushdown). (The format's ``read_changes``
+    option instead computes the feed in the planning worker: a data source cannot hold a
+    join.) On pyspark 3.5 and 4.0, which lack the data source API, the driver computes
+    the feed with the core's ``table_changes`` and hands it to Spark as a local DataFrame
+    (``_driver_feed``): it must fit in the driver's memory, and only tables whose columns
+    Spark's own reader returns exactly are taken.
+
+    Args:
+        spark: the ``SparkSession``.
+        metadata: the catalog, as for ``DuckLakeCatalog``.
+        table: ``"schema.table"`` (or ``"table"`` in ``main``).
+        start / end: inclusive bounds: snapshot ids, or times (datetime, date or ISO text;
+            no zone means UTC). A start time selects the first snapshot at or after it, an
+            end time the last at or before it. ``end=None``: the latest snapshot now. Both
+            are resolved once, here, so later actions on the DataFrame read the same range.
+        data_path, partition_bytes, storage_options: as for :func:`read_table`.
+        min_partitions: split each side's reads into at least this many partitions (as
+            far as there are files to read); default: Spark's default parallelism.
+        schema: a Spark schema (``StructType`` or DDL) selecting feed columns by name (and
+            re-typing them); rows still follow every table column.
+
+    Raises:
+        SnapshotNotFoundError, InvalidOptionError, TableNotFoundError: bad bounds, options
+            or table (raised here, from the catalog, before any Spark job).
+        UnsupportedFeatureError: pyspark 3.5 or 4.0, and a column type the driver's feed
+            does not take.
+    """
+    if start is None:
+        raise InvalidOptionError("read_changes needs a start snapshot id or time")
+    values: dict[str, object] = {
+        "metadata": metadata,
+        "changes_start": start,
+        "changes_end": end,
+        "data_path": data_path,
+        "partition_bytes": partition_bytes,
+        "min_partitions": min_partitions or _default_parallelism(spark),
+    }
+    merged = {**values, **(storage_options or {}), **options}
+    texts = {k: _option_text(v) for k, v in merged.items() if v is not None}
+    if not has_data_source():  # pyspark 3.5 / 4.0: computed on the driver
+        from ._driver_feed import driver_changes_frame
+
+        return driver_changes_frame(spark, table, texts, schema)
+    register_spark(spark)
+    from ._change_feed import read_changes_frame
+
+    return read_changes_frame(spark, table, texts, schema)
+
+
+def _reader(spark, values: dict, storage_options, options: dict):
+    """A ``DataFrameReader`` of this format with every option that is set (as text)."""
+    merged = {**values, **(storage_options or {}), **options}
+    reader = spark.read.format(FORMAT)
+    for key, value in merged.items():
+        if value is not None:
+            reader = reader.option(key, _option_text(value))
+    return reader
+
+
+def _default_parallelism(spark) -> int | None:
+    """``spark.sparkContext.defaultParallelism`` (None on Spark Connect, which has none)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext
+        return None
+
+
+def _option_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return str(value)
