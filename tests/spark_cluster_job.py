@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
@@ -50,6 +51,18 @@ def _executors(spark, wanted: int, timeout: float = 180.0) -> int:
         time.sleep(0.5)
 
 
+def _arrow(frame):
+    """``frame.toArrow()``; pyspark 3.5 has only the batches its ``toPandas`` collects."""
+    if hasattr(frame, "toArrow"):
+        return frame.toArrow()
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    batches = frame._collect_as_arrow()
+    return (
+        pa.Table.from_batches(batches) if batches else to_arrow_schema(frame.schema).empty_table()
+    )
+
+
 def _frame(spark, spec: dict, read: dict):
     metadata = spec["metadata"]
     kind = read["kind"]
@@ -75,7 +88,7 @@ def main(path: str) -> None:
     (out / "executors.txt").write_text(str(_executors(spark, wanted=2)))
     for read in spec["reads"]:
         try:
-            table = _frame(spark, spec, read).toArrow()
+            table = _arrow(_frame(spark, spec, read))
         except Exception as exc:  # noqa: BLE001 - the test inspects the error text
             (out / f"{read['name']}.error").write_text(f"{type(exc).__name__}: {exc}")
             continue

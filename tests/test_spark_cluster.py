@@ -24,6 +24,8 @@ from lakes import assert_same_rows, evolve_table
 
 pytest.importorskip("pyspark")
 
+from ducklake_datafusion.spark._versions import has_data_source
+
 pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).with_name("spark_cluster_job.py")
@@ -81,6 +83,7 @@ def _answer(out: Path, name: str):
     return pq.read_table(out / f"{name}.parquet")
 
 
+@pytest.mark.data_source
 def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path):
     reads = [
         {"name": "native", "kind": "read_table", "table": "main.t"},
@@ -116,6 +119,31 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path):
     assert_same_rows(changes.select(expected.column_names), expected)
 
 
+@pytest.mark.skipif(has_data_source(), reason="pyspark 4.1+: the test above covers it")
+def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(lake, tmp_path):
+    """pyspark 3.5 / 4.0: native reads, ``where`` and the driver's change feed on two
+    executor processes; a table or views needing the data source are refused, named."""
+    reads = [
+        {"name": "native", "kind": "read_table", "table": "main.t"},
+        {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
+        {"name": "mixed", "kind": "read_table", "table": "main.added"},
+        {"name": "views", "kind": "view_sql", "sql": "SELECT k FROM lake_main_t"},
+        {"name": "changes", "kind": "changes", "table": "main.t", "start": 2, "end": 12},
+    ]
+    out = _run(lake, tmp_path, reads, sys.executable)
+    assert_same_rows(_answer(out, "native"), lake.reference("SELECT * FROM lake.main.t"))
+    assert_same_rows(
+        _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")
+    )
+    changes = _answer(out, "changes")
+    expected = lake.reference("SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, 12)")
+    assert_same_rows(changes.select(expected.column_names), expected)
+    for name in ("mixed", "views"):
+        error = (out / f"{name}.error").read_text()
+        assert error.startswith("UnsupportedFeatureError"), error
+        assert "main.added" in error and "pyspark >= 4.1" in error, error
+
+
 def test_executors_without_the_package_read_native_tables(lake, tmp_path):
     """Executors whose Python lacks this package (and pyspark's Python side): native
     tables read, with deletes, older layouts and inlined rows; a table that needs the data
@@ -133,5 +161,8 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path):
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")
     )
     error = (out / "mixed.error").read_text()
+    if not has_data_source():  # pyspark 3.5 / 4.0 refuse it before asking the workers
+        assert error.startswith("UnsupportedFeatureError") and "main.added" in error, error
+        return
     assert error.startswith("MissingDependencyError"), error
     assert "main.added" in error and "PYSPARK_PYTHON" in error and "install" in error, error

@@ -18,6 +18,7 @@ from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table
 pytest.importorskip("pyspark")
 
 from ducklake_datafusion.spark import _native, read_table
+from ducklake_datafusion.spark._versions import has_data_source
 
 pytestmark = pytest.mark.spark
 
@@ -107,7 +108,11 @@ def test_a_rewritten_file_on_s3_is_never_read_as_the_catalog_s(s3a, make_lake, s
     _native._built.clear()
     # raised while planning (the driver reads the footer) or, if the file went to the
     # data source, by its executor (Spark wraps it, with our class in the text)
-    with pytest.raises(Exception, match=r"of table main\.t \(snapshot \d+\)") as info:
+    # (pyspark 3.5 / 4.0 have no exact path: the read is refused, naming why)
+    with pytest.raises(Exception, match=r"table main\.t \(snapshot \d+\)") as info:
         _read(s3a, lake).collect()
     text = f"{type(info.value).__name__}: {info.value}"
+    if not has_data_source():
+        assert "UnsupportedFeatureError" in text and "differ" in text, text
+        return
     assert "DataFileCorruptError" in text or "StorageError" in text, text

@@ -25,6 +25,15 @@ from ._versions import require_data_source
 __all__ = ["driver_changes_frame"]
 
 
+def _from_ddl(ddl: str) -> StructType:
+    """``StructType.fromDDL`` (pyspark 4.0+), or Spark's own parser on 3.5."""
+    if hasattr(StructType, "fromDDL"):
+        return StructType.fromDDL(ddl)
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(ddl)
+
+
 def driver_changes_frame(spark, table: str, options: Mapping[str, str], schema=None):
     """The change feed of ``table`` (options as the ``ducklake`` format's, as text).
 
@@ -43,7 +52,7 @@ def driver_changes_frame(spark, table: str, options: Mapping[str, str], schema=N
                 f"column {column.name} is {column.type_name}",
             )
     if isinstance(schema, str):
-        schema = StructType.fromDDL(schema)
+        schema = _from_ddl(schema)
     if schema is None:
         schema = changes_schema(found.columns)
     target, declared = feed_target(schema)

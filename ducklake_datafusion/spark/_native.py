@@ -234,9 +234,10 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
         if masked:
             frame, read = _masked_read(spark, read_schema, masked, plan, storage, read_options)
             if len(read) < len(masked):
-                left_over["files with deletes that Spark's listing does not identify"] += len(
-                    masked
-                ) - len(read)
+                left_over[
+                    "files with deletes whose size or time in Spark's listing differ "
+                    "from the driver's (changed since planning?)"
+                ] += len(masked) - len(read)
             masked = read
             if frame is not None:
                 parts.append(frame)
