@@ -899,15 +899,16 @@ def test_read_table_reads_clean_files_natively(spark, make_lake):
     assert_same_rows(exact.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
 
 
-@pytest.mark.parametrize("version", ["3.5.9", "4.0.5", "4.1.0", "4.3.0", "4.4.0.dev0"])
-def test_pyspark_releases_before_4_1_get_a_clear_error(version):
-    """pyspark 3.5 has no Python data source API: importing the subpackage there says
-    which releases work instead of failing on a missing pyspark module."""
+@pytest.mark.parametrize("version", ["3.4.4", "3.5.0", "4.0.5", "4.1.0", "4.3.0", "4.4.0.dev0"])
+def test_pyspark_releases_before_3_5_get_a_clear_error(version):
+    """pyspark 3.4 has no ``_metadata.row_index``: importing the subpackage there says
+    which releases work instead of failing deep in a read (3.5 and 4.0 read natively:
+    test_spark_versions.py)."""
     from ducklake_datafusion.errors import MissingDependencyError
     from ducklake_datafusion.spark._versions import require_supported_pyspark
 
-    if version < "4.1":
-        with pytest.raises(MissingDependencyError, match=rf"pyspark >= 4\.1.*{version}"):
+    if version < "3.5":
+        with pytest.raises(MissingDependencyError, match=rf"pyspark >= 3\.5.*{version}"):
             require_supported_pyspark(version)
     else:
         require_supported_pyspark(version)
