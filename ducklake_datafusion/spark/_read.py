@@ -134,9 +134,8 @@ def read_table(
         why = "; ".join(scan.left_over)
     else:
         why = "native=False was passed" if not native else "a schema was passed"
-    if not has_data_source():
-        pinned = values["snapshot"] if values["snapshot"] is not None else "latest"
-        require_data_source(f"reading table {name} (snapshot {pinned})", why)
+    pinned = values["snapshot"] if values["snapshot"] is not None else "latest"
+    require_data_source(f"reading table {name} (snapshot {pinned})", why)  # 3.5 / 4.0
     register_spark(spark, check_workers=False)  # the workers are checked just below
     # The data source's executors run our reader: their Python needs this package (a
     # native-only read needs nothing but Spark there).
