@@ -229,31 +229,53 @@ FETCH_JARS = Path(__file__).resolve().parent.parent / ".ci" / "fetch_hadoop_jars
 
 
 @functools.cache
-def s3a_jars() -> tuple[str | None, str]:
-    """(the S3A connector jars for the installed pyspark, comma-separated, or None; why
-    not). Fetched into Maven's cache by ``.ci/fetch_hadoop_jars.sh`` (CI runs it first)."""
-    if shutil.which("mvn") is None and not os.environ.get("DUCKLAKE_TEST_SPARK_JARS"):
-        return None, "no Maven client to fetch hadoop-aws and the AWS SDK bundle"
+def connector_jars() -> tuple[str | None, str]:
+    """(Spark's object-store connectors for the installed pyspark, comma-separated jar
+    paths, or None; why not): hadoop-aws with the AWS SDK bundle, hadoop-azure,
+    gcs-connector. Fetched into Maven's cache by ``.ci/fetch_hadoop_jars.sh`` (CI runs
+    it first and passes the list as ``DUCKLAKE_TEST_SPARK_JARS``)."""
     if os.environ.get("DUCKLAKE_TEST_SPARK_JARS"):
         return os.environ["DUCKLAKE_TEST_SPARK_JARS"], ""
+    if shutil.which("mvn") is None:
+        return None, "no Maven client to fetch the Hadoop connectors"
     done = subprocess.run(
         ["bash", str(FETCH_JARS), sys.executable], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        return None, f"fetching the S3A connector failed: {done.stderr.strip()[-500:]}"
+        return None, f"fetching the Hadoop connectors failed: {done.stderr.strip()[-500:]}"
     return done.stdout.strip(), ""
+
+
+def _connector_session(spark, jar: str, store: str):
+    """The shared Spark session, when its jars hold ``jar`` (skip, or fail in CI, if the
+    connectors could not be had)."""
+    jars, why = connector_jars()
+    if jars is not None and jar not in jars:
+        why = f"{jar} is not among the jars ({jars[:300]})"
+        jars = None
+    if jars is None:
+        if _in_ci():
+            pytest.fail(f"Spark's {store} connector is needed in CI: {why}")
+        pytest.skip(f"Spark's {store} connector: {why}")
+    return spark
 
 
 @pytest.fixture
 def s3a(spark):
-    """The shared Spark session, when it has the S3A connector (skip, or fail in CI, if
-    the jars could not be had)."""
-    jars, why = s3a_jars()
-    if jars is None:
-        if _in_ci():
-            pytest.fail(f"Spark's S3A connector is needed in CI: {why}")
-        pytest.skip(f"Spark's S3A connector: {why}")
-    return spark
+    """The shared Spark session, with the S3A connector (hadoop-aws)."""
+    return _connector_session(spark, "hadoop-aws", "S3A")
+
+
+@pytest.fixture
+def gcs_spark(spark):
+    """The shared Spark session, with Google's gcs-connector."""
+    return _connector_session(spark, "gcs-connector", "GCS")
+
+
+@pytest.fixture
+def abfs_spark(spark):
+    """The shared Spark session, with hadoop-azure (ABFS)."""
+    return _connector_session(spark, "hadoop-azure", "ABFS")
 
 
 @pytest.fixture(scope="session")
@@ -271,8 +293,8 @@ def spark(tmp_path_factory):
     from ducklake_datafusion.spark._versions import has_data_source
 
     builder = SparkSession.builder
-    jars, _ = s3a_jars()
-    if jars:  # s3a:// read by Spark's own reader (test_spark_s3)
+    jars, _ = connector_jars()
+    if jars:  # object stores read by Spark's own reader (test_spark_s3, test_spark_stores)
         builder = builder.config("spark.jars", jars)
     session = (
         builder.master("local[2]")

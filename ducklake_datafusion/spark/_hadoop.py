@@ -8,8 +8,9 @@ copies such options into the Hadoop configuration of that scan only, on the driv
 on the executors), never written into the session's configuration:
 
 =================================  =================================================
-storage option                     Hadoop setting (S3A, scoped to the lake's bucket)
+storage option                     Hadoop setting
 =================================  =================================================
+**S3A**, scoped to the lake's bucket B (``fs.s3a.bucket.B.``)
 s3_endpoint / endpoint             ``fs.s3a.bucket.B.endpoint``
 region                             ``fs.s3a.bucket.B.endpoint.region``
 access_key_id, secret_access_key   ``fs.s3a.bucket.B.access.key`` / ``.secret.key``
@@ -17,19 +18,39 @@ session_token                      ``.session.token`` + temporary-credentials pr
 anonymous                          anonymous-credentials provider
 url_style = path                   ``fs.s3a.bucket.B.path.style.access = true``
 use_ssl / allow_http               ``fs.s3a.bucket.B.connection.ssl.enabled``
-account_name + account_key (Azure) ``fs.azure.account.key.ACCOUNT.dfs.core.windows.net``
+**ABFS**, scoped to the account host H = ``ACCOUNT.dfs.core.windows.net``
+account_name + account_key         ``fs.azure.account.key.H``
+blob_storage_authority / endpoint  ``fs.azure.abfs.endpoint.H`` (``host:port``, the account
+(an emulator's ``host:port``)      in the path, as Azurite serves it), the account as
+                                   one without hierarchical namespace reached on its Blob
+                                   endpoint (``fs.azure.account.hns.enabled.H = false``,
+                                   ``fs.azure.fns.account.service.type.H = BLOB``); plain
+                                   http: ``abfs://`` URLs, ``fs.azure.always.use.https =
+                                   false`` (a global key) and the JDK's HTTP client
+**GCS** (the connector has no per-bucket settings: these hold for the read)
+gcs_endpoint / endpoint            ``fs.gs.storage.root.url``
+anonymous                          ``fs.gs.auth.type = UNAUTHENTICATED``
+project_id                         ``fs.gs.project.id``
 =================================  =================================================
 
-Other options (GCS tokens, Azure SAS or service principals) have no mapping here: such
-files, and files of a scheme whose connector the cluster lacks, are read by the Python
-data source instead, and the log says so once per scheme and reason.
+Hadoop 3.5's ``core-default.xml`` names Apache's own GCS connector (``hadoop-gcp``) for
+``gs://`` and gives some ``fs.gs.*`` sizes with unit suffixes (``64m``) that Google's
+``gcs-connector`` cannot parse: where Google's connector is the one on the classpath, the
+read names it (``fs.gs.impl``) and passes those sizes as plain numbers.
+
+Other options (GCS tokens, Azure SAS or service principals, an Azure endpoint without a
+port) have no mapping here: such files, and files of a scheme whose connector the
+cluster lacks, are read by the Python data source instead, and the log says so once per
+scheme and reason. Secrets go into the read's options only, never into a log or message.
 """
 
 from __future__ import annotations
 
 import logging
 
+from ..errors import InvalidOptionError
 from ..pathres import StorageOptions, parse_location
+from ..pathres._filesystems import _endpoint
 
 __all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "native_store"]
 
@@ -42,11 +63,25 @@ CONNECTORS = {
     "az": ("abfss", "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem", "hadoop-azure"),
 }
 _S3A = "org.apache.hadoop.fs.s3a."
+_GOOGLE_GCS = CONNECTORS["gs"][1]
+# fs.gs.* sizes Hadoop 3.5's core-default.xml spells with a unit (64m), which Google's
+# connector reads with Configuration.getLong
+_GCS_SIZES = (
+    "fs.gs.block.size",
+    "fs.gs.rewrite.max.chunk.size",
+    "fs.gs.outputstream.buffer.size",
+    "fs.gs.inputstream.inplace.seek.limit",
+    "fs.gs.inputstream.min.range.request.size",
+)
 _said: set[str] = set()  # what the log has said already (once per process)
 
 
-def hadoop_url(url: str) -> str:
-    """A data file URL as Hadoop's connector for its store spells it."""
+def hadoop_url(url: str, storage: StorageOptions | None = None) -> str:
+    """A data file URL as Hadoop's connector for its store spells it.
+
+    Azure files are ``abfss://container@ACCOUNT.dfs.core.windows.net/key``, or ``abfs://``
+    when the storage options name a plain-http endpoint (an emulator).
+    """
     location = parse_location(url)
     if location.scheme == "s3":
         return f"s3a://{location.path}"
@@ -54,7 +89,9 @@ def hadoop_url(url: str) -> str:
         return f"gs://{location.path}"
     if location.scheme == "az":
         key = location.path.partition("/")[2]
-        return f"abfss://{location.authority}@{location.account}.dfs.core.windows.net/{key}"
+        account = location.account or (storage.account_name if storage else None)
+        scheme = "abfs" if storage is not None and _azure_http(storage) else "abfss"
+        return f"{scheme}://{location.authority}@{account}.dfs.core.windows.net/{key}"
     raise ValueError(f"not an object-store URL: {url}")
 
 
@@ -65,18 +102,15 @@ def hadoop_options(url: str, storage: StorageOptions) -> dict[str, str] | None:
     the Python data source, which uses them through pyarrow).
     """
     location = parse_location(url)
-    if location.scheme == "s3":
-        return _s3a_options(location.authority, storage)
-    if location.scheme == "az":
-        if storage.sas_token or storage.client_secret or not location.account:
-            return None
-        if storage.account_key is None:
-            return {}
-        host = f"{location.account}.dfs.core.windows.net"
-        return {f"fs.azure.account.key.{host}": storage.account_key}
-    if location.scheme == "gs":
-        custom = storage.google_service_account_token or storage.gcs_endpoint
-        return None if custom or storage.anonymous else {}
+    try:
+        if location.scheme == "s3":
+            return _s3a_options(location.authority, storage)
+        if location.scheme == "az":
+            return _abfs_options(location.account or storage.account_name, storage)
+        if location.scheme == "gs":
+            return _gcs_options(storage)
+    except InvalidOptionError:  # the data source raises it, naming the option
+        return None
     return None
 
 
@@ -109,6 +143,62 @@ def _s3a_options(bucket: str, storage: StorageOptions) -> dict[str, str]:
     return options
 
 
+def _azure_endpoint(storage: StorageOptions) -> tuple[str, str] | None:
+    """(scheme, host[:port]) of the lake's Azure Blob endpoint option, if any."""
+    endpoint = storage.blob_storage_authority or storage.endpoint
+    if not endpoint:
+        return None
+    option = "blob_storage_authority" if storage.blob_storage_authority else "endpoint"
+    return _endpoint(endpoint, option, storage.allow_http)
+
+
+def _azure_http(storage: StorageOptions) -> bool:
+    try:
+        endpoint = _azure_endpoint(storage)
+    except InvalidOptionError:
+        return False
+    return endpoint is not None and endpoint[0] == "http"
+
+
+def _abfs_options(account: str | None, storage: StorageOptions) -> dict[str, str] | None:
+    if storage.sas_token or storage.client_secret or not account:
+        return None
+    host = f"{account}.dfs.core.windows.net"
+    options: dict[str, str] = {}
+    endpoint = _azure_endpoint(storage)
+    if endpoint is not None:
+        scheme, authority = endpoint
+        if ":" not in authority:  # ABFS takes host:port only, the account in the path
+            return None
+        options[f"fs.azure.abfs.endpoint.{host}"] = authority
+        # a Blob endpoint (Azurite has no dfs one): an account without hierarchical
+        # namespace, which ABFS reaches through the Blob API
+        options[f"fs.azure.account.hns.enabled.{host}"] = "false"
+        options[f"fs.azure.fns.account.service.type.{host}"] = "BLOB"
+        if scheme == "http":
+            options["fs.azure.always.use.https"] = "false"  # read without the account
+            options[f"fs.azure.networking.library.{host}"] = "JDK_HTTP_URL_CONNECTION"
+    if storage.account_key is not None:
+        options[f"fs.azure.account.key.{host}"] = storage.account_key
+    return options
+
+
+def _gcs_options(storage: StorageOptions) -> dict[str, str] | None:
+    if storage.google_service_account_token:
+        return None  # a bare token has no setting: the connector wants a provider class
+    options: dict[str, str] = {}
+    endpoint = storage.gcs_endpoint or storage.endpoint
+    if endpoint:
+        option = "gcs_endpoint" if storage.gcs_endpoint else "endpoint"
+        scheme, host = _endpoint(endpoint, option, storage.allow_http)
+        options["fs.gs.storage.root.url"] = f"{scheme}://{host}/"
+    if storage.anonymous:
+        options["fs.gs.auth.type"] = "UNAUTHENTICATED"
+    if storage.project_id:
+        options["fs.gs.project.id"] = storage.project_id
+    return options
+
+
 def native_store(spark, url: str, storage: StorageOptions) -> dict[str, str] | None:
     """The read options for a native read of ``url``, or None to use the Python source.
 
@@ -120,7 +210,8 @@ def native_store(spark, url: str, storage: StorageOptions) -> dict[str, str] | N
     if location.scheme == "file":
         return {}
     hadoop_scheme, _, needs = CONNECTORS[location.scheme]
-    if not _has_connector(spark, hadoop_scheme):
+    connector = _connector_options(spark, location.scheme)
+    if connector is None:
         _say_once(
             location.scheme,
             f"Spark has no Hadoop filesystem for {hadoop_scheme}:// ({needs} on the "
@@ -135,20 +226,55 @@ def native_store(spark, url: str, storage: StorageOptions) -> dict[str, str] | N
             f"the lake's storage options for {location.scheme}:// have no Hadoop "
             "equivalent here; its data files are read by the ducklake Python data source",
         )
+        return None
+    return {**connector, **options}
+
+
+def _connector_options(spark, scheme: str) -> dict[str, str] | None:
+    """The read options the scheme's connector needs, or None when the JVM has none."""
+    hadoop_scheme = CONNECTORS[scheme][0]
+    if scheme != "gs":
+        return {} if _has_connector(spark, hadoop_scheme) else None
+    found = _filesystem_class(spark, hadoop_scheme)
+    if found is not None and found != _GOOGLE_GCS:
+        return {}  # Apache's hadoop-gcp (Hadoop's default), or the cluster's choice
+    if found is None and not _loadable(spark, _GOOGLE_GCS):
+        return None
+    options = {} if found else {"fs.gs.impl": _GOOGLE_GCS}
+    conf = spark._jsc.hadoopConfiguration()
+    for key in _GCS_SIZES:
+        value = conf.get(key)
+        if value is not None and not value.strip().isdigit():
+            options[key] = str(conf.getLongBytes(key, 0))
     return options
 
 
 def _has_connector(spark, hadoop_scheme: str) -> bool:
     """Whether the JVM resolves a FileSystem for the scheme (false on Spark Connect)."""
+    return _filesystem_class(spark, hadoop_scheme) is not None
+
+
+def _filesystem_class(spark, hadoop_scheme: str) -> str | None:
+    """The FileSystem class the JVM resolves for the scheme (None: none, Spark Connect)."""
     from py4j.protocol import Py4JError
 
     try:
         jvm = spark._jvm
         conf = spark._jsc.hadoopConfiguration()
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(hadoop_scheme, conf)
+        found = jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(hadoop_scheme, conf)
+        return found.getName()
     except (Py4JError, AttributeError):  # UnsupportedFileSystemException; Spark Connect
+        return None
+
+
+def _loadable(spark, class_name: str) -> bool:
+    """Whether the class is on the classpath of the session's Hadoop configuration."""
+    from py4j.protocol import Py4JError
+
+    try:
+        return spark._jsc.hadoopConfiguration().getClassByNameOrNull(class_name) is not None
+    except (Py4JError, AttributeError):
         return False
-    return True
 
 
 def _say_once(key: str, message: str) -> None:

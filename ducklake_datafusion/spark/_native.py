@@ -228,7 +228,7 @@ def _build(spark, table, plan, storage) -> tuple[NativeScan, tuple[DataFileTask,
         read_schema = schema if layout is None else _read_schema(layout)
         parts = []
         if clean:
-            parts.append(_read_parquet(spark, read_schema, clean, read_options))
+            parts.append(_read_parquet(spark, read_schema, clean, read_options, storage))
             files.extend(clean)
             clean_files += len(clean)
         if masked:
@@ -357,18 +357,18 @@ def _not_candidate(task, masks_allowed: bool) -> str | None:
     return None
 
 
-def _read_parquet(spark, schema, tasks, read_options=None):
-    paths = [spark_path(t.file.url) for t in tasks]
+def _read_parquet(spark, schema, tasks, read_options=None, storage=None):
+    paths = [spark_path(t.file.url, storage) for t in tasks]
     with _driver_listing(spark, len(paths)):
         return spark.read.schema(schema).options(**(read_options or {})).parquet(*paths)
 
 
-def spark_path(url: str) -> str:
+def spark_path(url: str, storage=None) -> str:
     """A data file URL as Spark's reader takes it (Hadoop scheme, globs escaped)."""
     location = parse_location(url)
     if location.scheme == "file":
         return hadoop_path(location.path)
-    return _GLOB.sub(r"\\\1", hadoop_url(url))
+    return _GLOB.sub(r"\\\1", hadoop_url(url, storage))
 
 
 def _masked_read(spark, schema, tasks, plan, storage, read_options):
@@ -400,8 +400,8 @@ def _masked_listed(spark, schema, tasks, plan, storage, read_options):
     is listed and scanned again; if the new listing disagrees, every masked file of the
     store goes to the exact path.
     """
-    listed = _read_parquet(spark, schema, tasks, read_options)
-    ids = _listed_ids(spark, listed, tasks)
+    listed = _read_parquet(spark, schema, tasks, read_options, storage)
+    ids = _listed_ids(spark, listed, tasks, storage)
     identified = [
         (task, file_id) for task, file_id in zip(tasks, ids, strict=True) if file_id is not None
     ]
@@ -411,8 +411,8 @@ def _masked_listed(spark, schema, tasks, plan, storage, read_options):
     frames = []
     for group in groups:
         group_tasks = [task for task, _ in group]
-        rows = _read_parquet(spark, schema, group_tasks, read_options)
-        if _listed_ids(spark, rows, group_tasks) != [file_id for _, file_id in group]:
+        rows = _read_parquet(spark, schema, group_tasks, read_options, storage)
+        if _listed_ids(spark, rows, group_tasks, storage) != [f for _, f in group]:
             return None, []
         frames.append(_masked_scan(spark, schema, group, plan, storage, rows))
     frame = _union(frames)
@@ -429,7 +429,7 @@ def _union(frames: list):
     return frame
 
 
-def _listed_ids(spark, frame, tasks) -> list[int | None]:
+def _listed_ids(spark, frame, tasks, storage) -> list[int | None]:
     """Each task's file id from the file index of ``frame`` (a ``spark.read.parquet``
     of the tasks' files): None where the file is not listed or its length is not the
     catalog's."""
@@ -442,7 +442,7 @@ def _listed_ids(spark, frame, tasks) -> list[int | None]:
     path = spark._jvm.org.apache.hadoop.fs.Path
     ids: list[int | None] = []
     for task in tasks:
-        found = listed.get(path(hadoop_url(task.file.url)).toString())
+        found = listed.get(path(hadoop_url(task.file.url, storage)).toString())
         if found is None or task.file.size not in (None, found[0]):
             ids.append(None)
         else:
