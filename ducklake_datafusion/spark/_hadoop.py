@@ -47,6 +47,7 @@ scheme and reason. Secrets go into the read's options only, never into a log or 
 from __future__ import annotations
 
 import logging
+import re
 
 from ..errors import InvalidOptionError
 from ..pathres import StorageOptions, parse_location
@@ -55,6 +56,11 @@ from ..pathres._filesystems import _endpoint
 __all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "native_store"]
 
 _log = logging.getLogger("ducklake_datafusion.spark")
+# ABFS over a Blob endpoint (accounts without hierarchical namespace; Azurite has no dfs
+# endpoint): Hadoop 3.4.2+ (verified live on 3.4.2 and 3.5.0; 3.3.4 asks Azurite's Blob
+# endpoint for a dfs listing and gets 400 Bad Request).
+_BLOB_SERVICE = "fs.azure.fns.account.service.type."
+_ABFS_BLOB_HADOOP = (3, 4, 2)
 
 # canonical scheme -> (Hadoop scheme, FileSystem class, what a cluster needs on its classpath)
 CONNECTORS = {
@@ -174,7 +180,7 @@ def _abfs_options(account: str | None, storage: StorageOptions) -> dict[str, str
         # a Blob endpoint (Azurite has no dfs one): an account without hierarchical
         # namespace, which ABFS reaches through the Blob API
         options[f"fs.azure.account.hns.enabled.{host}"] = "false"
-        options[f"fs.azure.fns.account.service.type.{host}"] = "BLOB"
+        options[f"{_BLOB_SERVICE}{host}"] = "BLOB"
         if scheme == "http":
             options["fs.azure.always.use.https"] = "false"  # read without the account
             options[f"fs.azure.networking.library.{host}"] = "JDK_HTTP_URL_CONNECTION"
@@ -227,7 +233,27 @@ def native_store(spark, url: str, storage: StorageOptions) -> dict[str, str] | N
             "equivalent here; its data files are read by the ducklake Python data source",
         )
         return None
+    blob_mode = any(key.startswith(_BLOB_SERVICE) for key in options)
+    if blob_mode and _hadoop_version(spark) < _ABFS_BLOB_HADOOP:
+        _say_once(
+            "az-blob",
+            f"Hadoop {'.'.join(map(str, _hadoop_version(spark)))}'s ABFS reaches only dfs "
+            "endpoints, and the lake's Azure endpoint is a Blob one (an emulator's); its "
+            "data files are read by the ducklake Python data source",
+        )
+        return None
     return {**connector, **options}
+
+
+def _hadoop_version(spark) -> tuple[int, ...]:
+    """The JVM's Hadoop version, ``(0,)`` when it cannot be asked (Spark Connect)."""
+    from py4j.protocol import Py4JError
+
+    try:
+        text = spark._jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+    except (Py4JError, AttributeError):
+        return (0,)
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
 def _connector_options(spark, scheme: str) -> dict[str, str] | None:
