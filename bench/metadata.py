@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/metadata.py            # 10,000-file table per backend
     .venv/bin/python bench/metadata.py --quick    # 1,000-file table per backend
+    .venv/bin/python bench/metadata.py --files 100000 --sql   # + SQL after a commit
 
 Backends: DuckDB file, SQLite file, and PostgreSQL when ``DUCKLAKE_TEST_PG`` holds a libpq
 keyword string of a reachable server (start one with ``eval "$(.ci/start_postgres.sh)"``).
@@ -118,6 +119,70 @@ def _after_commits(lake, kind: str, files: int, repeat: int):
     return after_commit(False), after_commit(True)
 
 
+def sql_after_commit(kind: str, files: int, repeat: int, pg: str | None) -> list[list[str]]:
+    """The issue's table: SQL queries right after a one-row commit by DuckDB, ours (one
+    open catalog registered in a SessionContext, planning and running) against DuckDB's
+    (attached afresh after each commit, as a separate reader process would), and the
+    first query of the table (a new catalog, nothing memoised). Commits go into the
+    cached lake (one inlined row each, negative k), so its counts grow run by run."""
+    from common import attach, connect
+
+    lake, _ = cached_lake(
+        "files", {"n": files}, lambda con: build_many_files(con, files), kind=kind, pg=pg
+    )
+    lo, hi = files * 1024, files * 1024 + 4_095  # two files
+    queries = {
+        "selective count (2 files)": f"SELECT count(*) FROM lake.main.t WHERE k BETWEEN {lo} AND {hi}",
+        "count(*) of the table": "SELECT count(*) FROM lake.main.t",
+    }
+    writer = connect(kind)
+    counter = iter(range(10**9))
+
+    def commit():
+        attach(writer, lake)
+        writer.execute("INSERT INTO lake.main.t (k) VALUES (?)", [-1 - next(counter)])
+        writer.execute("DETACH lake")
+
+    catalog = DuckLakeCatalog(lake.metadata)
+    ctx = datafusion.SessionContext()
+    register(ctx, "lake", catalog)
+    rows = []
+    for label, sql in queries.items():
+        ours, duck = [], []
+        for run in range(repeat + 1):  # the first is a warm-up
+            commit()
+            started = time.perf_counter()
+            got = ctx.sql(sql).to_pylist()
+            ours.append(time.perf_counter() - started)
+            reader = connect(kind)
+            started = time.perf_counter()
+            attach(reader, lake, read_only=True)
+            expected = reader.execute(sql).fetchall()
+            duck.append(time.perf_counter() - started)
+            reader.close()
+            assert next(iter(got[0].values())) == expected[0][0], (label, got, expected)
+        first = []
+        for _ in range(max(1, repeat // 2)):
+            started = time.perf_counter()
+            fresh = DuckLakeCatalog(lake.metadata)
+            fresh_ctx = datafusion.SessionContext()
+            register(fresh_ctx, "lake", fresh)
+            fresh_ctx.sql(sql).to_pylist()
+            first.append(time.perf_counter() - started)
+            close = getattr(fresh.backend, "close", None)
+            if close is not None:
+                close()
+        a, b = statistics.median(ours[1:]), statistics.median(duck[1:])
+        rows.append(
+            [kind, label, millis(a), millis(b), f"{a / b:.2f}x", millis(statistics.median(first))]
+        )
+    writer.close()
+    close = getattr(catalog.backend, "close", None)
+    if close is not None:
+        close()
+    return rows
+
+
 def _new_and_unchanged(new, unchanged, note: str) -> str:
     return f"{millis(new.median)} / {millis(unchanged.median)} ({note})"
 
@@ -126,8 +191,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 files instead of 10,000")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs (default 7, quick 3)")
+    parser.add_argument("--files", type=int, default=None, help="files of the table")
+    parser.add_argument(
+        "--sql", action="store_true", help="also SQL queries right after a one-row commit"
+    )
     args = parser.parse_args()
-    files = 1_000 if args.quick else 10_000
+    files = args.files or (1_000 if args.quick else 10_000)
     repeat = args.repeat or (3 if args.quick else 7)
     pg = os.environ.get("DUCKLAKE_TEST_PG")
     print(environment())
@@ -159,6 +228,16 @@ def main() -> None:
         "not change since the last scan (metadata memoised per version, one version query). "
         "Targets: lookups < 5 ms, planning < 100 ms, plan + prune < 50 ms."
     )
+    if args.sql:
+        sql_rows = [row for kind in kinds for row in sql_after_commit(kind, files, repeat, pg)]
+        print(f"\n## SQL right after a one-row commit, table of {files:,} files\n")
+        headers = ["backend", "query", "ours", "DuckDB", "ours / DuckDB", "first query (ours)"]
+        print(markdown_table(headers, sql_rows))
+        print(
+            "\nours = ctx.sql(...).to_pylist() on one open catalog (plan and run); DuckDB = "
+            "ATTACH (read-only) and the query, after each commit (a separate reader); first "
+            "query = a new DuckLakeCatalog registered and queried (nothing memoised); medians."
+        )
     print(f"load average now: {load_average()}")
     print(f"total bench time {time.perf_counter() - started:.0f} s")
 
