@@ -7,7 +7,10 @@ file again, and must still agree with DuckDB, here on every catalog x storage ce
 
 from __future__ import annotations
 
+import glob
+
 import pytest
+from lakes import assert_same_rows
 from readcheck import check
 
 from ducklake_datafusion.read import _deletes, _footers
@@ -53,3 +56,54 @@ def test_second_query_reads_no_footer_and_decodes_no_delete_file(lake, monkeypat
     check(lake, sql)
     check(lake, "SELECT count(*) AS n FROM lake.main.t")
     assert len(decoded) == 4 and len(footers) == 3
+
+
+def test_a_new_lake_version_reads_no_footer_of_known_files(make_lake, monkeypatch):
+    """A commit makes a new lake version, so the native scans are rebuilt: files checked
+    before are only stat-ed (no footer read, even after the footer cache dropped them),
+    with DuckDB's answers on every path; a known file since replaced by a FIFO is still
+    refused before any open, naming the file, the table and the snapshot."""
+    import os
+    import threading
+
+    from readcheck import ours
+
+    lake = make_lake(inline_limit=5)
+    lake.sql("CREATE TABLE lake.main.t (k INTEGER, s VARCHAR)")
+    for part in range(3):
+        lake.sql(
+            "INSERT INTO lake.main.t SELECT i, 's' || i FROM range(?, ?) r(i)",
+            [part * 100, (part + 1) * 100],
+        )
+    sql = "SELECT count(*) AS n, sum(k)::BIGINT AS sk, max(s) AS ms FROM lake.main.t"
+    check(lake, sql)
+    _footers.parsed_fragments.clear()  # as when a table has more files than the cache
+    footers = _count_calls(monkeypatch, _footers.parsed_fragments, "put")
+    lake.sql("INSERT INTO lake.main.t VALUES (1000, 'inlined')")  # same files, new version
+    assert_same_rows(ours(lake, sql), lake.reference(sql))  # the Rust scan, rebuilt
+    assert_same_rows(ours(lake, sql, rust=False), lake.reference(sql))  # the listing scan
+    assert footers == [], "a footer of a known file was read again"
+
+    path = min(glob.glob(os.path.join(lake.data_path, "**", "*.parquet"), recursive=True))
+    os.remove(path)
+    os.mkfifo(path)
+    lake.sql("INSERT INTO lake.main.t VALUES (1001, 'inlined')")
+    outcome = {}
+
+    def run():
+        try:
+            ours(lake, sql)
+        except Exception as exc:  # noqa: BLE001 - inspected below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # unblock the reader so the test process can exit
+        with open(path, "wb"):
+            pass
+        pytest.fail("the reader blocked on a FIFO")
+    error = outcome.get("error")
+    text = f"{type(error).__name__}: {error}"
+    assert "DataFileCorruptError" in text and "FIFO" in text, text
+    assert os.path.basename(path) in text and "main.t" in text and "snapshot" in text, text
