@@ -8,6 +8,7 @@ not with :mod:`urllib.parse`, because object keys written by DuckLake may contai
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -87,6 +88,10 @@ def _azure(url: str, rest: str) -> StorageLocation:
 def parse_location(path_or_url: str) -> StorageLocation:
     """Parse a resolved data or delete file path (or directory) into a location.
 
+    Results are kept per string (a plan of 100,000 files parses each URL several times;
+    uncached that was 0.6 s of a 2.4 s provider build), except for relative local paths
+    and ``file:`` URLs, whose meaning may depend on the working directory.
+
     Args:
         path_or_url: a local path (absolute, or relative to the working directory), a
             ``file://`` URL, or an ``s3://``, ``s3a://``, ``gs://``, ``gcs://``, ``az://``,
@@ -98,6 +103,20 @@ def parse_location(path_or_url: str) -> StorageLocation:
     Raises:
         InvalidOptionError: the scheme is not supported, or no bucket/container is named.
     """
+    if has_scheme(path_or_url):
+        if path_or_url[:5].lower() == "file:":
+            return _parse(path_or_url)
+    elif not is_absolute_local(path_or_url):
+        return _local(path_or_url, path_or_url)
+    return _parsed(path_or_url)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _parsed(path_or_url: str) -> StorageLocation:
+    return _parse(path_or_url)
+
+
+def _parse(path_or_url: str) -> StorageLocation:
     if not has_scheme(path_or_url):
         return _local(path_or_url, path_or_url)
     raw_scheme, _, rest = path_or_url.partition("://")
