@@ -60,3 +60,29 @@ def check(
     assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
     sparkreplay.replay(lake, sql, snapshot)
     return actual
+
+
+def error_reading_fifo(lake, sql: str, fifo: str, **catalog_kwargs) -> str:
+    """``"ErrorClass: message"`` of ``ours(lake, sql)`` where a file was replaced by the FIFO
+    ``fifo``; fails the test if the read blocks on it (and unblocks it first)."""
+    import threading
+
+    import pytest
+
+    outcome = {}
+
+    def run():
+        try:
+            ours(lake, sql, **catalog_kwargs)
+        except Exception as exc:  # noqa: BLE001 - the caller inspects it
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # unblock the reader so the test process can exit
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("the reader blocked on a FIFO")
+    error = outcome.get("error")
+    return f"{type(error).__name__}: {error}"

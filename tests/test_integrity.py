@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import glob
 import os
-import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from lakes import assert_same_rows
-from readcheck import ours
+from readcheck import error_reading_fifo, ours
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 
@@ -147,23 +146,8 @@ def test_fifo_or_directory_instead_of_a_file(lake, which, native, kind):
     path = {"clean": clean, "with_deletes": with_deletes, "delete_file": delete_path}[which]
     os.remove(path)
     os.mkfifo(path) if kind == "FIFO" else os.mkdir(path)
-    outcome = {}
-
-    def run():
-        try:
-            ours(lake, "SELECT * FROM lake.main.t", native=native)
-        except Exception as exc:  # noqa: BLE001 - inspected below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(timeout=30)
-    if worker.is_alive():  # unblock the reader so the test process can exit
-        with open(path, "wb"):
-            pass
-        pytest.fail("the reader blocked on a FIFO")
-    error = outcome.get("error")
-    text = f"{type(error).__name__}: {error}"  # raised at planning, or inside DataFusion's text
+    # raised at planning, or inside DataFusion's text
+    text = error_reading_fifo(lake, "SELECT * FROM lake.main.t", path, native=native)
     expected = errors.DeleteFileError if which == "delete_file" else errors.DataFileCorruptError
     assert expected.__name__ in text and kind in text and os.path.basename(path) in text, text
     assert "main.t" in text and "snapshot" in text, text

@@ -64,9 +64,8 @@ def test_a_new_lake_version_reads_no_footer_of_known_files(make_lake, monkeypatc
     with DuckDB's answers on every path; a known file since replaced by a FIFO is still
     refused before any open, naming the file, the table and the snapshot."""
     import os
-    import threading
 
-    from readcheck import ours
+    from readcheck import error_reading_fifo, ours
 
     lake = make_lake(inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (k INTEGER, s VARCHAR)")
@@ -88,22 +87,6 @@ def test_a_new_lake_version_reads_no_footer_of_known_files(make_lake, monkeypatc
     os.remove(path)
     os.mkfifo(path)
     lake.sql("INSERT INTO lake.main.t VALUES (1001, 'inlined')")
-    outcome = {}
-
-    def run():
-        try:
-            ours(lake, sql)
-        except Exception as exc:  # noqa: BLE001 - inspected below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(timeout=30)
-    if worker.is_alive():  # unblock the reader so the test process can exit
-        with open(path, "wb"):
-            pass
-        pytest.fail("the reader blocked on a FIFO")
-    error = outcome.get("error")
-    text = f"{type(error).__name__}: {error}"
+    text = error_reading_fifo(lake, sql, path)
     assert "DataFileCorruptError" in text and "FIFO" in text, text
     assert os.path.basename(path) in text and "main.t" in text and "snapshot" in text, text

@@ -48,7 +48,7 @@ from ._change_sides import (
     side_key_fields,
 )
 from ._options import SourceOptions
-from ._types import spark_arrow_type, spark_type
+from ._types import schema_from_ddl, spark_arrow_type, spark_type
 
 __all__ = ["FeedColumn", "FeedLayout", "feed_layout", "read_changes_frame"]
 
@@ -171,7 +171,7 @@ def read_changes_frame(spark, table: str, options: Mapping[str, str], schema=Non
     parsed = SourceOptions.parse({**options, "path": table})
     found = resolve_changes(parsed)  # bounds -> ids, columns at the end: metadata only
     if isinstance(schema, str):
-        schema = StructType.fromDDL(schema)
+        schema = schema_from_ddl(schema)
     layout = feed_layout(found.columns, schema, parsed.table_label)
     spark.dataSource.register(DuckLakeChangeSideSource)
     pinned = {**options, "changes_start": str(found.first), "changes_end": str(found.last)}

@@ -14,24 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql.types import StructType
-
 from ._change_range import changes_schema, feed_table, feed_target, resolve_changes
 from ._local import local_frame
 from ._native import native_type
 from ._options import SourceOptions
+from ._types import schema_from_ddl
 from ._versions import require_data_source
 
 __all__ = ["driver_changes_frame"]
-
-
-def _from_ddl(ddl: str) -> StructType:
-    """``StructType.fromDDL`` (pyspark 4.0+), or Spark's own parser on 3.5."""
-    if hasattr(StructType, "fromDDL"):
-        return StructType.fromDDL(ddl)
-    from pyspark.sql.types import _parse_datatype_string
-
-    return _parse_datatype_string(ddl)
 
 
 def driver_changes_frame(spark, table: str, options: Mapping[str, str], schema=None):
@@ -52,7 +42,7 @@ def driver_changes_frame(spark, table: str, options: Mapping[str, str], schema=N
                 f"column {column.name} is {column.type_name}",
             )
     if isinstance(schema, str):
-        schema = _from_ddl(schema)
+        schema = schema_from_ddl(schema)
     if schema is None:
         schema = changes_schema(found.columns)
     target, declared = feed_target(schema)

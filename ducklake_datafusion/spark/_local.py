@@ -19,9 +19,9 @@ __all__ = ["local_frame"]
 
 @functools.cache
 def _takes_arrow() -> bool:
-    from ._versions import _parsed, pyspark_version
+    from ._versions import pyspark_at_least
 
-    return _parsed(pyspark_version()) >= (4, 0)
+    return pyspark_at_least(4, 0)
 
 
 def local_frame(spark, table: pa.Table, schema):

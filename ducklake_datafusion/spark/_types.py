@@ -71,7 +71,13 @@ except ImportError:  # pyspark < 4.1 has no TIME type
 from ..scan import WIDE_INTEGER_TYPE
 from ..types import ColumnSpec
 
-__all__ = ["spark_arrow_field", "spark_arrow_type", "spark_schema", "spark_type"]
+__all__ = [
+    "schema_from_ddl",
+    "spark_arrow_field",
+    "spark_arrow_type",
+    "spark_schema",
+    "spark_type",
+]
 
 _MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType limit
 
@@ -185,3 +191,12 @@ def spark_arrow_type(data_type: DataType, column: str) -> pa.DataType:
             f"column {column!r} is declared as {data_type.simpleString()}, which Spark cannot "
             f"receive from a Python data source ({exc})"
         ) from exc
+
+
+def schema_from_ddl(ddl: str) -> StructType:
+    """``StructType.fromDDL`` (pyspark 4.0+), or Spark's own parser on 3.5."""
+    if hasattr(StructType, "fromDDL"):
+        return StructType.fromDDL(ddl)
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(ddl)

@@ -26,6 +26,7 @@ __all__ = [
     "DATA_SOURCE_PYSPARK",
     "OLDEST_PYSPARK",
     "has_data_source",
+    "pyspark_at_least",
     "pyspark_version",
     "require_data_source",
     "require_supported_pyspark",
@@ -49,6 +50,12 @@ def pyspark_version() -> str:
     return pyspark.__version__
 
 
+def pyspark_at_least(major: int, minor: int, version: str | None = None) -> bool:
+    """Whether pyspark (``version``, default the installed one) is ``major.minor`` or newer."""
+    version = pyspark_version() if version is None else version
+    return _parsed(version) >= (major, minor)
+
+
 def require_supported_pyspark(version: str | None = None) -> None:
     """Raise :class:`MissingDependencyError` on a pyspark older than 3.5.
 
@@ -66,8 +73,7 @@ def require_supported_pyspark(version: str | None = None) -> None:
 
 def has_data_source(version: str | None = None) -> bool:
     """Whether the ``ducklake`` Python data source runs on this pyspark (4.1+)."""
-    version = pyspark_version() if version is None else version
-    return _parsed(version) >= DATA_SOURCE_PYSPARK
+    return pyspark_at_least(*DATA_SOURCE_PYSPARK, version)
 
 
 def require_data_source(what: str, why: str | None = None) -> None:
