@@ -51,6 +51,7 @@ from ..scan._conform import default_array
 from ..scan._planner import build_scan_plan
 from ..scan._pruning import FilePruner
 from ._native import _SAFE_PATH, _native_layout, _signature, native_type
+from ._rust_lazy import lazy_provider
 
 __all__ = ["extension", "rust_provider", "rust_table"]
 
@@ -135,8 +136,11 @@ def rust_table(table, ctx=None):
 
 
 def rust_provider(table):
-    """The ``_rust.LakeProvider`` of ``table``'s snapshot, or ``None``."""
+    """The provider of ``table``'s snapshot (``_rust.LazyProvider``, else an eager
+    ``_rust.LakeProvider``), or ``None`` (the Rust scan does not read it exactly)."""
     rust = extension()
+    if not readable_columns(table):
+        return None
     lake = table.lake
     key = (
         id(lake.backend),
@@ -151,7 +155,8 @@ def rust_provider(table):
         built = _built.get(key, False)
     if built is not False:
         return None if built is None else built.provider
-    built = _build(rust, table)
+    lazy = lazy_provider(rust, table)
+    built = _Built(lazy, (), lake.backend) if lazy is not None else _build(rust, table)
     with _LOCK:
         if len(_built) >= _BUILT_MAX:
             _built.pop(next(iter(_built)))
@@ -160,23 +165,53 @@ def rust_provider(table):
 
 
 def _build(rust, table) -> _Built | None:
-    if not all(native_type(c.type_name) for c in table.columns):
+    if not readable_columns(table):
         return None
-    if any(c.name.startswith("_ducklake_") for c in table.columns):
-        return None  # the provider's own hidden columns are named so
     plan, files_meta = _full_plan(table)
+    provider = build_provider(rust, table, plan, files_meta, bounds=True)
+    if provider is None:
+        return None
+    files = tuple(t for t in plan.tasks if isinstance(t, DataFileTask))
+    return _Built(provider, files, table.lake.backend)
+
+
+def readable_columns(table) -> bool:
+    """Whether every column has a type the Rust scan decodes exactly (and no name of the
+    provider's own hidden columns, ``_ducklake_*``)."""
+    return all(native_type(c.type_name) for c in table.columns) and not any(
+        c.name.startswith("_ducklake_") for c in table.columns
+    )
+
+
+def build_provider(rust, table, plan: ScanPlan, files_meta, *, bounds=False, read_rest=None):
+    """A ``_rust.LakeProvider`` over the plan's data files and inlined rows, or ``None``.
+
+    Each file is checked against the catalog (``_native_layout``). A file the scan would
+    not read exactly (another store, a layout it does not map exactly) makes this return
+    ``None``, unless ``read_rest(plan, tasks)`` is given: then those files are read by it
+    and scanned from memory with the inlined rows. ``bounds``: hand over the files'
+    catalog bounds, with which ``scan()`` prunes (not needed when the plan is already
+    pruned by the query's filter).
+    """
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
+    rest = []
     storage = _store_options(files, plan)
     if storage is None:
-        return None
+        if read_rest is None:
+            return None
+        files, rest, storage = [], files, {"kind": "local"}
     signature = _signature(table)
-    layouts = []
+    native, layouts = [], []
     for task in files:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         layout = _native_layout(task, plan, table.columns, signature, what)
         if layout is None:
-            return None  # a conversion the scan would not do exactly: the exact path
+            if read_rest is None:
+                return None  # a conversion the scan would not do exactly: the exact path
+            rest.append(task)
+            continue
+        native.append(task)
         layouts.append(layout)
     by_id = {}
     if not all(layout.current for layout in layouts):
@@ -188,24 +223,29 @@ def _build(rust, table) -> _Built | None:
         )
         if any(layout.snapshot_column is not None for layout in layouts):
             by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
-    file_table = _file_table(plan, files)
-    bounds = _bounds_table(table.columns, files_meta, files)
+    file_table = _file_table(plan, native)
+    if bounds:
+        bounds_table = _bounds_table(table.columns, files_meta, native)
+    else:
+        bounds_table = pa.RecordBatch.from_pydict({"_": pa.nulls(len(native), pa.int8())})
     names = [c.name for c in table.columns]
     batches = []
     for task in inlined:
         rows = task.rows.select(names).cast(plan.table_schema)
         batches.extend(rows.to_batches())
-    provider = rust.LakeProvider(
+    if rest:
+        batches.extend(read_rest(plan, rest))
+    return rust.LakeProvider(
         plan.table,
         plan.table_schema,
         file_table,
-        bounds,
+        bounds_table,
         batches,
         storage,
         MIN_PARTITIONS,
         **by_id,
+        pruned=0 if bounds else plan.stats.files_total - plan.stats.files_scanned,
     )
-    return _Built(provider, tuple(files), table.lake.backend)
 
 
 def _full_plan(table) -> tuple[ScanPlan, object]:
@@ -245,11 +285,22 @@ def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
         schemes.add(location.scheme)
         if location.scheme == "s3":
             buckets.add(location.authority)
+    return _options(schemes, buckets, plan.storage)
+
+
+def store_kind(url: str, storage) -> dict[str, str] | None:
+    """The provider's store for files under ``url`` (as :func:`_store_options`)."""
+    location = parse_location(url)
+    buckets = {location.authority} if location.scheme == "s3" else set()
+    return _options({location.scheme}, buckets, storage)
+
+
+def _options(schemes: set, buckets: set, storage) -> dict[str, str] | None:
     if not schemes or schemes == {"file"}:
         return {"kind": "local"}
     if schemes != {"s3"} or len(buckets) != 1:
         return None
-    kwargs = _s3_kwargs(plan.storage)
+    kwargs = _s3_kwargs(storage)
     if kwargs.get("anonymous") or kwargs.get("force_virtual_addressing"):
         return None
     if not kwargs.get("access_key"):

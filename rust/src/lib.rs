@@ -5,7 +5,7 @@
 //! bounds, the inlined rows) plus the translated storage options; this module returns a
 //! provider whose `__datafusion_table_provider__` gives DataFusion an `FFI_TableProvider`
 //! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
-//! scan), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
+//! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
 //! as row selections), `layouts` (older file layouts mapped by field id), `stores`
 //! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `checks` (files re-checked
 //! against the catalog when the scan opens them).
@@ -14,6 +14,7 @@ mod checks;
 mod deletes;
 mod guard;
 mod layouts;
+mod lazy;
 mod provider;
 mod pruning;
 mod python;
@@ -29,5 +30,6 @@ pub const DATAFUSION_VERSION: &str = "55.2.0";
 fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
     m.add_class::<python::PyLakeProvider>()?;
+    m.add_class::<python::PyLazyProvider>()?;
     Ok(())
 }

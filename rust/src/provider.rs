@@ -97,12 +97,9 @@ pub struct ScanReport {
 }
 
 impl ScanReport {
-    fn summary(&self) -> String {
+    pub fn summary(&self) -> String {
         if self.from_catalog {
-            return format!(
-                "count from the catalog, {} files not read",
-                self.files_total
-            );
+            return "count from the catalog, no file read".to_string();
         }
         format!(
             "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections",
@@ -134,6 +131,8 @@ pub struct LakeProvider {
     scan_schema: SchemaRef,
     /// Files on the local file system (re-checked with a stat when opened).
     local: bool,
+    /// Files of the snapshot the Python planner already pruned (`lazy`): only reported.
+    pub pruned: usize,
     last: Mutex<ScanReport>,
 }
 
@@ -185,6 +184,7 @@ impl LakeProvider {
             snapshot,
             scan_schema,
             local,
+            pruned: 0,
             last: Mutex::new(ScanReport::default()),
         }
     }
@@ -224,7 +224,7 @@ impl LakeProvider {
         }
     }
 
-    fn scan_plan(
+    pub fn scan_plan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
@@ -232,7 +232,7 @@ impl LakeProvider {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let mut report = ScanReport {
-            files_total: self.files.len(),
+            files_total: self.files.len() + self.pruned,
             filters: filters.len(),
             ..Default::default()
         };
@@ -381,7 +381,7 @@ impl LakeProvider {
 }
 
 /// Zero-column batches carrying `rows` rows.
-fn count_only(rows: u64) -> Result<Arc<dyn ExecutionPlan>> {
+pub fn count_only(rows: u64) -> Result<Arc<dyn ExecutionPlan>> {
     let schema = Arc::new(arrow::datatypes::Schema::empty());
     let mut batches = Vec::new();
     let mut left = rows;

@@ -20,6 +20,7 @@ use tokio::runtime::Runtime;
 use datafusion::common::ScalarValue;
 
 use crate::deletes::row_selection;
+use crate::lazy::{LazyProvider, Resolved};
 use crate::layouts::FieldIds;
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
@@ -145,7 +146,9 @@ impl PyLakeProvider {
     #[new]
     /// `snapshot`, when some file holds per-row snapshot ids (merged files), drops the
     /// rows of later snapshots.
-    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None, snapshot=None))]
+    /// `pruned`: files of the snapshot the caller already left out by the query's filters
+    /// (reported only).
+    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None, snapshot=None, pruned=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         table: String,
@@ -158,6 +161,7 @@ impl PyLakeProvider {
         field_ids: Option<HashMap<String, i64>>,
         defaults: Option<PyArrowType<RecordBatch>>,
         snapshot: Option<i64>,
+        pruned: usize,
     ) -> PyResult<Self> {
         let schema = Arc::new(schema.0);
         let files = lake_files(&files.0)?;
@@ -208,7 +212,7 @@ impl PyLakeProvider {
             }
             None => None,
         };
-        let provider = LakeProvider::new(
+        let mut provider = LakeProvider::new(
             table,
             schema,
             files,
@@ -220,6 +224,7 @@ impl PyLakeProvider {
             snapshot,
             storage.get("kind").map(String::as_str).unwrap_or("local") == "local",
         );
+        provider.pruned = pruned;
         Ok(Self {
             inner: Arc::new(provider),
         })
@@ -246,7 +251,19 @@ impl PyLakeProvider {
     /// What the last scan did: files total and kept, files with deletes, rows skipped,
     /// filters received, partitions, whether a count came from the catalog.
     fn last_scan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let report = self.inner.last_scan();
+        report_dict(py, &self.inner.last_scan())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("LakeProvider({:?})", self.inner.table)
+    }
+}
+
+fn report_dict<'py>(
+    py: Python<'py>,
+    report: &crate::provider::ScanReport,
+) -> PyResult<Bound<'py, PyDict>> {
+    {
         let out = PyDict::new(py);
         out.set_item("files_total", report.files_total)?;
         out.set_item("files_kept", report.files_kept)?;
@@ -257,9 +274,68 @@ impl PyLakeProvider {
         out.set_item("from_catalog", report.from_catalog)?;
         Ok(out)
     }
+}
+
+/// A provider whose files come with the query's filters (`lazy`): it holds the table's
+/// name and schema and asks `resolver(predicates, count_only)` in each `scan()` for a
+/// `LakeProvider` over the files the predicates cannot exclude (or, for `count(*)`, the
+/// count as an int).
+#[pyclass(name = "LazyProvider", module = "ducklake_datafusion._rust", frozen)]
+pub struct PyLazyProvider {
+    inner: Arc<LazyProvider>,
+}
+
+fn resolved(answer: &Bound<'_, PyAny>) -> PyResult<Resolved> {
+    if let Ok(provider) = answer.cast::<PyLakeProvider>() {
+        return Ok(Resolved::Files(Arc::clone(&provider.get().inner)));
+    }
+    match answer.extract::<u64>() {
+        Ok(rows) => Ok(Resolved::Count(rows)),
+        Err(_) => Err(PyValueError::new_err(format!(
+            "the scan's resolver must return a LakeProvider or a row count, not {}",
+            answer.get_type().name()?
+        ))),
+    }
+}
+
+#[pymethods]
+impl PyLazyProvider {
+    #[new]
+    fn new(table: String, schema: PyArrowType<Schema>, resolver: Py<PyAny>) -> Self {
+        Self {
+            inner: Arc::new(LazyProvider::new(
+                table,
+                Arc::new(schema.0),
+                resolver,
+                resolved,
+            )),
+        }
+    }
+
+    /// The `FFI_TableProvider` capsule `datafusion.catalog.Table(self, ctx)` asks for.
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = logical_codec(session)?;
+        let handle = runtime()?.handle().clone();
+        let provider = FFI_TableProvider::new_with_ffi_codec(
+            Arc::clone(&self.inner) as _,
+            true,
+            Some(handle),
+            codec,
+        );
+        PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
+    }
+
+    /// What the last scan did (as `LakeProvider.last_scan`).
+    fn last_scan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        report_dict(py, &self.inner.last_scan())
+    }
 
     fn __repr__(&self) -> String {
-        format!("LakeProvider({:?})", self.inner.table)
+        format!("LazyProvider({:?})", self.inner.table)
     }
 }
 
