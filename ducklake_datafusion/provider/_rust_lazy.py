@@ -59,26 +59,34 @@ def predicate_filter(predicates) -> pc.Expression | None:
     """
     parts = []
     for predicate in predicates:
-        kind, name = predicate[0], predicate[1]
-        field = pc.field(name)
-        if kind == "cmp":
-            op, value = predicate[2], predicate[3][0]
-            parts.append(_COMPARISONS[op](field, value))
-        elif kind == "between":
-            parts.append((field >= predicate[2][0]) & (field <= predicate[3][0]))
-        elif kind == "in":
-            values = pa.concat_arrays([v.cast(predicate[2][0].type) for v in predicate[2]])
-            parts.append(field.isin(values))
-        elif kind == "null":
-            parts.append(field.is_null())
-        elif kind == "not_null":
-            parts.append(field.is_valid())
+        try:
+            parts.append(_predicate(*predicate))
+        except (pa.ArrowException, TypeError, ValueError, KeyError, IndexError):
+            continue  # a predicate that cannot be spelled prunes nothing: still correct
     if not parts:
         return None
     expr = parts[0]
     for part in parts[1:]:
         expr = expr & part
     return expr
+
+
+def _predicate(kind: str, name: str, *args) -> pc.Expression:
+    field = pc.field(name)
+    if kind == "cmp":
+        op, value = args
+        return _COMPARISONS[op](field, value[0])
+    if kind == "between":
+        low, high = args
+        return (field >= low[0]) & (field <= high[0])
+    if kind == "in":
+        (values,) = args
+        return field.isin(pa.concat_arrays([v.cast(values[0].type) for v in values]))
+    if kind == "null":
+        return field.is_null()
+    if kind == "not_null":
+        return field.is_valid()
+    raise ValueError(f"unknown predicate {kind!r}")
 
 
 _COMPARISONS = {
