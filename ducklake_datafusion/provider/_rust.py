@@ -1,9 +1,13 @@
 """The Rust scan: a table's snapshot handed to ``ducklake_datafusion._rust``.
 
-``DuckLakeSchema.table()`` returns ``Table(LakeProvider, ctx)`` for every table whose
-files the Rust provider reads exactly; DataFusion then calls the provider's ``scan()``
-with the query's projection, filters and limit (through ``datafusion-ffi``). The Python
-side plans the snapshot once and hands over plain facts as Arrow:
+``DuckLakeSchema.table()`` returns ``Table(provider, ctx)`` for every table whose files
+the Rust provider reads exactly; DataFusion then calls the provider's ``scan()`` with the
+query's projection, filters and limit (through ``datafusion-ffi``). Normally that
+provider is a ``_rust.LazyProvider`` (``_rust_lazy``): its ``scan()`` asks the planner
+for the files the query's filters cannot exclude and gets a ``LakeProvider`` over those
+(:func:`build_provider`). Tables the catalog's file rows already rule out of that are
+planned whole here (``_build``) and pruned in Rust. Either way the Python side hands
+over plain facts as Arrow:
 
 * the table's Arrow schema;
 * one row per live data file: object-store path, size, footer size, record count and the
@@ -11,9 +15,9 @@ side plans the snapshot once and hands over plain facts as Arrow:
   snapshots, inlined deletes, deletion vectors; each delete file decoded once per
   process), which the provider turns into Parquet row selections, so deleted rows are
   never decoded;
-* per file and column, the bounds ``scan/_pruning`` considers safe (truncated string
-  maxima, NaN and TIMESTAMPTZ partitions already left out), with which ``scan()`` prunes
-  files by the query's filters: no file-count limit;
+* for a whole snapshot (``_build``), per file and column, the bounds ``scan/_pruning``
+  considers safe (truncated string maxima, NaN and TIMESTAMPTZ partitions already left
+  out), with which ``scan()`` prunes files by the query's filters: no file-count limit;
 * the inlined rows, scanned from memory beside the files;
 * the store's options (local files; S3 with our own store).
 
