@@ -492,7 +492,11 @@ def _read_table_files(
     stats_columns: tuple[int, ...],
     with_partitions: bool,
 ) -> TableFiles:
-    file_table, extra_delete_files = read_file_table(session, tid, snapshot)
+    # Memoised on its own: the same snapshot is often read with other statistics columns
+    # (the Rust scan's table() reads none, its scan() those of the query's filter).
+    file_table, extra_delete_files = per_version(
+        session, ("file_table", tid, snapshot), lambda: read_file_table(session, tid, snapshot)
+    )
     return table_files(
         session, tid, snapshot, file_table, extra_delete_files, stats_columns, with_partitions
     )

@@ -17,6 +17,7 @@ use datafusion::config::ConfigOptions;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::statistics::{ChildStats, StatisticsArgs};
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, Statistics,
 };
@@ -137,6 +138,25 @@ impl ExecutionPlan for GuardExec {
     #[allow(deprecated)]
     fn partition_statistics(&self, partition: Option<usize>) -> Result<Arc<Statistics>> {
         self.input.partition_statistics(partition)
+    }
+
+    // The statistics walk of DataFusion 55 (`StatisticsContext`, which the FFI uses too)
+    // asks children through these; `DataSourceExec` answers only here. So a count from
+    // the catalog reaches DataFusion as an exact row count, and `count(*)` becomes a
+    // literal instead of counting zero-column batches.
+    fn child_stats_requests(&self, partition: Option<usize>) -> Vec<ChildStats> {
+        vec![ChildStats::At(partition)]
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        input_stats: &[Arc<Statistics>],
+        _args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        match input_stats.first() {
+            Some(stats) => Ok(Arc::clone(stats)),
+            None => Ok(Arc::new(Statistics::new_unknown(&self.schema()))),
+        }
     }
 }
 
