@@ -39,6 +39,7 @@ from ._metadata import (
     table_files,
 )
 from ._models import TableFiles
+from ._session import memoised, per_version
 
 __all__ = ["refreshed_table_files"]
 
@@ -92,29 +93,16 @@ def _next_file_id(session, snapshot: int) -> int:
 
 def _refresh(session, old: TableFiles, tid, old_latest, snapshot, next_file_id, key):
     _, _, _, stats_columns, with_partitions = key
-    live_params = [tid, snapshot, snapshot]
-    added = session.arrow(
-        _DATA_FILES_SQL + " AND data_file_id >= ?", [*live_params, next_file_id], _DATA_FILES_SCHEMA
-    )
-    ended = [
-        int(r[0])
-        for r in session.rows(
-            "SELECT data_file_id FROM ducklake_data_file "
-            "WHERE table_id = ? AND end_snapshot > ? AND end_snapshot <= ?",
-            [tid, old_latest, snapshot],
-        )
-    ]
-    kept = old.file_table.select(_DATA_FILES_SCHEMA.names)
-    if ended:
-        gone = pc.is_in(kept.column("data_file_id"), value_set=pa.array(ended, pa.int64()))
-        kept = kept.filter(pc.invert(gone))
-    data = pa.concat_tables([kept.cast(_DATA_FILES_SCHEMA), added]).sort_by("data_file_id")
-    count = session.rows(
-        f"SELECT count(*) FROM ducklake_data_file WHERE table_id = ? AND {live()}", live_params
-    )
-    if int(count[0][0]) != data.num_rows:
-        return None  # a row this refresh cannot see: read everything
-    file_table, extra = joined_delete_files(data, read_delete_files(session, tid, snapshot))
+    # The file rows are shared by every key of the table's snapshot (the Rust scan's
+    # table() reads no statistics, its scan() those of the query's filter): refreshed once.
+    shared_key = ("file_table", tid, snapshot)
+    shared = memoised(session, shared_key)
+    if shared is None:
+        shared = _refreshed_file_rows(session, old, tid, old_latest, snapshot, next_file_id)
+        if shared is None:
+            return None
+        per_version(session, shared_key, lambda: shared)
+    file_table, extra = shared
     stats = _with_new_rows(
         session,
         old.stats,
@@ -146,6 +134,34 @@ def _refresh(session, old: TableFiles, tid, old_latest, snapshot, next_file_id, 
         partition_values=values,
         name_mappings=old.name_mappings,
     )
+
+
+def _refreshed_file_rows(session, old: TableFiles, tid, old_latest, snapshot, next_file_id):
+    """``(file_table, extra_delete_files)`` of the new snapshot from the old memo and the
+    rows changed since, or None when a row is out of this refresh's sight."""
+    live_params = [tid, snapshot, snapshot]
+    added = session.arrow(
+        _DATA_FILES_SQL + " AND data_file_id >= ?", [*live_params, next_file_id], _DATA_FILES_SCHEMA
+    )
+    ended = [
+        int(r[0])
+        for r in session.rows(
+            "SELECT data_file_id FROM ducklake_data_file "
+            "WHERE table_id = ? AND end_snapshot > ? AND end_snapshot <= ?",
+            [tid, old_latest, snapshot],
+        )
+    ]
+    kept = old.file_table.select(_DATA_FILES_SCHEMA.names)
+    if ended:
+        gone = pc.is_in(kept.column("data_file_id"), value_set=pa.array(ended, pa.int64()))
+        kept = kept.filter(pc.invert(gone))
+    data = pa.concat_tables([kept.cast(_DATA_FILES_SCHEMA), added]).sort_by("data_file_id")
+    count = session.rows(
+        f"SELECT count(*) FROM ducklake_data_file WHERE table_id = ? AND {live()}", live_params
+    )
+    if int(count[0][0]) != data.num_rows:
+        return None  # a row this refresh cannot see: read everything
+    return joined_delete_files(data, read_delete_files(session, tid, snapshot))
 
 
 def _with_new_rows(session, old, table, tid, next_file_id, schema, column_ids=None):

@@ -97,6 +97,17 @@ def per_version(session, key: tuple, compute):
     return memo[key]
 
 
+def memoised(session, key: tuple):
+    """What ``per_version`` holds for ``key`` at the session's lake version, or None."""
+    cache = getattr(session, "cache", None)
+    if cache is None:
+        return None
+    held = cache.get("per_version")
+    if held is None or held[0] != session.lake_version():
+        return None
+    return held[1].get(key)
+
+
 def history_replaced(old: tuple, new: tuple) -> bool:
     """Whether the catalog now holds another history than the one memoised.
 
