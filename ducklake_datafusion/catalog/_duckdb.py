@@ -175,16 +175,19 @@ class _SharedInstance:
             while True:
                 signature = file_signature(path)
                 newest = max(s[3] for s in signature if s is not None)
-                if time.time_ns() - newest >= QUIET_SECONDS * 1e9:
+                quiet_for = (time.time_ns() - newest) / 1e9
+                if quiet_for >= QUIET_SECONDS:
                     _copy_files(path, target, description)
                     if file_signature(path) == signature:
                         break
+                    quiet_for = 0.0
                 if time.monotonic() > deadline:
                     raise CatalogLockedError(
                         f"{description} kept changing for {COPY_TIMEOUT_SECONDS:.0f} s while "
                         "being read (a writer committing without pause); retry the query"
                     )
-                time.sleep(QUIET_SECONDS)
+                # until the files were left alone for QUIET_SECONDS (not a whole period more)
+                time.sleep(min(QUIET_SECONDS, max(QUIET_SECONDS - quiet_for, 0.001)))
             entry = _Copy(path, f"ducklake_catalog_{next(self._aliases)}", signature, directory)
             _attach(self._instance(), target, entry.alias, description)
             return entry
