@@ -203,3 +203,45 @@ def test_predicates_translate_to_pyarrow_filters():
     assert table.filter(got).column("k").to_pylist() == [5]
     assert _rust_lazy.predicate_filter([("cmp", "k", "??", one)]) is None
     assert isinstance(got, pc.Expression)
+
+
+def test_plain_names_checks_every_byte_of_every_path():
+    def names(*values, type=pa.string()):
+        return pa.chunked_array([pa.array(list(values), type)])
+
+    assert _rust_lazy.plain_names(names("ducklake-1.parquet", "y=2024/m=1/ducklake-2.parquet"))
+    assert not _rust_lazy.plain_names(names("a b.parquet"))
+    assert not _rust_lazy.plain_names(names("ok.parquet", "50%.parquet"))
+    assert not _rust_lazy.plain_names(names("é.parquet"))
+    assert not _rust_lazy.plain_names(names(""))
+    assert not _rust_lazy.plain_names(names("a.parquet", None))
+    assert not _rust_lazy.plain_names(names("x y", type=pa.large_string()))
+    assert _rust_lazy.plain_names(names("xy", type=pa.string_view()))
+    sliced = pa.array(["bad name", "ok.parquet", "fine.parquet"]).slice(1)
+    assert _rust_lazy.plain_names(pa.chunked_array([sliced]))  # only its own bytes count
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [1, 2, 5, 9, 12],  # the file ids themselves
+        [2, 9, 12],  # sorted, some files without a row
+        [0, 2, 3, 9, 40],  # sorted, rows of files no longer live
+        [9, 1, 12, 2],  # unsorted: hashed
+    ],
+)
+def test_statistics_rows_align_to_the_files_as_by_hashing(ids):
+    from ducklake_datafusion.catalog._models import TableFiles
+    from ducklake_datafusion.scan._pruning import FilePruner
+
+    files = TableFiles(
+        file_table=pa.table(
+            {"data_file_id": pa.array([1, 2, 5, 9, 12], pa.int64()), "record_count": [10] * 5}
+        )
+    )
+    pruner = FilePruner(None, [], files)
+    ids = pa.array(ids, pa.int64())
+    values = pa.array([f"row of {i}" for i in ids.to_pylist()])
+    expected = values.take(pc.index_in(pruner.file_ids, value_set=ids))
+    got = pruner._align(ids, values)
+    assert pa.chunked_array([got]).to_pylist() == pa.chunked_array([expected]).to_pylist()

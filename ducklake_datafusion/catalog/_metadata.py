@@ -433,7 +433,16 @@ def joined_delete_files(
         positions = pc.take(pa.array(first_rows, pa.int64()), found)  # null: no delete file
         columns = [deletes.column(i).take(positions) for i in range(1, deletes.num_columns)]
     table = pa.Table.from_arrays(list(data.columns) + columns, names=list(FILE_COLUMNS))
-    return (table.sort_by("data_file_id") if n > 1 else table), extra
+    return sorted_by_file_id(table), extra
+
+
+def sorted_by_file_id(table: pa.Table) -> pa.Table:
+    """``table`` in ``data_file_id`` order (checked first: usually it already is, and a
+    sort of 100,000 rows costs ~6 ms)."""
+    ids = table.column("data_file_id").to_numpy(zero_copy_only=False)
+    if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):
+        return table
+    return table.sort_by("data_file_id")
 
 
 def _extra_delete_files(deletes: pa.Table) -> dict[int, tuple[DeleteFileEntry, ...]]:

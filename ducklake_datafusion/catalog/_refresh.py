@@ -36,6 +36,7 @@ from ._metadata import (
     joined_delete_files,
     live,
     read_delete_files,
+    sorted_by_file_id,
     table_files,
 )
 from ._models import TableFiles
@@ -155,7 +156,7 @@ def _refreshed_file_rows(session, old: TableFiles, tid, old_latest, snapshot, ne
     if ended:
         gone = pc.is_in(kept.column("data_file_id"), value_set=pa.array(ended, pa.int64()))
         kept = kept.filter(pc.invert(gone))
-    data = pa.concat_tables([kept.cast(_DATA_FILES_SCHEMA), added]).sort_by("data_file_id")
+    data = sorted_by_file_id(pa.concat_tables([kept.cast(_DATA_FILES_SCHEMA), added]))
     count = session.rows(
         f"SELECT count(*) FROM ducklake_data_file WHERE table_id = ? AND {live()}", live_params
     )

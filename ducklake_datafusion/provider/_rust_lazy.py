@@ -25,7 +25,6 @@ file rows, without opening a file, and keep the eager provider (``_rust``) or th
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import replace
 
@@ -41,8 +40,20 @@ from ..scan._pruning import stats_columns
 
 __all__ = ["Resolver", "lazy_provider", "predicate_filter"]
 
-# File names relative to the table's directory that object-store paths spell as they are.
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9._/=+@,-]+$")
+# File names relative to the table's directory that object-store paths spell as they are
+# (the characters of ``_native._SAFE_PATH``).
+_SAFE_NAME = r"^[A-Za-z0-9._/=+@,-]+$"
+
+
+def plain_names(paths: pa.ChunkedArray) -> bool:
+    """Whether every path is non-empty and of ``_SAFE_NAME``'s characters only (100,000
+    paths in ~8 ms; a byte lookup table in numpy was no faster)."""
+    if paths.null_count:
+        return False
+    if paths.type not in (pa.string(), pa.large_string()):
+        paths = paths.cast(pa.large_string())
+    return bool(pc.all(pc.match_substring_regex(paths, _SAFE_NAME)).as_py())
+
 
 # Resolved providers kept per resolver (one table at one snapshot), by predicates: a
 # repeated query of an unchanged snapshot plans nothing again.
@@ -204,9 +215,7 @@ def lazy_provider(rust, table):
             return None  # encrypted or name-mapped files: the eager checks decide
     if rows.num_rows and not pc.all(rows.column("path_is_relative")).as_py():
         return None  # files outside the table's directory: the eager checks decide
-    if rows.num_rows and not pc.all(
-        pc.match_substring_regex(rows.column("path"), _SAFE_NAME.pattern)
-    ).as_py():
+    if rows.num_rows and not plain_names(rows.column("path")):
         return None  # names object-store paths spell differently: the eager checks decide
     from ._rust import store_kind
 
