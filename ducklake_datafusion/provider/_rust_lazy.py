@@ -26,6 +26,7 @@ file rows, without opening a file, and keep the eager provider (``_rust``) or th
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import replace
 
 import pyarrow as pa
@@ -55,9 +56,37 @@ def plain_names(paths: pa.ChunkedArray) -> bool:
     return bool(pc.all(pc.match_substring_regex(paths, _SAFE_NAME)).as_py())
 
 
-# Resolved providers kept per resolver (one table at one snapshot), by predicates: a
-# repeated query of an unchanged snapshot plans nothing again.
-_RESOLVED_MAX = 16
+# Resolved providers, by (resolver, predicates): a repeated query of an unchanged snapshot
+# plans nothing again. One process-wide budget, oldest out, so that many snapshots and
+# filters of large tables cannot pile up providers (a provider holds ~150 bytes per file).
+_RESOLVED_MAX = 256
+_RESOLVED_FILES_MAX = 1_000_000
+_resolved: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
+_resolved_files = 0
+_LOCK = threading.Lock()
+
+
+def _cached(key: tuple):
+    with _LOCK:
+        found = _resolved.get(key)
+        if found is None:
+            return None
+        _resolved.move_to_end(key)
+        return found[0]
+
+
+def _keep(key: tuple, provider, files: int) -> None:
+    global _resolved_files
+    with _LOCK:
+        if key in _resolved:
+            return
+        _resolved[key] = (provider, files)
+        _resolved_files += files
+        while len(_resolved) > _RESOLVED_MAX or (
+            _resolved_files > _RESOLVED_FILES_MAX and len(_resolved) > 1
+        ):
+            _, (_, dropped) = _resolved.popitem(last=False)
+            _resolved_files -= dropped
 
 
 def predicate_filter(predicates) -> pc.Expression | None:
@@ -137,17 +166,14 @@ class Resolver:
     def __init__(self, rust, table) -> None:
         self._rust = rust
         self._table = table
-        self._lock = threading.Lock()
-        self._resolved: dict[tuple, object] = {}
 
     def __call__(self, predicates, count_only: bool):
         if count_only:
             rows = catalog_count(self._table)
             if rows is not None:
                 return rows
-        key = _key(predicates)
-        with self._lock:
-            found = self._resolved.get(key)
+        key = (self, _key(predicates))  # the resolver held: its id is not reused
+        found = _cached(key)
         if found is not None:
             return found
         from ._rust import build_provider  # _rust imports this module
@@ -155,10 +181,7 @@ class Resolver:
         table = self._table
         plan, files = _plan(table, predicate_filter(predicates))
         provider = build_provider(self._rust, table, plan, files, read_rest=_read_exactly)
-        with self._lock:
-            if len(self._resolved) >= _RESOLVED_MAX:
-                self._resolved.pop(next(iter(self._resolved)))
-            self._resolved[key] = provider
+        _keep(key, provider, plan.stats.files_scanned)
         return provider
 
 
