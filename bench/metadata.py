@@ -16,6 +16,7 @@ Targets: catalog lookups under 5 ms, planning a 10,000-file scan under 100 ms.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import time
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 from common import (
     build_many_files,
     cached_lake,
+    copy_catalog_rows,
     environment,
     load_average,
     markdown_table,
@@ -38,9 +40,7 @@ from ducklake_datafusion import DuckLakeCatalog, register
 
 def bench_backend(kind: str, files: int, repeat: int, pg: str | None) -> list[str]:
     """One row of the report: lookup and planning medians for one backend."""
-    lake, built = cached_lake(
-        "files", {"n": files}, lambda con: build_many_files(con, files), kind=kind, pg=pg
-    )
+    lake, built = files_lake(kind, files, pg)
     note = f"built in {built:.1f} s" if built else "cached"
     lo, hi = files * 1024, files * 1024 + 9_999
     expr = (pc.field("k") >= lo) & (pc.field("k") <= hi)
@@ -127,9 +127,7 @@ def sql_after_commit(kind: str, files: int, repeat: int, pg: str | None) -> list
     cached lake (one inlined row each, negative k), so its counts grow run by run."""
     from common import attach, connect
 
-    lake, _ = cached_lake(
-        "files", {"n": files}, lambda con: build_many_files(con, files), kind=kind, pg=pg
-    )
+    lake, _ = files_lake(kind, files, pg)
     lo, hi = files * 1024, files * 1024 + 4_095  # two files
     queries = {
         "selective count (2 files)": f"SELECT count(*) FROM lake.main.t WHERE k BETWEEN {lo} AND {hi}",
@@ -181,6 +179,31 @@ def sql_after_commit(kind: str, files: int, repeat: int, pg: str | None) -> list
     if close is not None:
         close()
     return rows
+
+
+def files_lake(kind: str, files: int, pg: str | None):
+    """The ``files`` lake of ``kind``; a PostgreSQL one of more than 10,000 files is a copy
+    of the DuckDB-file lake's catalog rows (``common.copy_catalog_rows``)."""
+    if kind == "postgres" and files > 10_000:
+        source, _ = files_lake("duckdb", files, None)
+
+        def build(con):
+            copy_catalog_rows(con, source, lake_dsn(pg, files))
+
+        lake, built = cached_lake("files-copied", {"n": files}, build, kind=kind, pg=pg)
+        return dataclasses.replace(lake, root=source.root), built  # its files are the source's
+    return cached_lake(
+        "files", {"n": files}, lambda con: build_many_files(con, files), kind=kind, pg=pg
+    )
+
+
+def lake_dsn(pg: str, files: int) -> str:
+    """The libpq string of the copied lake's own database (as ``cached_lake`` names it)."""
+    from common import RECIPE, _pg_name
+    from psycopg.conninfo import make_conninfo
+
+    key = f"files-copied-postgres-r{RECIPE}-n{files}"
+    return make_conninfo(pg, dbname=_pg_name(key))
 
 
 def _new_and_unchanged(new, unchanged, note: str) -> str:
