@@ -187,15 +187,17 @@ def readable_columns(table) -> bool:
     )
 
 
-def build_provider(rust, table, plan: ScanPlan, files_meta, *, bounds=False, read_rest=None):
+def build_provider(
+    rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None
+):
     """A ``_rust.LakeProvider`` over the plan's data files and inlined rows, or ``None``.
 
     Each file is checked against the catalog (``_native_layout``). A file the scan would
     not read exactly (another store, a layout it does not map exactly) makes this return
     ``None``, unless ``read_rest(plan, tasks)`` is given: then those files are read by it
     and scanned from memory with the inlined rows. ``bounds``: hand over the files'
-    catalog bounds, with which ``scan()`` prunes (not needed when the plan is already
-    pruned by the query's filter).
+    catalog bounds (from ``files_meta``, the plan's ``TableFiles``), with which ``scan()``
+    prunes (not needed when the plan is already pruned by the query's filter).
     """
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]

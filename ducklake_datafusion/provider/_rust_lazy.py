@@ -179,40 +179,16 @@ class Resolver:
         from ._rust import build_provider  # _rust imports this module
 
         table = self._table
-        plan, files = _plan(table, predicate_filter(predicates))
-        provider = build_provider(self._rust, table, plan, files, read_rest=_read_exactly)
+        plan = table.scan_plan(filter=predicate_filter(predicates))
+        provider = build_provider(self._rust, table, plan, None, read_rest=_read_exactly)
         _keep(key, provider, plan.stats.files_scanned)
         return provider
 
 
-def _plan(table, filter: pc.Expression | None):
-    backend = table.lake.backend
-    with backend.session() as session:
-        settings = metadata.read_settings(session, backend.description)
-        files = metadata.read_table_files(
-            session,
-            table.entry,
-            table.snapshot_id,
-            stats_columns=stats_columns(filter, table.columns),
-            with_partitions=filter is not None,
-        )
-    plan = build_scan_plan(
-        table=table.entry,
-        catalog=backend.description,
-        snapshot_id=table.snapshot_id,
-        column_entries=table.column_entries,
-        columns=table.columns,
-        files=files,
-        data_path=table.lake.data_path(settings),
-        storage=table.lake.storage,
-        inlined_values_are_text=backend.inlined_values_are_text,
-        filter=filter,
-    )
-    return plan, files
-
-
 def _read_exactly(plan, tasks) -> list[pa.RecordBatch]:
-    """Rows of ``tasks`` (with the plan's filter) by the exact reader, in the table's schema."""
+    """Rows of ``tasks`` (with the plan's filter) by the exact reader, in the table's
+    schema, into memory: only files whose footer showed a layout the Rust scan does not
+    map exactly come here (tables the catalog already rules out take the eager path)."""
     if not tasks:
         return []
     rows = execute_plan(replace(plan, tasks=tuple(tasks), projection=None))
@@ -253,8 +229,8 @@ def lazy_provider(rust, table):
 def catalog_count(table) -> int | None:
     """Live rows of the snapshot from the catalog, or ``None`` when some file holds rows of
     later snapshots (merged files: only reading them tells)."""
-    from ..scan._planner import _kept_tasks
     from ..scan._inlined import conform_inlined_rows
+    from ..scan._planner import _kept_tasks  # the planner's tasks of these file rows, memoised
 
     settings, files = _file_rows(table)
     rows = files.file_table
