@@ -321,3 +321,65 @@ def test_a_file_removed_or_replaced_after_a_query_fails_the_query_with_our_error
     os.remove(first)
     with pytest.raises(Exception, match="DataFileMissingError"):
         ctx.sql(sql).to_arrow_table()
+
+
+def test_store_options_for_each_store():
+    """What the Rust scan's own store is built from (``_rust._options``): explicit
+    credentials only; where the exact path would find ambient ones, ``None`` keeps the
+    table on the next path."""
+    from ducklake_datafusion.pathres import StorageOptions
+
+    def options(url, **storage):
+        return _rust.store_kind(url, StorageOptions.from_user(storage))
+
+    assert options("/data/lake/") == {"kind": "local"}
+    s3 = options(
+        "s3://bucket/lake/",
+        access_key_id="AK",
+        secret_access_key="SK",
+        endpoint="http://127.0.0.1:9000",
+        region="eu-west-1",
+    )
+    assert s3 == {
+        "kind": "s3",
+        "bucket": "bucket",
+        "region": "eu-west-1",
+        "endpoint": "http://127.0.0.1:9000",
+        "allow_http": "true",
+        "access_key_id": "AK",
+        "secret_access_key": "SK",
+    }
+    assert options("s3://bucket/lake/") is None  # ambient credentials
+    gcs = options("gs://bucket/lake/", google_service_account_token="tok")
+    assert gcs == {"kind": "gcs", "bucket": "bucket", "token": "tok"}
+    emulated = options("gs://bucket/lake/", anonymous=True, gcs_endpoint="http://127.0.0.1:4443")
+    assert emulated == {
+        "kind": "gcs",
+        "bucket": "bucket",
+        "anonymous": "true",
+        "endpoint": "http://127.0.0.1:4443",
+        "allow_http": "true",
+    }
+    assert options("gs://bucket/lake/") is None  # ambient credentials
+    azurite = options(
+        "az://box/lake/",
+        account_name="devstoreaccount1",
+        account_key="a2V5",
+        endpoint="http://127.0.0.1:10000",
+    )
+    assert azurite == {
+        "kind": "azure",
+        "container": "box",
+        "account": "devstoreaccount1",
+        "access_key": "a2V5",
+        "endpoint": "http://127.0.0.1:10000/devstoreaccount1",  # the account in the path
+        "allow_http": "true",
+    }
+    cloud = options(
+        "abfss://box@acct.dfs.core.windows.net/lake/",
+        sas_token="sv=x",
+        blob_storage_authority="https://acct.blob.core.chinacloudapi.cn",
+    )
+    assert cloud["endpoint"] == "https://acct.blob.core.chinacloudapi.cn"  # host style
+    assert cloud["sas_token"] == "sv=x" and cloud["account"] == "acct"
+    assert options("az://box/lake/", account_name="acct") is None  # managed identity etc.

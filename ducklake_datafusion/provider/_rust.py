@@ -19,7 +19,8 @@ over plain facts as Arrow:
   considers safe (truncated string maxima, NaN and TIMESTAMPTZ partitions already left
   out), with which ``scan()`` prunes files by the query's filters: no file-count limit;
 * the inlined rows, scanned from memory beside the files;
-* the store's options (local files; S3 with our own store).
+* the store's options (local files; one S3 or GCS bucket or Azure container, with
+  explicit credentials).
 
 Each file is checked against the catalog first, as on every path (``read/_file_checks``:
 row count, field ids, regular file of the catalog's size), from its footer parsed once
@@ -48,7 +49,7 @@ import pyarrow.compute as pc
 from ..catalog import metadata
 from ..errors import MissingDependencyError, UnsupportedFeatureError
 from ..pathres import parse_location
-from ..pathres._filesystems import _s3_kwargs
+from ..pathres._filesystems import _azure_kwargs, _gcs_kwargs, _s3_kwargs
 from ..read._reader import deleted_positions_of
 from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._conform import default_array
@@ -279,39 +280,52 @@ def _full_plan(table) -> tuple[ScanPlan, object]:
 
 
 def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
-    """The provider's store: local files, or one S3 bucket; ``None`` if another store or
-    a file the provider does not read (encrypted, name-mapped)."""
-    schemes, buckets = set(), set()
+    """The provider's store: local files, or one bucket of S3 or GCS, or one Azure
+    container; ``None`` if several, or a file the provider does not read (encrypted,
+    name-mapped)."""
+    locations = set()
     for task in files:
         if task.encryption_key is not None or task.name_mapping is not None:
             return None
         location = parse_location(task.file.url)
         if not _SAFE_PATH.match("/" + location.path.lstrip("/")):
             return None  # spelled differently by object-store paths: the next path reads it
-        schemes.add(location.scheme)
-        if location.scheme == "s3":
-            buckets.add(location.authority)
-    return _options(schemes, buckets, plan.storage)
+        locations.add((location.scheme, location.authority, location.account))
+    return _options(locations, plan.storage)
 
 
 def store_kind(url: str, storage) -> dict[str, str] | None:
     """The provider's store for files under ``url`` (as :func:`_store_options`)."""
     location = parse_location(url)
-    buckets = {location.authority} if location.scheme == "s3" else set()
-    return _options({location.scheme}, buckets, storage)
+    return _options({(location.scheme, location.authority, location.account)}, storage)
 
 
-def _options(schemes: set, buckets: set, storage) -> dict[str, str] | None:
+def _options(locations: set, storage) -> dict[str, str] | None:
+    """Store options for files at ``locations`` (scheme, bucket or container, account);
+    ``None`` where the Rust store would not authenticate as the exact path does (ambient
+    credentials, anonymous S3, service principals): those tables take the next path."""
+    schemes = {scheme for scheme, _, _ in locations}
     if not schemes or schemes == {"file"}:
         return {"kind": "local"}
-    if schemes != {"s3"} or len(buckets) != 1:
+    if len(locations) != 1:
         return None
+    scheme, bucket, account = next(iter(locations))
+    if scheme == "s3":
+        return _s3_options(bucket, storage)
+    if scheme == "gs":
+        return _gcs_options(bucket, storage)
+    if scheme == "az":
+        return _azure_options(bucket, account, storage)
+    return None
+
+
+def _s3_options(bucket: str, storage) -> dict[str, str] | None:
     kwargs = _s3_kwargs(storage)
     if kwargs.get("anonymous") or kwargs.get("force_virtual_addressing"):
         return None
     if not kwargs.get("access_key"):
         return None  # ambient credentials: the exact path resolves them as pyarrow does
-    options = {"kind": "s3", "bucket": next(iter(buckets)), "region": kwargs["region"]}
+    options = {"kind": "s3", "bucket": bucket, "region": kwargs["region"]}
     if "endpoint_override" in kwargs:
         options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
         if kwargs["scheme"] == "http":
@@ -328,11 +342,50 @@ def _options(schemes: set, buckets: set, storage) -> dict[str, str] | None:
     return options
 
 
+def _gcs_options(bucket: str, storage) -> dict[str, str] | None:
+    kwargs = _gcs_kwargs(storage)
+    options = {"kind": "gcs", "bucket": bucket}
+    if kwargs.get("access_token"):
+        options["token"] = kwargs["access_token"]
+    elif kwargs.get("anonymous"):
+        options["anonymous"] = "true"
+    else:
+        return None  # ambient credentials: the exact path resolves them as pyarrow does
+    if "endpoint_override" in kwargs:
+        options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
+        if kwargs["scheme"] == "http":
+            options["allow_http"] = "true"
+    return options
+
+
+def _azure_options(container: str, account: str, storage) -> dict[str, str] | None:
+    from ..pathres import StorageLocation
+
+    location = StorageLocation("az", container, container, f"az://{container}", account)
+    kwargs = _azure_kwargs(location, storage)
+    options = {"kind": "azure", "container": container, "account": kwargs["account_name"]}
+    if kwargs.get("account_key"):
+        options["access_key"] = kwargs["account_key"]
+    elif kwargs.get("sas_token"):
+        options["sas_token"] = kwargs["sas_token"]
+    else:
+        return None  # service principals, managed identities: the exact path
+    if "blob_storage_authority" in kwargs:
+        scheme, host = kwargs["blob_storage_scheme"], kwargs["blob_storage_authority"]
+        account_name = options["account"]
+        # an emulator (Azurite) names the account in the path; a cloud endpoint in the host
+        path_style = not host.startswith(account_name + ".")
+        options["endpoint"] = f"{scheme}://{host}" + (f"/{account_name}" if path_style else "")
+        if scheme == "http":
+            options["allow_http"] = "true"
+    return options
+
+
 def _object_path(url: str) -> str:
     """The file's path in the provider's store: the local path without its leading
     slash, or the key within the bucket."""
     location = parse_location(url)
-    if location.scheme == "s3":
+    if location.scheme in ("s3", "gs", "az"):
         return location.path[len(location.authority) + 1 :]
     return location.path.lstrip("/")
 

@@ -9,18 +9,81 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use object_store::aws::AmazonS3Builder;
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 use object_store::local::LocalFileSystem;
-use object_store::ObjectStore;
+use object_store::{ClientOptions, ObjectStore, StaticCredentialProvider};
 
-/// Builds the store: `kind` is `local` (the default) or `s3` (with `bucket` and the
+/// Builds the store: `kind` is `local` (the default), `s3` (with `bucket` and the
 /// optional `region`, `endpoint`, `access_key_id`, `secret_access_key`, `session_token`,
-/// `allow_http`).
+/// `allow_http`), `gcs` (`bucket`, `endpoint`, `allow_http`, and `token` or
+/// `anonymous`) or `azure` (`container`, `account`, `endpoint`, `allow_http`, and
+/// `access_key` or `sas_token`).
 pub fn object_store(options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, String> {
     match options.get("kind").map(String::as_str).unwrap_or("local") {
         "local" => Ok(Arc::new(LocalFileSystem::new())),
         "s3" => s3(options),
+        "gcs" => gcs(options),
+        "azure" => azure(options),
         other => Err(format!("no object store for storage kind {other:?}")),
     }
+}
+
+fn flag(options: &HashMap<String, String>, name: &str) -> bool {
+    options.get(name).map(String::as_str) == Some("true")
+}
+
+fn gcs(options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, String> {
+    let bucket = options
+        .get("bucket")
+        .ok_or_else(|| "a GCS store needs a bucket".to_string())?;
+    let mut builder = GoogleCloudStorageBuilder::new()
+        .with_bucket_name(bucket)
+        .with_client_options(ClientOptions::new().with_allow_http(flag(options, "allow_http")));
+    if let Some(endpoint) = options.get("endpoint") {
+        builder = builder.with_base_url(endpoint);
+    }
+    if let Some(token) = options.get("token") {
+        let credential = GcpCredential {
+            bearer: token.clone(),
+        };
+        builder = builder.with_credentials(Arc::new(StaticCredentialProvider::new(credential)));
+    } else if flag(options, "anonymous") {
+        builder = builder.with_skip_signature(true);
+    } else {
+        return Err("a GCS store needs a token or anonymous access".to_string());
+    }
+    builder
+        .build()
+        .map(|store| Arc::new(store) as Arc<dyn ObjectStore>)
+        .map_err(|_| format!("cannot configure the GCS store of bucket {bucket:?}"))
+}
+
+fn azure(options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, String> {
+    let container = options
+        .get("container")
+        .ok_or_else(|| "an Azure store needs a container".to_string())?;
+    let account = options
+        .get("account")
+        .ok_or_else(|| "an Azure store needs an account".to_string())?;
+    let mut builder = MicrosoftAzureBuilder::new()
+        .with_account(account)
+        .with_container_name(container)
+        .with_allow_http(flag(options, "allow_http"));
+    if let Some(endpoint) = options.get("endpoint") {
+        builder = builder.with_endpoint(endpoint.clone());
+    }
+    if let Some(key) = options.get("access_key") {
+        builder = builder.with_access_key(key);
+    } else if let Some(sas) = options.get("sas_token") {
+        builder = builder.with_config(AzureConfigKey::SasKey, sas);
+    } else {
+        return Err("an Azure store needs an account key or a SAS token".to_string());
+    }
+    builder
+        .build()
+        .map(|store| Arc::new(store) as Arc<dyn ObjectStore>)
+        .map_err(|_| format!("cannot configure the Azure store of container {container:?}"))
 }
 
 fn s3(options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, String> {
