@@ -20,8 +20,8 @@ use tokio::runtime::Runtime;
 use datafusion::common::ScalarValue;
 
 use crate::deletes::row_selection;
-use crate::lazy::{LazyProvider, Resolved};
 use crate::layouts::FieldIds;
+use crate::lazy::{LazyProvider, Resolved};
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
 
