@@ -51,6 +51,13 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// Runs a provider's `scan()` body; a panic in it becomes an error naming the table
+/// instead of unwinding through the FFI boundary.
+pub fn planning<T>(table: &str, plan: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(plan))
+        .map_err(|payload| panic_error(&format!("planning a scan of {table}"), payload.as_ref()))?
+}
+
 pub fn panic_error(what: &str, payload: &(dyn Any + Send)) -> DataFusionError {
     DataFusionError::Execution(format!(
         "ducklake_datafusion internal error in {what}: {} (please report it)",

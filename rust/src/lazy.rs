@@ -264,32 +264,24 @@ impl TableProvider for LazyProvider {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let count = projection.is_some_and(|p| p.is_empty()) && filters.is_empty();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            match self.resolve(filters, count)? {
-                Resolved::Count(mut rows) => {
-                    if let Some(limit) = limit {
-                        rows = rows.min(limit as u64);
-                    }
-                    let report = ScanReport {
-                        from_catalog: true,
-                        ..Default::default()
-                    };
-                    let summary = report.summary();
-                    self.record(report);
-                    Ok(Arc::new(GuardExec::new(summary, count_only(rows)?)) as _)
+        crate::guard::planning(&self.table, || match self.resolve(filters, count)? {
+            Resolved::Count(mut rows) => {
+                if let Some(limit) = limit {
+                    rows = rows.min(limit as u64);
                 }
-                Resolved::Files(provider) => {
-                    let plan = provider.scan_plan(state, projection, filters, limit)?;
-                    self.record(provider.last_scan());
-                    Ok(plan)
-                }
+                let report = ScanReport {
+                    from_catalog: true,
+                    ..Default::default()
+                };
+                let summary = report.summary();
+                self.record(report);
+                Ok(Arc::new(GuardExec::new(summary, count_only(rows)?)) as _)
             }
-        }))
-        .map_err(|payload| {
-            crate::guard::panic_error(
-                &format!("planning a scan of {}", self.table),
-                payload.as_ref(),
-            )
-        })?
+            Resolved::Files(provider) => {
+                let plan = provider.scan_plan(state, projection, filters, limit)?;
+                self.record(provider.last_scan());
+                Ok(plan)
+            }
+        })
     }
 }

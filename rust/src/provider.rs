@@ -465,14 +465,8 @@ impl TableProvider for LakeProvider {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::guard::planning(&self.table, || {
             self.scan_plan(state, projection, filters, limit)
-        }))
-        .map_err(|payload| {
-            crate::guard::panic_error(
-                &format!("planning a scan of {}", self.table),
-                payload.as_ref(),
-            )
-        })?
+        })
     }
 }

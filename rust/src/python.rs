@@ -237,15 +237,7 @@ impl PyLakeProvider {
         py: Python<'py>,
         session: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let codec = logical_codec(session)?;
-        let handle = runtime()?.handle().clone();
-        let provider = FFI_TableProvider::new_with_ffi_codec(
-            Arc::clone(&self.inner) as _,
-            true,
-            Some(handle),
-            codec,
-        );
-        PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
+        provider_capsule(py, session, Arc::clone(&self.inner) as _)
     }
 
     /// What the last scan did: files total and kept, files with deletes, rows skipped,
@@ -318,15 +310,7 @@ impl PyLazyProvider {
         py: Python<'py>,
         session: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let codec = logical_codec(session)?;
-        let handle = runtime()?.handle().clone();
-        let provider = FFI_TableProvider::new_with_ffi_codec(
-            Arc::clone(&self.inner) as _,
-            true,
-            Some(handle),
-            codec,
-        );
-        PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
+        provider_capsule(py, session, Arc::clone(&self.inner) as _)
     }
 
     /// What the last scan did (as `LakeProvider.last_scan`).
@@ -337,6 +321,19 @@ impl PyLazyProvider {
     fn __repr__(&self) -> String {
         format!("LazyProvider({:?})", self.inner.table)
     }
+}
+
+/// An `FFI_TableProvider` capsule of `provider` for the caller's `session`: filters pushed
+/// down (each answered `Inexact`), I/O on our own runtime.
+fn provider_capsule<'py>(
+    py: Python<'py>,
+    session: Bound<'py, PyAny>,
+    provider: Arc<dyn datafusion::catalog::TableProvider + Send>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let codec = logical_codec(session)?;
+    let handle = runtime()?.handle().clone();
+    let provider = FFI_TableProvider::new_with_ffi_codec(provider, true, Some(handle), codec);
+    PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
 }
 
 /// The caller's logical extension codec: from a capsule, or from an object (a
