@@ -205,20 +205,14 @@ def test_predicates_translate_to_pyarrow_filters():
     assert isinstance(got, pc.Expression)
 
 
-def test_plain_names_checks_every_byte_of_every_path():
-    def names(*values, type=pa.string()):
-        return pa.chunked_array([pa.array(list(values), type)])
+def test_plain_location_accepts_only_what_object_store_paths_spell_as_is():
+    from ducklake_datafusion.provider._rust import plain_location
 
-    assert _rust_lazy.plain_names(names("ducklake-1.parquet", "y=2024/m=1/ducklake-2.parquet"))
-    assert not _rust_lazy.plain_names(names("a b.parquet"))
-    assert not _rust_lazy.plain_names(names("ok.parquet", "50%.parquet"))
-    assert not _rust_lazy.plain_names(names("é.parquet"))
-    assert not _rust_lazy.plain_names(names(""))
-    assert not _rust_lazy.plain_names(names("a.parquet", None))
-    assert not _rust_lazy.plain_names(names("x y", type=pa.large_string()))
-    assert _rust_lazy.plain_names(names("xy", type=pa.string_view()))
-    sliced = pa.array(["bad name", "ok.parquet", "fine.parquet"]).slice(1)
-    assert _rust_lazy.plain_names(pa.chunked_array([sliced]))  # only its own bytes count
+    assert plain_location("file:///tmp/lake/main/t/y=2024/m=1/ducklake-2.parquet")
+    assert plain_location("s3://bucket/lake/main/t/ducklake-1.parquet")
+    assert not plain_location("file:///tmp/my lake/main/t/ducklake-1.parquet")
+    assert not plain_location("s3://bucket/lake/50%.parquet")
+    assert not plain_location("file:///tmp/lake/é.parquet")
 
 
 @pytest.mark.parametrize(

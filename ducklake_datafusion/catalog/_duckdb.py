@@ -55,6 +55,9 @@ def _identifier(text: str) -> str:
 
 
 class _DuckDBSession(SessionBase):
+    # an integer from statistics text, NULL when it is none (``_file_cut``)
+    INTEGER_OF_TEXT = "TRY_CAST({0} AS BIGINT)"
+
     def __init__(
         self,
         cursor: duckdb.DuckDBPyConnection,

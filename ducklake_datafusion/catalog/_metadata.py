@@ -33,7 +33,7 @@ from ._models import (
     ViewEntry,
     delete_file_entry,
 )
-from ._session import per_version
+from ._session import memoised, per_version
 
 __all__ = [
     "SUPPORTED_VERSIONS",
@@ -469,6 +469,7 @@ def read_table_files(
     *,
     stats_columns: Iterable[int] = (),
     with_partitions: bool = False,
+    cut=None,
 ) -> TableFiles:
     """Steps 5-11 for one table at one snapshot.
 
@@ -480,8 +481,14 @@ def read_table_files(
     Args:
         stats_columns: column ids whose file statistics the pruner wants (none: skip).
         with_partitions: read partition specs and file partition values.
+        cut: a ``_file_cut`` condition (``StatsCut``, ``DeletedCut``): read only the files
+            it keeps, unless the table's whole file list is at hand (memoised, or
+            refreshable from the previous lake version), which is cheaper to prune.
     """
     key = ("files", table.table_id, snapshot, tuple(sorted(set(stats_columns))), with_partitions)
+    if cut is not None and cut.usable(session) and not _whole_list_at_hand(session, key):
+        cut_key = ("cut", cut, *key[1:])
+        return per_version(session, cut_key, lambda: _read_cut_table_files(session, cut, *key[1:]))
 
     def read() -> TableFiles:
         from ._refresh import refreshed_table_files  # it builds on this module's queries
@@ -492,6 +499,66 @@ def read_table_files(
         return _read_table_files(session, table.table_id, snapshot, key[3], with_partitions)
 
     return per_version(session, key, read)
+
+
+def _whole_list_at_hand(session: MetadataSession, key: tuple) -> bool:
+    """Whether the table's whole file list is cheaper than a cut: memoised for this lake
+    version, or refreshable from the previous one's memo."""
+    from ._refresh import can_refresh
+
+    _, tid, snapshot, _, _ = key
+    if memoised(session, key) is not None:
+        return True
+    if memoised(session, ("file_table", tid, snapshot)) is not None:
+        return True
+    return can_refresh(session, key)
+
+
+def _read_cut_table_files(
+    session: MetadataSession,
+    cut,
+    tid: int,
+    snapshot: int,
+    stats_columns: tuple[int, ...],
+    with_partitions: bool,
+) -> TableFiles:
+    """Steps 5-11 for the files ``cut`` keeps (``catalog._file_cut``)."""
+    from ._file_cut import StatsCut
+
+    condition, cut_params = cut.condition(session, tid, snapshot)
+    params = [tid, snapshot, snapshot, *cut_params]
+    data = session.arrow(f"{_DATA_FILES_SQL} AND {condition}", params, _DATA_FILES_SCHEMA)
+    deletes = session.arrow(f"{_DELETE_FILES_SQL} AND {condition}", params, _DELETE_FILES_SCHEMA)
+    file_table, extra_delete_files = joined_delete_files(data, deletes)
+    stats = _file_stats(session, tid, list(stats_columns), (condition, cut_params))
+    partitioned = (
+        with_partitions and file_table.column("partition_id").null_count < file_table.num_rows
+    )
+    values = _partition_values(session, tid, (condition, cut_params)) if partitioned else None
+    cut_away = 0
+    if isinstance(cut, StatsCut):  # what the statistics left out counts as pruned
+        cut_away = file_summary_of(session, tid, snapshot).files - data.num_rows
+    return table_files(
+        session,
+        tid,
+        snapshot,
+        file_table,
+        extra_delete_files,
+        stats_columns,
+        with_partitions,
+        stats=stats,
+        partition_values=values,
+        files_cut=cut_away,
+    )
+
+
+def file_summary_of(session: MetadataSession, tid: int, snapshot: int):
+    """``_file_cut.file_summary`` of the table, memoised per lake version."""
+    from ._file_cut import file_summary
+
+    return per_version(
+        session, ("file_summary", tid, snapshot), lambda: file_summary(session, tid, snapshot)
+    )
 
 
 def _read_table_files(
@@ -523,6 +590,7 @@ def table_files(
     stats: pa.Table | None = None,
     partition_values: pa.Table | None = None,
     name_mappings: dict | None = None,
+    files_cut: int = 0,
 ) -> TableFiles:
     """Steps 7-11 around a file table; ``stats``, ``partition_values`` and
     ``name_mappings`` when already known (an incremental refresh), read otherwise."""
@@ -546,6 +614,7 @@ def table_files(
         stats=stats,
         partition_columns=_partition_columns(session, tid) if partitioned else {},
         partition_values=partition_values if partitioned else None,
+        files_cut=files_cut,
     )
 
 
@@ -641,18 +710,22 @@ def _name_mappings(
     return mappings
 
 
-def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int]):
-    """Step 10 as an Arrow table (data_file_id, column_id, counts, min/max text, contains_nan)."""
+def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int], cut=None):
+    """Step 10 as an Arrow table (data_file_id, column_id, counts, min/max text,
+    contains_nan); ``cut``: ``(condition, params)`` on the files to read them of."""
     if not column_ids:
         return None
     marks = ", ".join("?" for _ in column_ids)
-    return session.arrow(
+    sql = (
         "SELECT data_file_id, column_id, value_count, null_count, min_value, max_value, "
         "contains_nan FROM ducklake_file_column_stats "
-        f"WHERE table_id = ? AND column_id IN ({marks})",
-        [table_id, *column_ids],
-        _STATS_SCHEMA,
+        f"WHERE table_id = ? AND column_id IN ({marks})"
     )
+    params = [table_id, *column_ids]
+    if cut is not None:
+        sql += f" AND {cut[0]}"
+        params += cut[1]
+    return session.arrow(sql, params, _STATS_SCHEMA)
 
 
 def _partition_columns(session: MetadataSession, table_id: int):
@@ -669,11 +742,15 @@ def _partition_columns(session: MetadataSession, table_id: int):
     return {k: tuple(v) for k, v in specs.items()}
 
 
-def _partition_values(session: MetadataSession, table_id: int):
-    """Partition values of every file of the table, as an Arrow table."""
-    return session.arrow(
+def _partition_values(session: MetadataSession, table_id: int, cut=None):
+    """Partition values of every file of the table (or of those ``cut`` keeps, as in
+    :func:`_file_stats`), as an Arrow table."""
+    sql = (
         "SELECT data_file_id, partition_key_index, partition_value "
-        "FROM ducklake_file_partition_value WHERE table_id = ?",
-        [table_id],
-        _PARTITION_VALUES_SCHEMA,
+        "FROM ducklake_file_partition_value WHERE table_id = ?"
     )
+    params = [table_id]
+    if cut is not None:
+        sql += f" AND {cut[0]}"
+        params += cut[1]
+    return session.arrow(sql, params, _PARTITION_VALUES_SCHEMA)

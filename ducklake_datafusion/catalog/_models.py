@@ -193,6 +193,9 @@ class TableFiles:
         partition_columns: partition_id -> keys of that spec.
         partition_values: ``data_file_id, partition_key_index, partition_value`` rows, or
             None when not requested.
+        files_cut: live files the catalog query already left out by the query's
+            statistics bounds (``catalog._file_cut``): ``file_table`` then holds only the
+            others, and the planner counts these as skipped by statistics.
     """
 
     file_table: pa.Table
@@ -203,6 +206,7 @@ class TableFiles:
     stats: pa.Table | None = None
     partition_columns: dict[int, tuple[PartitionColumnEntry, ...]] = field(default_factory=dict)
     partition_values: pa.Table | None = None
+    files_cut: int = 0
 
     @functools.cached_property
     def derived(self) -> dict:

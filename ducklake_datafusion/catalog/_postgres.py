@@ -59,6 +59,9 @@ def _import_psycopg():
 
 
 class _PostgresSession(SessionBase):
+    # an integer from statistics text, NULL when it is none (``_file_cut``); a bare CAST
+    # would fail the query on other text
+    INTEGER_OF_TEXT = "(CASE WHEN {0} ~ '^-{{0,1}}[0-9]{{1,17}}$' THEN CAST({0} AS BIGINT) END)"
     TABLES_SQL = (
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_schema = ANY (current_schemas(false))"

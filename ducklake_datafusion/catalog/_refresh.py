@@ -42,7 +42,7 @@ from ._metadata import (
 from ._models import TableFiles
 from ._session import memoised, per_version
 
-__all__ = ["refreshed_table_files"]
+__all__ = ["can_refresh", "refreshed_table_files"]
 
 log = logging.getLogger("ducklake_datafusion")
 
@@ -50,6 +50,29 @@ log = logging.getLogger("ducklake_datafusion")
 def refreshed_table_files(session: MetadataSession, key: tuple) -> TableFiles | None:
     """``read_table_files``' answer for ``key`` built from the previous version's memo and
     the rows changed since, or None when only a full read is certain to be right."""
+    found = _previous_memo(session, key)
+    if found is None:
+        return None
+    old, old_latest, old_count = found
+    _, tid, snapshot, _, _ = key
+    if not _history_only_grew(session, old_latest, old_count, snapshot):
+        return None
+    next_file_id = _next_file_id(session, old_latest)
+    refreshed = _refresh(session, old, tid, old_latest, snapshot, next_file_id, key)
+    if refreshed is not None:
+        log.debug("table %s: files refreshed from snapshot %s to %s", tid, old_latest, snapshot)
+    return refreshed
+
+
+def can_refresh(session: MetadataSession, key: tuple) -> bool:
+    """Whether the previous version memoised ``key``'s table so that a refresh may be
+    tried (no query: the history check comes with the refresh itself)."""
+    return _previous_memo(session, key) is not None
+
+
+def _previous_memo(session, key: tuple):
+    """``(old TableFiles, old latest snapshot, old snapshot count)`` memoised by the
+    previous lake version for ``key`` read at the new latest snapshot, or None."""
     _, tid, snapshot, stats_columns, with_partitions = key
     cache = getattr(session, "cache", None)
     previous = cache.get("previous_version") if cache is not None else None
@@ -60,13 +83,7 @@ def refreshed_table_files(session: MetadataSession, key: tuple) -> TableFiles | 
     if snapshot != latest or latest <= old_latest:
         return None
     old = memo.get(("files", tid, old_latest, stats_columns, with_partitions))
-    if old is None or not _history_only_grew(session, old_latest, old_count, snapshot):
-        return None
-    next_file_id = _next_file_id(session, old_latest)
-    refreshed = _refresh(session, old, tid, old_latest, snapshot, next_file_id, key)
-    if refreshed is not None:
-        log.debug("table %s: files refreshed from snapshot %s to %s", tid, old_latest, snapshot)
-    return refreshed
+    return None if old is None else (old, old_latest, old_count)
 
 
 def _history_only_grew(session, old_latest: int, old_count: int, snapshot: int) -> bool:

@@ -203,11 +203,14 @@ def build_provider(
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
     rest = []
+    if read_rest is not None:  # files the Rust store does not read go to read_rest
+        rest = [t for t in files if not _store_readable(t)]
+        files = [t for t in files if _store_readable(t)]
     storage = _store_options(files, plan)
     if storage is None:
         if read_rest is None:
             return None
-        files, rest, storage = [], files, {"kind": "local"}
+        files, rest, storage = [], rest + files, {"kind": "local"}
     signature = _signature(table)
     native, layouts = [], []
     for task in files:
@@ -285,13 +288,24 @@ def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
     name-mapped)."""
     locations = set()
     for task in files:
-        if task.encryption_key is not None or task.name_mapping is not None:
+        if not _store_readable(task):
             return None
         location = parse_location(task.file.url)
-        if not _SAFE_PATH.match("/" + location.path.lstrip("/")):
-            return None  # spelled differently by object-store paths: the next path reads it
         locations.add((location.scheme, location.authority, location.account))
     return _options(locations, plan.storage)
+
+
+def _store_readable(task: DataFileTask) -> bool:
+    """Whether the Rust store reads the file as it is: not encrypted, not name-mapped, at
+    a path object-store paths spell as it is."""
+    if task.encryption_key is not None or task.name_mapping is not None:
+        return False
+    return plain_location(task.file.url)
+
+
+def plain_location(url: str) -> bool:
+    """Whether object-store paths spell ``url``'s path as it is (``_SAFE_PATH``)."""
+    return bool(_SAFE_PATH.match("/" + parse_location(url).path.lstrip("/")))
 
 
 def store_kind(url: str, storage) -> dict[str, str] | None:

@@ -33,28 +33,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import metadata
+from ..catalog._file_cut import DeletedCut
 from ..read import execute_plan
 from ..read._reader import deleted_positions_of
 from ..scan import DataFileTask
-from ..scan._planner import build_scan_plan, table_directory
-from ..scan._pruning import stats_columns
+from ..scan._planner import table_directory
 
-__all__ = ["Resolver", "lazy_provider", "predicate_filter"]
-
-# File names relative to the table's directory that object-store paths spell as they are
-# (the characters of ``_native._SAFE_PATH``).
-_SAFE_NAME = r"^[A-Za-z0-9._/=+@,-]+$"
-
-
-def plain_names(paths: pa.ChunkedArray) -> bool:
-    """Whether every path is non-empty and of ``_SAFE_NAME``'s characters only (100,000
-    paths in ~8 ms; a byte lookup table in numpy was no faster)."""
-    if paths.null_count:
-        return False
-    if paths.type not in (pa.string(), pa.large_string()):
-        paths = paths.cast(pa.large_string())
-    return bool(pc.all(pc.match_substring_regex(paths, _SAFE_NAME)).as_py())
-
+__all__ = ["Resolver", "catalog_count", "lazy_provider", "predicate_filter"]
 
 # Resolved providers, by (resolver, predicates): a repeated query of an unchanged snapshot
 # plans nothing again. One process-wide budget, oldest out, so that many snapshots and
@@ -195,32 +180,33 @@ def _read_exactly(plan, tasks) -> list[pa.RecordBatch]:
     return rows.cast(plan.table_schema).to_batches()
 
 
-def _file_rows(table):
-    """The snapshot's file rows (no statistics): memoised per lake version."""
+def _summary(table):
+    """The catalog's settings and :class:`FileSummary` of the snapshot's live files (one
+    grouped query, memoised per lake version: no file row is read)."""
     backend = table.lake.backend
     with backend.session() as session:
         settings = metadata.read_settings(session, backend.description)
-        files = metadata.read_table_files(session, table.entry, table.snapshot_id)
-    return settings, files
+        summary = metadata.file_summary_of(session, table.entry.table_id, table.snapshot_id)
+    return settings, summary
 
 
 def lazy_provider(rust, table):
-    """A ``_rust.LazyProvider`` for ``table``, or ``None`` when the table's file rows say
-    the Rust scan cannot read it as a whole (decided from the catalog, no file opened)."""
-    settings, files = _file_rows(table)
-    rows = files.file_table
-    for column in ("encryption_key", "mapping_id"):
-        if rows.num_rows and rows.column(column).null_count != rows.num_rows:
-            return None  # encrypted or name-mapped files: the eager checks decide
-    if rows.num_rows and not pc.all(rows.column("path_is_relative")).as_py():
+    """A ``_rust.LazyProvider`` for ``table``, or ``None`` when the catalog says the Rust
+    scan cannot read it as a whole (decided from one aggregate query, no file opened).
+
+    Files with names object-store paths spell differently are found among the files a
+    scan keeps, and read exactly there (``build_provider``'s ``read_rest``).
+    """
+    settings, summary = _summary(table)
+    if summary.encrypted or summary.mapped:
+        return None  # encrypted or name-mapped files: the eager checks decide
+    if summary.absolute:
         return None  # files outside the table's directory: the eager checks decide
-    if rows.num_rows and not plain_names(rows.column("path")):
-        return None  # names object-store paths spell differently: the eager checks decide
-    from ._rust import store_kind
+    from ._rust import plain_location, store_kind
 
     directory = table_directory(table.lake.data_path(settings), table.entry)
-    if store_kind(directory, table.lake.storage) is None:
-        return None
+    if store_kind(directory, table.lake.storage) is None or not plain_location(directory):
+        return None  # every file would be read exactly: the eager checks decide
     name = f"{table.entry.schema_name}.{table.entry.table_name}"
     schema = pa.schema([pa.field(c.name, c.arrow_type) for c in table.columns])  # the plan's
     return rust.LazyProvider(name, schema, Resolver(rust, table))
@@ -228,24 +214,29 @@ def lazy_provider(rust, table):
 
 def catalog_count(table) -> int | None:
     """Live rows of the snapshot from the catalog, or ``None`` when some file holds rows of
-    later snapshots (merged files: only reading them tells)."""
+    later snapshots (merged files: only reading them tells).
+
+    The files' row counts come summed by the catalog; only the files with deletes are
+    read as rows (``DeletedCut``), and their deleted positions counted.
+    """
     from ..scan._inlined import conform_inlined_rows
     from ..scan._planner import _kept_tasks  # the planner's tasks of these file rows, memoised
 
-    settings, files = _file_rows(table)
-    rows = files.file_table
+    backend = table.lake.backend
     snapshot = table.snapshot_id
-    if rows.num_rows:
-        partial = rows.column("partial_max")
-        if partial.null_count != rows.num_rows:
-            later = pc.greater(pc.fill_null(partial, 0), snapshot)
-            if pc.any(later).as_py():
-                return None
-    total = int(pc.sum(rows.column("record_count")).as_py() or 0) if rows.num_rows else 0
-    with_deletes = pc.is_valid(rows.column("delete_file_id")) if rows.num_rows else None
+    with backend.session() as session:
+        settings = metadata.read_settings(session, backend.description)
+        summary = metadata.file_summary_of(session, table.entry.table_id, snapshot)
+        if summary.later_rows:
+            return None
+        files = metadata.read_table_files(session, table.entry, snapshot, cut=DeletedCut())
+    total = summary.records
+    rows = files.file_table
     indices = set()
-    if with_deletes is not None and pc.any(with_deletes).as_py():
-        indices.update(int(i) for i in pc.indices_nonzero(with_deletes).to_pylist())
+    if rows.num_rows:
+        with_deletes = pc.is_valid(rows.column("delete_file_id"))
+        if pc.any(with_deletes).as_py():
+            indices.update(int(i) for i in pc.indices_nonzero(with_deletes).to_pylist())
     if files.inlined_deletes:
         ids = rows.column("data_file_id").to_pylist()
         indices.update(i for i, file_id in enumerate(ids) if file_id in files.inlined_deletes)

@@ -28,6 +28,7 @@ from ..catalog._models import ColumnEntry, SnapshotInfo, TableEntry
 from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
 from ..pathres import StorageOptions, resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree
+from ._catalog_cut import catalog_cut
 from ._lookup import require_table
 from ._plan import ScanPlan
 from ._planner import build_scan_plan
@@ -232,6 +233,7 @@ class LakeTable:
                 self.snapshot_id,
                 stats_columns=stats_columns(filter, self.columns),
                 with_partitions=filter is not None,
+                cut=catalog_cut(filter, self.columns),
             )
         return build_scan_plan(
             table=self.entry,

@@ -58,7 +58,7 @@ def build_scan_plan(
     stable_since = max((c.begin_snapshot for c in column_entries), default=0)
     by_stats, by_partition = FilePruner.create(filter, columns, files).masks()
     keep = by_stats & by_partition
-    skipped_stats = int((~by_stats).sum())
+    skipped_stats = int((~by_stats).sum()) + files.files_cut
     skipped_partition = int((by_stats & ~by_partition).sum())
     kept = files.file_table
     if not keep.all():
@@ -72,7 +72,7 @@ def build_scan_plan(
         inlined += rows.num_rows
         tasks.append(InlinedRowsTask(rows))
     stats = PlanStats(
-        files_total=files.file_table.num_rows,
+        files_total=files.file_table.num_rows + files.files_cut,
         files_skipped_by_stats=skipped_stats,
         files_skipped_by_partition=skipped_partition,
         files_with_deletes=with_deletes,

@@ -1,0 +1,140 @@
+"""The catalog's first cut: a query's integer bounds in the file query's own SQL.
+
+The first query of a table (nothing memoised, or a new lake version the memo cannot be
+refreshed to) would otherwise read every live file row and the statistics of every file
+before the planner prunes them: on a table of 100,000 files that is the whole cost of
+the query. When the query's filter bounds an integer column, the catalog database can
+leave out the files whose statistics exclude those bounds, and their statistics with
+them (:class:`StatsCut`). ``count(*)`` of a whole table needs the row counts of all
+files but the rows of only the files with deletes (:class:`DeletedCut`, with
+:func:`file_summary`).
+
+Exactness: a file is left out only when a statistics row of the column says that every
+value of the file lies outside the bounds, compared as integers (text the guard does not
+read as an integer of up to 18 characters compares as NULL: the file is kept). The
+planner prunes the files that remain with the same statistics, so a cut plan keeps
+exactly the files a full plan keeps (``tests/test_file_cut.py`` compares both and DuckDB
+on every catalog). Only integer types up to 64 bits are cut: their statistics are plain
+decimal text on every catalog, unlike floats (NaN), strings (collations) and times
+(spellings). The cut's result is memoised under its own key, never as the table's file
+list, so the incremental refresh and later unfiltered queries never see a partial list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._backend import MetadataSession
+
+__all__ = ["ColumnBound", "DeletedCut", "FileSummary", "StatsCut", "file_summary"]
+
+# Types whose statistics are integers written as decimal text (uint64 could exceed BIGINT).
+CUT_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
+
+
+@dataclass(frozen=True)
+class ColumnBound:
+    """Inclusive integer bounds a query's filter puts on one column (None: unbounded)."""
+
+    column_id: int
+    low: int | None
+    high: int | None
+
+
+@dataclass(frozen=True)
+class StatsCut:
+    """Leave out the files whose statistics put the column outside every bound."""
+
+    bounds: tuple[ColumnBound, ...]
+
+    @staticmethod
+    def usable(session: MetadataSession) -> bool:
+        """Whether the catalog database can read statistics text as integers safely."""
+        return getattr(session, "INTEGER_OF_TEXT", None) is not None
+
+    def condition(self, session: MetadataSession, table_id: int, snapshot: int):
+        """``(sql, params)``: a condition on ``data_file_id`` keeping the files that may
+        match (bound parameters only)."""
+        integer = session.INTEGER_OF_TEXT
+        parts, params = [], [table_id]
+        for bound in self.bounds:
+            sides, values = [], []
+            if bound.low is not None:
+                sides.append(f"{integer.format('max_value')} < ?")
+                values.append(bound.low)
+            if bound.high is not None:
+                sides.append(f"{integer.format('min_value')} > ?")
+                values.append(bound.high)
+            if sides:
+                parts.append(f"(column_id = ? AND ({' OR '.join(sides)}))")
+                params += [bound.column_id, *values]
+        sql = (
+            "data_file_id NOT IN (SELECT data_file_id FROM ducklake_file_column_stats "
+            f"WHERE table_id = ? AND ({' OR '.join(parts)}))"
+        )
+        return sql, params
+
+
+@dataclass(frozen=True)
+class DeletedCut:
+    """Keep only the files with live delete files or inlined deletes."""
+
+    @staticmethod
+    def usable(session: MetadataSession) -> bool:
+        return True
+
+    def condition(self, session: MetadataSession, table_id: int, snapshot: int):
+        sql = (
+            "data_file_id IN (SELECT data_file_id FROM ducklake_delete_file WHERE table_id = ? "
+            "AND begin_snapshot <= ? AND (end_snapshot IS NULL OR ? < end_snapshot))"
+        )
+        params = [table_id, snapshot, snapshot]
+        inlined = f"ducklake_inlined_delete_{int(table_id)}"
+        if session.has_table(inlined):
+            sql = f"({sql} OR data_file_id IN (SELECT file_id FROM {inlined} WHERE begin_snapshot <= ?))"
+            params.append(snapshot)
+        return sql, params
+
+
+def bounded(cut: StatsCut | None) -> StatsCut | None:
+    """``cut`` if it bounds anything, else None."""
+    if cut is None or not any(b.low is not None or b.high is not None for b in cut.bounds):
+        return None
+    return cut
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """Aggregates of a table's live data files, from one grouped query."""
+
+    files: int
+    records: int
+    later_rows: int  # files holding rows of later snapshots (merged files)
+    encrypted: int
+    mapped: int
+    absolute: int  # files whose path is not relative to the table's directory
+
+
+def file_summary(session: MetadataSession, table_id: int, snapshot: int) -> FileSummary:
+    """The :class:`FileSummary` of the table's live files at ``snapshot``.
+
+    Grouped by ``path_is_relative`` so that the flag is read in Python: SQLite catalogs
+    may spell booleans as text, which SQL would not read as true.
+    """
+    from ._metadata import _bool, live
+
+    rows = session.rows(
+        "SELECT path_is_relative, count(*), sum(record_count), count(encryption_key), "
+        "count(mapping_id), sum(CASE WHEN partial_max > ? THEN 1 ELSE 0 END) "
+        f"FROM ducklake_data_file WHERE table_id = ? AND {live()} GROUP BY path_is_relative",
+        [snapshot, table_id, snapshot, snapshot],
+    )
+    total = [0] * 5
+    absolute = 0
+    for relative, *numbers in rows:
+        values = [int(n or 0) for n in numbers]
+        total = [a + b for a, b in zip(total, values, strict=True)]
+        if not _bool(relative):
+            absolute += values[0]
+    files, records, encrypted, mapped, later = total
+    return FileSummary(files, records, later, encrypted, mapped, absolute)
