@@ -34,16 +34,20 @@ CUT_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "ui
 
 @dataclass(frozen=True)
 class ColumnBound:
-    """Inclusive integer bounds a query's filter puts on one column (None: unbounded)."""
+    """What one conjunct of a query's filter says of an integer column: every matching
+    value lies in ``[low, high]`` (None: unbounded), and, when ``points`` are given, is
+    one of them (``IN``)."""
 
     column_id: int
     low: int | None
     high: int | None
+    points: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class StatsCut:
-    """Leave out the files whose statistics put the column outside every bound."""
+    """Leave out the files whose statistics put a column outside one of the bounds (the
+    bounds are conjuncts: a file one of them excludes cannot match)."""
 
     bounds: tuple[ColumnBound, ...]
 
@@ -57,13 +61,21 @@ class StatsCut:
         match (bound parameters only)."""
         integer = session.INTEGER_OF_TEXT
         parts, params = [], [table_id]
+        below, above = integer.format("max_value"), integer.format("min_value")
         for bound in self.bounds:
+            if bound.points:  # outside the file's range at every point
+                each = f"({below} < ? OR {above} > ?)"
+                parts.append(f"(column_id = ? AND {' AND '.join([each] * len(bound.points))})")
+                params.append(bound.column_id)
+                for point in bound.points:
+                    params += [point, point]
+                continue
             sides, values = [], []
             if bound.low is not None:
-                sides.append(f"{integer.format('max_value')} < ?")
+                sides.append(f"{below} < ?")
                 values.append(bound.low)
             if bound.high is not None:
-                sides.append(f"{integer.format('min_value')} > ?")
+                sides.append(f"{above} > ?")
                 values.append(bound.high)
             if sides:
                 parts.append(f"(column_id = ? AND ({' OR '.join(sides)}))")

@@ -32,22 +32,15 @@ def catalog_cut(filter: pc.Expression | None, columns: Sequence[ColumnSpec]) -> 
     except Exception:  # noqa: BLE001 - no cut is always correct
         return None
     by_name = {c.name: c for c in columns if not c.children and c.type_name.lower() in CUT_TYPES}
-    found: dict[int, tuple[int | None, int | None]] = {}
-    for column, low, high in _conjunct_bounds(node, by_name):
-        old_low, old_high = found.get(column.column_id, (None, None))
-        found[column.column_id] = (_tighter(old_low, low, max), _tighter(old_high, high, min))
-    cut = StatsCut(tuple(ColumnBound(cid, lo, hi) for cid, (lo, hi) in sorted(found.items())))
-    return bounded(cut)
+    return bounded(StatsCut(tuple(_conjunct_bounds(node, by_name))))
 
 
-def _tighter(old, new, pick):
-    if old is None:
-        return new
-    return old if new is None else pick(old, new)
+# An IN list of more values is cut by its range only (the SQL grows with the list).
+_MAX_POINTS = 64
 
 
 def _conjunct_bounds(node: Node, by_name: dict):
-    """``(column, low, high)`` for each bounding conjunct of ``node`` (inclusive)."""
+    """A :class:`ColumnBound` for each bounding conjunct of ``node``."""
     if not isinstance(node, Call):
         return
     if node.function in ("and", "and_kleene"):
@@ -58,7 +51,8 @@ def _conjunct_bounds(node: Node, by_name: dict):
         column = _column(node.args[0], by_name)
         values = [v for v in node.options.get("value_set") or [] if v is not None]
         if column is not None and values and all(_is_integer(v) for v in values):
-            yield column, min(values), max(values)
+            points = tuple(sorted(set(values))) if len(set(values)) <= _MAX_POINTS else ()
+            yield ColumnBound(column.column_id, min(values), max(values), points)
         return
     if node.function not in _FLIP or node.function == "not_equal" or len(node.args) != 2:
         return
@@ -71,7 +65,7 @@ def _conjunct_bounds(node: Node, by_name: dict):
     value = _integer_literal(right.value)
     if value is None:
         return
-    yield column, *_SIDES[name](value)
+    yield ColumnBound(column.column_id, *_SIDES[name](value))
 
 
 _SIDES = {
