@@ -24,9 +24,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ._backend import MetadataSession
 
-__all__ = ["ColumnBound", "DeletedCut", "FileSummary", "StatsCut", "file_summary"]
+__all__ = [
+    "ColumnBound",
+    "DeletedCut",
+    "FileSummary",
+    "StatsCut",
+    "file_summary",
+    "summary_of_rows",
+]
 
 # Types whose statistics are integers written as decimal text (uint64 could exceed BIGINT).
 CUT_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
@@ -117,36 +127,59 @@ def bounded(cut: StatsCut | None) -> StatsCut | None:
 
 @dataclass(frozen=True)
 class FileSummary:
-    """Aggregates of a table's live data files, from one grouped query."""
+    """Aggregates of a table's live data files, from one query."""
 
     files: int
     records: int
-    later_rows: int  # files holding rows of later snapshots (merged files)
     encrypted: int
     mapped: int
-    absolute: int  # files whose path is not relative to the table's directory
+    all_relative: bool  # every path relative to the table's directory
+    partial_max: int | None  # the latest snapshot a merged file holds rows of
+
+    def holds_later_rows(self, snapshot: int) -> bool:
+        """Whether some file holds rows of snapshots after ``snapshot``."""
+        return self.partial_max is not None and self.partial_max > snapshot
 
 
 def file_summary(session: MetadataSession, table_id: int, snapshot: int) -> FileSummary:
     """The :class:`FileSummary` of the table's live files at ``snapshot``.
 
-    Grouped by ``path_is_relative`` so that the flag is read in Python: SQLite catalogs
-    may spell booleans as text, which SQL would not read as true.
+    The flag ``path_is_relative`` is read as text in Python: SQLite catalogs may spell
+    booleans as text, which SQL would not read as true, and PostgreSQL has no ``max`` of
+    booleans. (One ungrouped query: grouping by the flag cost SQLite 35 ms instead of 23 on
+    100,000 files.)
     """
     from ._metadata import _bool, live
 
-    rows = session.rows(
-        "SELECT path_is_relative, count(*), sum(record_count), count(encryption_key), "
-        "count(mapping_id), sum(CASE WHEN partial_max > ? THEN 1 ELSE 0 END) "
-        f"FROM ducklake_data_file WHERE table_id = ? AND {live()} GROUP BY path_is_relative",
-        [snapshot, table_id, snapshot, snapshot],
+    row = session.rows(
+        "SELECT count(*), sum(record_count), count(encryption_key), count(mapping_id), "
+        "max(partial_max), count(DISTINCT path_is_relative), "
+        "max(CAST(path_is_relative AS VARCHAR)) "
+        f"FROM ducklake_data_file WHERE table_id = ? AND {live()}",
+        [table_id, snapshot, snapshot],
+    )[0]
+    files, records, encrypted, mapped, partial, flags, flag = row
+    return FileSummary(
+        files=int(files or 0),
+        records=int(records or 0),
+        encrypted=int(encrypted or 0),
+        mapped=int(mapped or 0),
+        all_relative=int(files or 0) == 0 or (int(flags or 0) == 1 and _bool(flag)),
+        partial_max=None if partial is None else int(partial),
     )
-    total = [0] * 5
-    absolute = 0
-    for relative, *numbers in rows:
-        values = [int(n or 0) for n in numbers]
-        total = [a + b for a, b in zip(total, values, strict=True)]
-        if not _bool(relative):
-            absolute += values[0]
-    files, records, encrypted, mapped, later = total
-    return FileSummary(files, records, later, encrypted, mapped, absolute)
+
+
+def summary_of_rows(rows: pa.Table) -> FileSummary:
+    """The :class:`FileSummary` of a memoised file table (``_metadata.FILE_COLUMNS``)."""
+    if rows.num_rows == 0:
+        return FileSummary(0, 0, 0, 0, True, None)
+    relative = rows.column("path_is_relative")
+    partial = pc.max(rows.column("partial_max")).as_py()
+    return FileSummary(
+        files=rows.num_rows,
+        records=int(pc.sum(rows.column("record_count")).as_py() or 0),
+        encrypted=rows.num_rows - rows.column("encryption_key").null_count,
+        mapped=rows.num_rows - rows.column("mapping_id").null_count,
+        all_relative=relative.null_count == 0 and bool(pc.all(relative).as_py()),
+        partial_max=None if partial is None else int(partial),
+    )

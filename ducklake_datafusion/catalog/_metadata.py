@@ -514,6 +514,10 @@ def _whole_list_at_hand(session: MetadataSession, key: tuple) -> bool:
     return can_refresh(session, key)
 
 
+# Kept files up to this many are named by id in the queries of their deletes and statistics.
+_IDS_AS_PARAMETERS = 500
+
+
 def _read_cut_table_files(
     session: MetadataSession,
     cut,
@@ -523,21 +527,32 @@ def _read_cut_table_files(
     with_partitions: bool,
 ) -> TableFiles:
     """Steps 5-11 for the files ``cut`` keeps (``catalog._file_cut``)."""
-    from ._file_cut import StatsCut
+    from ._file_cut import StatsCut, file_summary
 
     condition, cut_params = cut.condition(session, tid, snapshot)
     params = [tid, snapshot, snapshot, *cut_params]
     data = session.arrow(f"{_DATA_FILES_SQL} AND {condition}", params, _DATA_FILES_SCHEMA)
-    deletes = session.arrow(f"{_DELETE_FILES_SQL} AND {condition}", params, _DELETE_FILES_SCHEMA)
+    kept = (condition, cut_params)  # the other rows by the same condition, or by the ids:
+    ids = data.column("data_file_id").to_pylist()
+    if len(ids) <= _IDS_AS_PARAMETERS:  # the condition costs a scan of every statistic
+        kept = (f"data_file_id IN ({', '.join('?' for _ in ids)})", ids) if ids else ("1 = 0", [])
+    deletes = session.arrow(
+        f"{_DELETE_FILES_SQL} AND {kept[0]}",
+        [tid, snapshot, snapshot, *kept[1]],
+        _DELETE_FILES_SCHEMA,
+    )
     file_table, extra_delete_files = joined_delete_files(data, deletes)
-    stats = _file_stats(session, tid, list(stats_columns), (condition, cut_params))
+    stats = _file_stats(session, tid, list(stats_columns), kept)
     partitioned = (
         with_partitions and file_table.column("partition_id").null_count < file_table.num_rows
     )
-    values = _partition_values(session, tid, (condition, cut_params)) if partitioned else None
+    values = _partition_values(session, tid, kept) if partitioned else None
     cut_away = 0
     if isinstance(cut, StatsCut):  # what the statistics left out counts as pruned
-        cut_away = file_summary_of(session, tid, snapshot).files - data.num_rows
+        total = per_version(
+            session, ("file_summary", tid, snapshot), lambda: file_summary(session, tid, snapshot)
+        )
+        cut_away = total.files - data.num_rows
     return table_files(
         session,
         tid,
@@ -552,13 +567,20 @@ def _read_cut_table_files(
     )
 
 
-def file_summary_of(session: MetadataSession, tid: int, snapshot: int):
-    """``_file_cut.file_summary`` of the table, memoised per lake version."""
-    from ._file_cut import file_summary
+def file_summary_of(session: MetadataSession, table: TableEntry, snapshot: int):
+    """``_file_cut.file_summary`` of the table, memoised per lake version: from the file
+    list when it is at hand (memoised, or refreshable after a commit), else from one
+    aggregate query (no file row read)."""
+    from ._file_cut import file_summary, summary_of_rows
 
-    return per_version(
-        session, ("file_summary", tid, snapshot), lambda: file_summary(session, tid, snapshot)
-    )
+    tid = table.table_id
+
+    def compute():
+        if _whole_list_at_hand(session, ("files", tid, snapshot, (), False)):
+            return summary_of_rows(read_table_files(session, table, snapshot).file_table)
+        return file_summary(session, tid, snapshot)
+
+    return per_version(session, ("file_summary", tid, snapshot), compute)
 
 
 def _read_table_files(

@@ -186,7 +186,7 @@ def _summary(table):
     backend = table.lake.backend
     with backend.session() as session:
         settings = metadata.read_settings(session, backend.description)
-        summary = metadata.file_summary_of(session, table.entry.table_id, table.snapshot_id)
+        summary = metadata.file_summary_of(session, table.entry, table.snapshot_id)
     return settings, summary
 
 
@@ -200,7 +200,7 @@ def lazy_provider(rust, table):
     settings, summary = _summary(table)
     if summary.encrypted or summary.mapped:
         return None  # encrypted or name-mapped files: the eager checks decide
-    if summary.absolute:
+    if not summary.all_relative:
         return None  # files outside the table's directory: the eager checks decide
     from ._rust import plain_location, store_kind
 
@@ -226,8 +226,8 @@ def catalog_count(table) -> int | None:
     snapshot = table.snapshot_id
     with backend.session() as session:
         settings = metadata.read_settings(session, backend.description)
-        summary = metadata.file_summary_of(session, table.entry.table_id, snapshot)
-        if summary.later_rows:
+        summary = metadata.file_summary_of(session, table.entry, snapshot)
+        if summary.holds_later_rows(snapshot):
             return None
         files = metadata.read_table_files(session, table.entry, snapshot, cut=DeletedCut())
     total = summary.records
