@@ -59,9 +59,15 @@ def _import_psycopg():
 
 
 class _PostgresSession(SessionBase):
-    # an integer from statistics text, NULL when it is none (``_file_cut``); a bare CAST
-    # would fail the query on other text
-    INTEGER_OF_TEXT = "(CASE WHEN {0} ~ '^-{{0,1}}[0-9]{{1,17}}$' THEN CAST({0} AS BIGINT) END)"
+    # an integer from statistics text, NULL when it is none (``_file_cut``): a bare CAST
+    # would fail the query on other text. At most 18 characters, a sign or digit, then
+    # digits only (a regular expression cost 200 ms instead of 86 on 100,000 files).
+    INTEGER_OF_TEXT = (
+        "(CASE WHEN length({0}) BETWEEN 1 AND 18 AND {0} <> '-' "
+        "AND translate(substr({0}, 1, 1), '-0123456789', '') = '' "
+        "AND translate(substr({0}, 2), '0123456789', '') = '' "
+        "THEN CAST({0} AS BIGINT) END)"
+    )
     TABLES_SQL = (
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_schema = ANY (current_schemas(false))"
