@@ -216,6 +216,53 @@ def build_many_files(con, files: int, table: str = "t") -> None:
     )
 
 
+def replicate_file_rows(con, copies: int) -> None:
+    """Register every data file of table ``t`` ``copies`` times in the DuckDB catalog file
+    attached as ``lake_catalog`` (a copy made for the benchmark, never a user's): the
+    catalog of a table of ``copies`` x as many files, over the same Parquet files.
+
+    Each copy gets new file ids and row ids after the last (file and column statistics
+    copied with it); the latest snapshot's ``next_file_id`` and the table's statistics
+    move past them, so that later commits by the reference writer stay consistent. Both
+    readers then see each row ``copies`` times.
+    """
+    c = "lake_catalog.main."
+    (tid,) = con.execute(
+        f"SELECT table_id FROM {c}ducklake_table WHERE table_name = 't' AND end_snapshot IS NULL"
+    ).fetchone()
+    (files_end,) = con.execute(
+        f"SELECT max(data_file_id) + 1 FROM {c}ducklake_data_file"
+    ).fetchone()
+    (rows_end,) = con.execute(
+        f"SELECT next_row_id FROM {c}ducklake_table_stats WHERE table_id = ?", [tid]
+    ).fetchone()
+    live = f"table_id = {int(tid)} AND end_snapshot IS NULL"
+    for copy in range(1, copies):
+        shift_files, shift_rows = copy * files_end, copy * rows_end
+        con.execute(
+            f"INSERT INTO {c}ducklake_data_file SELECT * REPLACE ("
+            f"data_file_id + {shift_files} AS data_file_id, "
+            f"row_id_start + {shift_rows} AS row_id_start) "
+            f"FROM {c}ducklake_data_file WHERE {live} AND data_file_id < {files_end}"
+        )
+        con.execute(
+            f"INSERT INTO {c}ducklake_file_column_stats SELECT * REPLACE ("
+            f"data_file_id + {shift_files} AS data_file_id) "
+            f"FROM {c}ducklake_file_column_stats WHERE table_id = {int(tid)} "
+            f"AND data_file_id < {files_end}"
+        )
+    con.execute(
+        f"UPDATE {c}ducklake_snapshot SET next_file_id = {copies * files_end} "
+        f"WHERE snapshot_id = (SELECT max(snapshot_id) FROM {c}ducklake_snapshot)"
+    )
+    con.execute(
+        f"UPDATE {c}ducklake_table_stats SET record_count = record_count * {copies}, "
+        f"file_size_bytes = file_size_bytes * {copies}, next_row_id = {copies * rows_end} "
+        f"WHERE table_id = ?",
+        [tid],
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # Timing
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import statistics
 import time
+import types
 
 import datafusion
 import pyarrow.compute as pc
@@ -33,6 +35,7 @@ from common import (
     measure,
     measure_planning,
     millis,
+    replicate_file_rows,
 )
 
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -42,7 +45,7 @@ def bench_backend(kind: str, files: int, repeat: int, pg: str | None) -> list[st
     """One row of the report: lookup and planning medians for one backend."""
     lake, built = files_lake(kind, files, pg)
     note = f"built in {built:.1f} s" if built else "cached"
-    lo, hi = files * 1024, files * 1024 + 9_999
+    lo, hi = table_files(files) * 1024, table_files(files) * 1024 + 9_999
     expr = (pc.field("k") >= lo) & (pc.field("k") <= hi)
 
     def cold_lookup():
@@ -128,7 +131,8 @@ def sql_after_commit(kind: str, files: int, repeat: int, pg: str | None) -> list
     from common import attach, connect
 
     lake, _ = files_lake(kind, files, pg)
-    lo, hi = files * 1024, files * 1024 + 4_095  # two files
+    middle = table_files(files) * 1024
+    lo, hi = middle, middle + 4_095  # two files (each registered files / 100,000 times)
     queries = {
         "selective count (2 files)": f"SELECT count(*) FROM lake.main.t WHERE k BETWEEN {lo} AND {hi}",
         "count(*) of the table": "SELECT count(*) FROM lake.main.t",
@@ -183,7 +187,24 @@ def sql_after_commit(kind: str, files: int, repeat: int, pg: str | None) -> list
 
 def files_lake(kind: str, files: int, pg: str | None):
     """The ``files`` lake of ``kind``; a PostgreSQL one of more than 10,000 files is a copy
-    of the DuckDB-file lake's catalog rows (``common.copy_catalog_rows``)."""
+    of the DuckDB-file lake's catalog rows (``common.copy_catalog_rows``), and a DuckDB one
+    of more than 100,000 files the catalog of the 100,000-file lake with every file
+    registered ``files / 100,000`` times (``common.replicate_file_rows``: a million real
+    files would not fit this machine's disk)."""
+    if kind == "duckdb" and files > _REAL_FILES_MAX:
+        source, _ = files_lake("duckdb", _REAL_FILES_MAX, None)
+
+        def replicate(con):
+            con.execute("DETACH lake")
+            shutil.copy(source.metadata, target.metadata)
+            con.execute(f"ATTACH '{target.metadata}' AS lake_catalog")
+            replicate_file_rows(con, files // _REAL_FILES_MAX)
+            con.execute("DETACH lake_catalog")
+            con.execute(f"ATTACH 'ducklake:{target.metadata}' AS lake")
+
+        target = _replicated_target(files)
+        lake, built = cached_lake("files-replicated", {"n": files}, replicate, kind=kind)
+        return dataclasses.replace(lake, root=source.root), built
     if kind == "postgres" and files > 10_000:
         source, _ = files_lake("duckdb", files, None)
 
@@ -195,6 +216,22 @@ def files_lake(kind: str, files: int, pg: str | None):
     return cached_lake(
         "files", {"n": files}, lambda con: build_many_files(con, files), kind=kind, pg=pg
     )
+
+
+_REAL_FILES_MAX = 100_000
+
+
+def _replicated_target(files: int):
+    from common import LAKES, RECIPE
+
+    return types.SimpleNamespace(
+        metadata=str(LAKES / f"files-replicated-duckdb-r{RECIPE}-n{files}" / "catalog.ducklake")
+    )
+
+
+def table_files(files: int) -> int:
+    """Distinct files of the ``files`` lake's table (its key range: 2,048 rows each)."""
+    return min(files, _REAL_FILES_MAX)
 
 
 def lake_dsn(pg: str, files: int) -> str:

@@ -8,19 +8,21 @@ the table's name and schema, and its ``scan()`` calls :class:`Resolver` with the
 it was pushed, translated to simple predicates (``rust/src/lazy.rs``). The resolver plans
 the snapshot with those predicates as a ``pyarrow`` filter (the planner prunes by catalog
 statistics and partition values, from the metadata memoised per lake version and
-refreshed incrementally after commits) and builds a ``LakeProvider`` over the files kept
-only: their checks, deleted positions and layouts are the only per-file work.
+refreshed incrementally after commits, or, with nothing memoised, from the files the
+catalog query itself keeps: ``catalog._file_cut``) and builds a ``LakeProvider`` over the
+files kept only: their checks, deleted positions and layouts are the only per-file work.
 
 What the Rust scan cannot read exactly among the kept files (a layout it would not map
-exactly, found in the file's footer) is read by the exact Python reader, with the same
-filter, and handed over with the inlined rows; DataFusion applies every filter again.
-``count(*)`` without a filter is answered from the catalog (``record_count`` minus the
-deleted positions) when every file's rows all belong to the snapshot, as the exact reader
-does.
+exactly, found in the file's footer; a name object-store paths spell differently) is read
+by the exact Python reader, with the same filter, and handed over with the inlined rows;
+DataFusion applies every filter again. ``count(*)`` without a filter is answered from the
+catalog (summed ``record_count`` minus the deleted positions of the files with deletes)
+when every file's rows all belong to the snapshot, as the exact reader does.
 
 Tables whose files the Rust scan cannot read as a whole (encrypted files, name-mapped
-files, files outside the table's directory) are decided in ``table()`` from the catalog's
-file rows, without opening a file, and keep the eager provider (``_rust``) or the next path.
+files, files outside the table's directory) are decided in ``table()`` from one aggregate
+query, without reading a file row or opening a file, and keep the eager provider
+(``_rust``) or the next path.
 """
 
 from __future__ import annotations
@@ -181,8 +183,8 @@ def _read_exactly(plan, tasks) -> list[pa.RecordBatch]:
 
 
 def _summary(table):
-    """The catalog's settings and :class:`FileSummary` of the snapshot's live files (one
-    grouped query, memoised per lake version: no file row is read)."""
+    """The catalog's settings and ``FileSummary`` of the snapshot's live files (one
+    aggregate query, memoised per lake version: no file row is read)."""
     backend = table.lake.backend
     with backend.session() as session:
         settings = metadata.read_settings(session, backend.description)
