@@ -293,6 +293,21 @@ def test_a_panic_inside_the_extension_does_not_abort_python():
         rust.LakeProvider("main.t", schema, files, bounds, [], {"kind": "local"}, 2)
 
 
+def test_a_store_the_options_cannot_configure_is_our_typed_option_error(make_lake, monkeypatch):
+    """The Rust store refuses its options (here an Azure account key that is no base64):
+    ``InvalidOptionError`` naming the table and snapshot, the key never quoted."""
+    from ducklake_datafusion.errors import InvalidOptionError
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t AS SELECT range AS k FROM range(10)")
+    table = _catalog(lake).table("main", "t")
+    bad = {"kind": "azure", "container": "c", "account": "a", "access_key": "not-base64!!"}
+    monkeypatch.setattr(_rust, "_store_options", lambda files, plan: bad)
+    with pytest.raises(InvalidOptionError, match=r"main\.t \(snapshot \d+\)") as info:
+        _rust.build_provider(_rust.extension(), table, table.scan_plan())
+    assert "not-base64" not in str(info.value)
+
+
 def test_a_file_removed_or_replaced_after_a_query_fails_the_query_with_our_error(make_lake):
     """The provider of a snapshot is reused; each file its scan opens is checked again in
     Rust (size, footer row count) and a failed check names our error class."""

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import metadata
-from ..errors import MissingDependencyError, UnsupportedFeatureError
+from ..errors import InvalidOptionError, MissingDependencyError, UnsupportedFeatureError
 from ..pathres import parse_location
 from ..pathres._filesystems import _azure_kwargs, _gcs_kwargs, _s3_kwargs
 from ..read._reader import deleted_positions_of
@@ -245,17 +245,24 @@ def build_provider(
         batches.extend(rows.to_batches())
     if rest:
         batches.extend(read_rest(plan, rest))
-    return rust.LakeProvider(
-        plan.table,
-        plan.table_schema,
-        file_table,
-        bounds_table,
-        batches,
-        storage,
-        MIN_PARTITIONS,
-        **by_id,
-        pruned=0 if bounds else plan.stats.files_total - plan.stats.files_scanned,
-    )
+    try:
+        return rust.LakeProvider(
+            plan.table,
+            plan.table_schema,
+            file_table,
+            bounds_table,
+            batches,
+            storage,
+            MIN_PARTITIONS,
+            **by_id,
+            pruned=0 if bounds else plan.stats.files_total - plan.stats.files_scanned,
+        )
+    except rust.StoreConfigError as exc:  # the message names no option value
+        raise InvalidOptionError(
+            f"table {plan.table} (snapshot {plan.snapshot_id}) of {plan.catalog}: {exc}; "
+            "check the lake's storage options (an access key id needs its secret key, an "
+            "Azure account key is base64 text)"
+        ) from None
 
 
 def _full_plan(table) -> tuple[ScanPlan, object]:

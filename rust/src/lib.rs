@@ -31,5 +31,9 @@ fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
     m.add_class::<python::PyLakeProvider>()?;
     m.add_class::<python::PyLazyProvider>()?;
+    m.add(
+        "StoreConfigError",
+        m.py().get_type::<python::StoreConfigError>(),
+    )?;
     Ok(())
 }

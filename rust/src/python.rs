@@ -25,6 +25,14 @@ use crate::lazy::{LazyProvider, Resolved};
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
 
+pyo3::create_exception!(
+    _rust,
+    StoreConfigError,
+    PyValueError,
+    "The storage options do not configure the provider's object store (the Python side \
+     raises the package's InvalidOptionError with the table's name)."
+);
+
 /// The field id DuckDB gives the per-row snapshot ids of merged files.
 const SNAPSHOT_FIELD_ID: i64 = 2147483539;
 
@@ -180,7 +188,7 @@ impl PyLakeProvider {
                     .map_err(|e| PyValueError::new_err(format!("inlined rows of {table}: {e}")))?,
             );
         }
-        let store = crate::stores::object_store(&storage).map_err(PyValueError::new_err)?;
+        let store = crate::stores::object_store(&storage).map_err(StoreConfigError::new_err)?;
         let adapter = match field_ids {
             Some(mut ids) => {
                 if snapshot.is_some() {
