@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 
 import duckdb
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from lakes import LakeSpec, assert_same_rows
@@ -158,3 +159,22 @@ def test_count_of_a_fresh_catalog_reads_only_the_files_with_deletes(make_lake, s
         files = metadata.read_table_files(session, table.entry, table.snapshot_id, cut=DeletedCut())
     # three files lost rows to the first delete (k < 300), one to the inlined delete
     assert files.file_table.num_rows == 4
+
+
+@pytest.mark.parametrize("spec", CATALOGS[:2], ids=lambda s: s.id)
+def test_an_in_list_with_null_keeps_the_files_with_nulls(make_lake, spec):
+    """``is_in`` with a null in its value set matches null rows (pyarrow's default null
+    matching): neither the cut nor the planner may leave out a file for its other values."""
+    lake = make_lake(spec)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT CASE WHEN r % 10 = 0 THEN NULL ELSE r END FROM range(100) t(r)"
+    )
+    lake.sql("INSERT INTO lake.main.t SELECT r FROM range(1000, 1100) t(r)")
+    expr = k.isin(pa.array([1000, None], pa.int64()))
+    everything = lake.reference("SELECT * FROM lake.main.t")
+    expected = everything.filter(expr)
+    assert expected.num_rows == 11  # ten nulls and 1000
+    for whole_list_first in (False, True):
+        _, _, plan = _plan(lake, expr, whole_list_first=whole_list_first)
+        assert_same_rows(execute_plan(plan).select(expected.column_names), expected)

@@ -60,6 +60,8 @@ PREDICATE_QUERIES = [
     "SELECT k FROM lake.main.t WHERE 310 > k AND k >= 295",
     "SELECT k FROM lake.main.t WHERE k <> 5 AND k < 120",
     "SELECT k, s FROM lake.main.t WHERE k IN (3, 404, 999, 5000)",
+    "SELECT k, s FROM lake.main.t WHERE k IN (3, NULL, 999)",
+    "SELECT count(*) AS n FROM lake.main.t WHERE s IN ('s0405', NULL)",
     "SELECT k FROM lake.main.t WHERE s = 's0405'",
     "SELECT k FROM lake.main.t WHERE s > 's0890'",
     "SELECT count(*) AS n FROM lake.main.t WHERE s IS NULL",
@@ -110,9 +112,7 @@ def test_only_the_kept_files_are_handed_over(typed_lake, monkeypatch):
     assert handed[-1].files_total == 11 and handed[-1].files_scanned == 1
 
 
-def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(
-    typed_lake, monkeypatch
-):
+def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_lake, monkeypatch):
     """A kept file whose layout the Rust scan would not read exactly (here: every second
     file, as the layout check says so) goes to the exact reader, with the filter; the
     answer is DuckDB's."""

@@ -108,7 +108,9 @@ def _predicate(kind: str, name: str, *args) -> pc.Expression:
         return (field >= low[0]) & (field <= high[0])
     if kind == "in":
         (values,) = args
-        return field.isin(pa.concat_arrays([v.cast(values[0].type) for v in values]))
+        # SQL's IN never matches a NULL row, whatever the list holds: nulls skipped
+        value_set = pa.concat_arrays([v.cast(values[0].type) for v in values])
+        return pc.is_in(field, value_set=value_set, skip_nulls=True)
     if kind == "null":
         return field.is_null()
     if kind == "not_null":

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from ..catalog._file_cut import CUT_TYPES, ColumnBound, StatsCut, bounded
 from ..types import ColumnSpec
 from ._filters import Call, Field, Literal, Node, decode_expression
-from ._pruning import _FLIP
+from ._pruning import _FLIP, in_values
 
 __all__ = ["catalog_cut"]
 
@@ -49,7 +49,7 @@ def _conjunct_bounds(node: Node, by_name: dict):
         return
     if node.function == "is_in" and len(node.args) == 1 and node.options:
         column = _column(node.args[0], by_name)
-        values = [v for v in node.options.get("value_set") or [] if v is not None]
+        values = in_values(node.options)
         if column is not None and values and all(_is_integer(v) for v in values):
             points = tuple(sorted(set(values))) if len(set(values)) <= _MAX_POINTS else ()
             yield ColumnBound(column.column_id, min(values), max(values), points)

@@ -23,7 +23,7 @@ from ..catalog._models import TableFiles
 from ..types import ColumnSpec
 from ._filters import Call, Field, Literal, Node, decode_expression, referenced_columns
 
-__all__ = ["FilePruner", "stats_columns"]
+__all__ = ["FilePruner", "in_values", "stats_columns"]
 
 _FLIP = {
     "less": "greater",
@@ -317,7 +317,7 @@ class FilePruner:
             return keep
         if name == "is_in" and len(node.args) == 1 and node.options:
             bounds = self._bounds(node.args[0], bounds_of)
-            values = [v for v in node.options.get("value_set") or [] if v is not None]
+            values = in_values(node.options)
             if bounds is None or not values:
                 return keep
             keep[:] = False
@@ -372,6 +372,16 @@ class FilePruner:
             keep = test(pc.greater_equal(b.high, value))
         all_null = (b.nulls >= b.rows) & pc.is_null(b.low).to_numpy(zero_copy_only=False)
         return keep & ~all_null
+
+
+def in_values(options: dict) -> list | None:
+    """The non-null values an ``is_in`` can match, or None when null rows may match too
+    (a null in the value set under pyarrow's default null matching, ``MATCH``): then no
+    file can be left out for its values."""
+    values = list(options.get("value_set") or [])
+    if any(v is None for v in values) and options.get("null_matching_behavior", 0) == 0:
+        return None
+    return [v for v in values if v is not None]
 
 
 # DuckDB 1.5.5 computes the calendar partition of a TIMESTAMP_NS value from the value
