@@ -527,7 +527,7 @@ def _read_cut_table_files(
     with_partitions: bool,
 ) -> TableFiles:
     """Steps 5-11 for the files ``cut`` keeps (``catalog._file_cut``)."""
-    from ._file_cut import StatsCut, file_summary
+    from ._file_cut import StatsCut
 
     condition, cut_params = cut.condition(session, tid, snapshot)
     params = [tid, snapshot, snapshot, *cut_params]
@@ -549,10 +549,7 @@ def _read_cut_table_files(
     values = _partition_values(session, tid, kept) if partitioned else None
     cut_away = 0
     if isinstance(cut, StatsCut):  # what the statistics left out counts as pruned
-        total = per_version(
-            session, ("file_summary", tid, snapshot), lambda: file_summary(session, tid, snapshot)
-        )
-        cut_away = total.files - data.num_rows
+        cut_away = _summary(session, tid, snapshot, None).files - data.num_rows
     return table_files(
         session,
         tid,
@@ -571,12 +568,16 @@ def file_summary_of(session: MetadataSession, table: TableEntry, snapshot: int):
     """``_file_cut.file_summary`` of the table, memoised per lake version: from the file
     list when it is at hand (memoised, or refreshable after a commit), else from one
     aggregate query (no file row read)."""
+    return _summary(session, table.table_id, snapshot, table)
+
+
+def _summary(session: MetadataSession, tid: int, snapshot: int, table: TableEntry | None):
+    """The memoised summary; from the file list when ``table`` is given and its list is
+    at hand, else from the aggregate query."""
     from ._file_cut import file_summary, summary_of_rows
 
-    tid = table.table_id
-
     def compute():
-        if _whole_list_at_hand(session, ("files", tid, snapshot, (), False)):
+        if table is not None and _whole_list_at_hand(session, ("files", tid, snapshot, (), False)):
             return summary_of_rows(read_table_files(session, table, snapshot).file_table)
         return file_summary(session, tid, snapshot)
 
@@ -743,11 +744,7 @@ def _file_stats(session: MetadataSession, table_id: int, column_ids: list[int], 
         "contains_nan FROM ducklake_file_column_stats "
         f"WHERE table_id = ? AND column_id IN ({marks})"
     )
-    params = [table_id, *column_ids]
-    if cut is not None:
-        sql += f" AND {cut[0]}"
-        params += cut[1]
-    return session.arrow(sql, params, _STATS_SCHEMA)
+    return session.arrow(*_restricted(sql, [table_id, *column_ids], cut), _STATS_SCHEMA)
 
 
 def _partition_columns(session: MetadataSession, table_id: int):
@@ -771,8 +768,11 @@ def _partition_values(session: MetadataSession, table_id: int, cut=None):
         "SELECT data_file_id, partition_key_index, partition_value "
         "FROM ducklake_file_partition_value WHERE table_id = ?"
     )
-    params = [table_id]
-    if cut is not None:
-        sql += f" AND {cut[0]}"
-        params += cut[1]
-    return session.arrow(sql, params, _PARTITION_VALUES_SCHEMA)
+    return session.arrow(*_restricted(sql, [table_id], cut), _PARTITION_VALUES_SCHEMA)
+
+
+def _restricted(sql: str, params: list, cut) -> tuple[str, list]:
+    """``sql`` and ``params`` with the ``(condition, params)`` of ``cut`` added, if any."""
+    if cut is None:
+        return sql, params
+    return f"{sql} AND {cut[0]}", [*params, *cut[1]]
