@@ -90,7 +90,8 @@ def test_expired_snapshot_is_refused_after_it_was_read(lake):
 
 
 def test_unchanged_lake_reads_only_the_version(lake):
-    """A repeated query of an unchanged lake runs one tiny version query per lookup."""
+    """A repeated query of an unchanged lake runs one tiny version query per lookup (none
+    on a DuckDB file: its private copy is unchanged, and so is the version read from it)."""
     lake.sql("CREATE TABLE lake.main.t (i INTEGER, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'a' FROM range(50) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE i = 3")
@@ -125,7 +126,11 @@ def test_unchanged_lake_reads_only_the_version(lake):
     finally:
         backend.session = original
         _release(catalog)
-    assert statements and all("max(snapshot_id), count(*)" in s for s in statements), statements
+    assert all("max(snapshot_id), count(*)" in s for s in statements), statements
+    if lake.spec.catalog == "duckdb":
+        assert statements == []
+    else:
+        assert statements
 
 
 def test_catalog_objects_share_one_attachment_of_a_duckdb_file(make_lake):

@@ -65,13 +65,25 @@ class _DuckDBSession(SessionBase):
         schema: str,
         cache: dict,
         description: str,
+        copy: _Copy,
     ) -> None:
         super().__init__(cache, description)
         self._cursor = cursor
+        self._copy = copy
+        self._schema = schema
         self.TABLES_SQL = (
             "SELECT table_name FROM duckdb_tables() "
             f"WHERE database_name = {_literal(alias)} AND schema_name = {_literal(schema)}"
         )
+
+    def _read_version(self) -> tuple:
+        # A copy never changes (it is replaced when the file does): its version is read
+        # once, which saves a query per session (~0.5 ms, two sessions per SQL query).
+        version = self._copy.versions.get(self._schema)
+        if version is None:
+            version = super()._read_version()
+            self._copy.versions[self._schema] = version
+        return version
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         try:
@@ -112,6 +124,8 @@ class _Copy:
         self.directory = directory
         self.users = 0
         self.retired = False
+        # the raw lake version row of the copy, per metadata schema (see _read_version)
+        self.versions: dict[str, tuple] = {}
         # cursors already ``USE``-ing it, per metadata schema
         self.idle: dict[str, list[duckdb.DuckDBPyConnection]] = {}
 
@@ -134,9 +148,9 @@ class _SharedInstance:
     @contextmanager
     def cursor(
         self, path: str, description: str, schema: str, signature: tuple
-    ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str]]:
+    ) -> Iterator[tuple[duckdb.DuckDBPyConnection, _Copy]]:
         """A cursor whose default schema is ``schema`` of a copy of ``path`` matching
-        ``signature`` (:func:`file_signature`, taken by the caller), and the copy's alias."""
+        ``signature`` (:func:`file_signature`, taken by the caller), and the copy."""
         with self._lock:
             entry = self._files.get(path)
             if entry is None or entry.signature != signature:
@@ -153,7 +167,7 @@ class _SharedInstance:
                 cursor = instance.cursor()
                 # ~0.2 ms: once per pooled cursor
                 cursor.execute(f"USE {entry.alias}.{_identifier(schema)}")
-            yield cursor, entry.alias
+            yield cursor, entry
         finally:
             with self._lock:
                 entry.users -= 1
@@ -321,8 +335,8 @@ class DuckDBBackend:
         signature = file_signature(self.path)
         self._check_identity(signature)
         schema = self.metadata_schema or "main"
-        with _SHARED.cursor(self.path, self.description, schema, signature) as (cursor, alias):
-            yield _DuckDBSession(cursor, alias, schema, self.cache, self.description)
+        with _SHARED.cursor(self.path, self.description, schema, signature) as (cursor, copy):
+            yield _DuckDBSession(cursor, copy.alias, schema, self.cache, self.description, copy)
 
     def _check_identity(self, signature: tuple) -> None:
         """Drop every memo when another file was renamed over the catalog path."""

@@ -40,7 +40,7 @@ class SessionBase:
         """``(latest snapshot id, number of snapshots, newest snapshot time)``, read once per
         session."""
         if self._version is None:
-            latest, count, newest = self.rows(VERSION_SQL)[0]
+            latest, count, newest = self._read_version()
             newest = None if newest is None else str(newest)
             self._version = (int(latest if latest is not None else -1), int(count), newest)
             cache = getattr(self, "cache", None)
@@ -52,6 +52,11 @@ class SessionBase:
                     cache.pop("previous_version", None)
                 cache["lake_version"] = self._version
         return self._version
+
+    def _read_version(self) -> tuple:
+        """The raw row of ``VERSION_SQL`` (a backend whose catalog cannot have changed
+        since it last asked may answer from memory)."""
+        return self.rows(VERSION_SQL)[0]
 
     def has_table(self, name: str) -> bool:
         if self._tables is None:

@@ -198,7 +198,8 @@ def build_provider(
     ``None``, unless ``read_rest(plan, tasks)`` is given: then those files are read by it
     and scanned from memory with the inlined rows. ``bounds``: hand over the files'
     catalog bounds (from ``files_meta``, the plan's ``TableFiles``), with which ``scan()``
-    prunes (not needed when the plan is already pruned by the query's filter).
+    prunes (not needed when the plan is already pruned by the query's filter); ``True``
+    for every column, a set of names for those columns only.
     """
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
@@ -235,7 +236,10 @@ def build_provider(
             by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
     file_table = _file_table(plan, native)
     if bounds:
-        bounds_table = _bounds_table(table.columns, files_meta, native)
+        columns = table.columns
+        if bounds is not True:
+            columns = [c for c in columns if c.name in bounds]
+        bounds_table = _bounds_table(columns, files_meta, native)
     else:
         bounds_table = pa.RecordBatch.from_pydict({"_": pa.nulls(len(native), pa.int8())})
     names = [c.name for c in table.columns]
@@ -255,7 +259,7 @@ def build_provider(
             storage,
             MIN_PARTITIONS,
             **by_id,
-            pruned=0 if bounds else plan.stats.files_total - plan.stats.files_scanned,
+            pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
         )
     except rust.StoreConfigError as exc:  # the message names no option value
         raise InvalidOptionError(

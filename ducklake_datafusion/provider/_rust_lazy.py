@@ -168,10 +168,25 @@ class Resolver:
         from ._rust import build_provider  # _rust imports this module
 
         table = self._table
-        plan = table.scan_plan(filter=predicate_filter(predicates))
-        provider = build_provider(self._rust, table, plan, None, read_rest=_read_exactly)
+        plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates))
+        looked_up = _looked_up_columns(predicates)
+        provider = build_provider(
+            self._rust,
+            table,
+            plan,
+            files,
+            bounds=looked_up or False,
+            read_rest=_read_exactly,
+        )
         _keep(key, provider, plan.stats.files_scanned)
         return provider
+
+
+def _looked_up_columns(predicates) -> set[str]:
+    """Columns the predicates look up by value (``=``, ``IN``): their bounds go to the
+    provider, which decides from them whether the lookup is selective enough to evaluate
+    the filter inside the Parquet decoder (``FileBounds::point_lookup``)."""
+    return {p[1] for p in predicates if p[0] == "in" or (p[0] == "cmp" and p[2] == "==")}
 
 
 def _read_exactly(plan, tasks) -> list[pa.RecordBatch]:

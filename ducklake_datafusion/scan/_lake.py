@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import MetadataBackend, metadata, open_backend
-from ..catalog._models import ColumnEntry, SnapshotInfo, TableEntry
+from ..catalog._models import ColumnEntry, SnapshotInfo, TableEntry, TableFiles
 from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
 from ..pathres import StorageOptions, resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree
@@ -224,6 +224,13 @@ class LakeTable:
                 raise InvalidOptionError(
                     f"table {self.name} has no column(s) {unknown}; columns are {self.schema.names}"
                 )
+        return self.scan_plan_and_files(filter, columns)[0]
+
+    def scan_plan_and_files(
+        self, filter: pc.Expression | None = None, columns: Sequence[str] | None = None
+    ) -> tuple[ScanPlan, TableFiles]:
+        """:meth:`scan_plan` (arguments already checked) and the file rows it was planned
+        from (with the statistics of the filter's columns)."""
         backend = self.lake.backend
         with backend.session() as session:
             settings = metadata.read_settings(session, backend.description)
@@ -235,7 +242,7 @@ class LakeTable:
                 with_partitions=filter is not None,
                 cut=catalog_cut(filter, self.columns),
             )
-        return build_scan_plan(
+        plan = build_scan_plan(
             table=self.entry,
             catalog=backend.description,
             snapshot_id=self.snapshot_id,
@@ -248,3 +255,4 @@ class LakeTable:
             filter=filter,
             projection=columns,
         )
+        return plan, files

@@ -2,10 +2,11 @@
 //!
 //! Every file is checked in Python when a provider is built (footer row count, field ids,
 //! a regular file of the catalog's size). A provider is reused for later queries of the
-//! same snapshot, so each file the scan keeps is checked again when it is opened, on the
-//! provider's own runtime (never in `scan()`): a local file must still exist with the
-//! catalog's size, and the footer (cached per process) must hold the catalog's record
-//! count. A failed check stops the query with our error class and message in the text.
+//! same snapshot, so each file the scan keeps is checked again when it is opened (never in
+//! `scan()`): a local file must still be a regular file of the catalog's size (a stat on
+//! the decoding thread), and the footer (cached per process) must hold the catalog's
+//! record count. A failed check stops the query with our error class and message in the
+//! text. Local files are also read here, in place (`LocalRanges`).
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -18,6 +19,7 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion_datasource_parquet::ParquetFileReaderFactory;
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
@@ -72,6 +74,9 @@ pub struct CheckedReaderFactory {
     /// remote footers are checked once per process, like the other native path).
     pub check_size: bool,
     pub table: String,
+    /// Local files: ranges are read in place, on the thread decoding the file (see
+    /// `LocalRanges`), instead of on the store's blocking pool.
+    pub local: Option<Arc<LocalFileSystem>>,
 }
 
 impl ParquetFileReaderFactory for CheckedReaderFactory {
@@ -84,6 +89,12 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
     ) -> Result<Box<dyn AsyncFileReader + Send>> {
         let expected = partitioned_file.extension::<Expected>().cloned();
         let path = partitioned_file.object_meta.location.clone();
+        let local = match &self.local {
+            Some(fs) => Some(LocalRanges::new(fs.path_to_filesystem(&path).map_err(
+                |e| datafusion::error::DataFusionError::External(Box::new(e)),
+            )?)),
+            None => None,
+        };
         let inner = self.inner.create_reader(
             partition_index,
             partitioned_file,
@@ -97,6 +108,7 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
             expected,
             check_size: self.check_size,
             table: self.table.clone(),
+            local,
         }))
     }
 }
@@ -108,14 +120,108 @@ struct CheckedReader {
     expected: Option<Expected>,
     check_size: bool,
     table: String,
+    local: Option<LocalRanges>,
+}
+
+/// Byte ranges of one local file, read on the thread that decodes them.
+///
+/// `LocalFileSystem` hands every read to its runtime's blocking pool and wakes the
+/// decoding thread when it is done: on two cores that third thread competes with both
+/// decoders, and each hand-off leaves a decoder waiting. Reading in place made full scans
+/// of `bench/scan.py`'s lakes 8-15% faster (one process, alternating: `t` full aggregate
+/// 158 -> 136 ms, `p` 123 -> 104 ms). A file in the page cache is a copy; a cold file
+/// blocks this one decoder, which would otherwise wait for the same read.
+struct LocalRanges {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl LocalRanges {
+    fn new(path: std::path::PathBuf) -> Self {
+        Self { path, file: None }
+    }
+
+    /// The file's size (a stat: the file must be a regular file of the catalog's size).
+    fn size(&self) -> object_store::Result<u64> {
+        match std::fs::metadata(&self.path) {
+            Ok(meta) if meta.is_file() => Ok(meta.len()),
+            Ok(_) => Err(object_store::Error::NotFound {
+                path: self.path.display().to_string(),
+                source: "not a regular file".into(),
+            }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Err(object_store::Error::NotFound {
+                    path: self.path.display().to_string(),
+                    source: Box::new(error),
+                })
+            }
+            Err(error) => Err(object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(error),
+            }),
+        }
+    }
+
+    fn read(&mut self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Bytes>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(std::fs::File::open(&self.path)?),
+        };
+        ranges
+            .iter()
+            .map(|range| {
+                let length = (range.end - range.start) as usize;
+                // read_to_end fills the spare capacity without zeroing it first
+                let mut buffer = Vec::with_capacity(length);
+                file.seek(SeekFrom::Start(range.start))?;
+                Read::by_ref(file)
+                    .take(length as u64)
+                    .read_to_end(&mut buffer)?;
+                if buffer.len() != length {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("bytes {range:?} are past the end of the file"),
+                    ));
+                }
+                Ok(Bytes::from(buffer))
+            })
+            .collect()
+    }
 }
 
 fn failed(class: &str, message: String) -> ParquetError {
     ParquetError::General(format!("{class}: {message}"))
 }
 
+impl CheckedReader {
+    fn read_local(&mut self, ranges: &[Range<u64>]) -> parquet::errors::Result<Vec<Bytes>> {
+        let Some(local) = self.local.as_mut() else {
+            return Err(ParquetError::General("not a local file".into()));
+        };
+        local.read(ranges).map_err(|error| {
+            let what = match &self.expected {
+                Some(expected) => format!("data file {} of table {}", expected.url, self.table),
+                None => format!("data file {} of table {}", self.path, self.table),
+            };
+            if error.kind() == std::io::ErrorKind::NotFound {
+                failed(
+                    "DataFileMissingError",
+                    format!("{what} is missing from storage; restore it from a backup"),
+                )
+            } else {
+                failed("StorageError", format!("{what} cannot be read: {error}"))
+            }
+        })
+    }
+}
+
 impl AsyncFileReader for CheckedReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        if self.local.is_some() {
+            let read = self.read_local(&[range]).map(|mut v| v.remove(0));
+            return futures::future::ready(read).boxed();
+        }
         self.inner.get_bytes(range)
     }
 
@@ -123,6 +229,9 @@ impl AsyncFileReader for CheckedReader {
         &mut self,
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
+        if self.local.is_some() {
+            return futures::future::ready(self.read_local(&ranges)).boxed();
+        }
         self.inner.get_byte_ranges(ranges)
     }
 
@@ -147,16 +256,20 @@ impl AsyncFileReader for CheckedReader {
             };
             let what = format!("data file {} of table {}", expected.url, self.table);
             if self.check_size {
-                match self.store.head(&self.path).await {
-                    Ok(meta) if meta.size == expected.size => {}
-                    Ok(meta) => {
+                let size = match &self.local {
+                    Some(local) => local.size(),
+                    _ => self.store.head(&self.path).await.map(|meta| meta.size),
+                };
+                match size {
+                    Ok(size) if size == expected.size => {}
+                    Ok(size) => {
                         return Err(failed(
                             "DataFileCorruptError",
                             format!(
                                 "{what} has {} bytes but the catalog records {}; the file was \
                                  replaced. Restore it from a backup (DuckLake never rewrites a \
                                  file in place)",
-                                meta.size, expected.size
+                                size, expected.size
                             ),
                         ))
                     }

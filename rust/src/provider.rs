@@ -38,6 +38,7 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_datasource_parquet::{CachedParquetFileReaderFactory, ParquetRowSelection};
+use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
@@ -94,6 +95,9 @@ pub struct ScanReport {
     pub filters: usize,
     pub partitions: usize,
     pub from_catalog: bool,
+    /// The filters are evaluated inside the Parquet decoder (`FileBounds::point_lookup`,
+    /// or the session's own `pushdown_filters`).
+    pub decoder_filters: bool,
 }
 
 impl ScanReport {
@@ -102,12 +106,17 @@ impl ScanReport {
             return "count from the catalog, no file read".to_string();
         }
         format!(
-            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections",
+            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}",
             self.files_kept,
             self.files_total,
             self.files_total - self.files_kept,
             self.files_with_deletes,
-            self.rows_skipped
+            self.rows_skipped,
+            if self.decoder_filters {
+                ", filters evaluated while decoding"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -266,12 +275,9 @@ impl LakeProvider {
             None => None,
         };
         let keep = self.keep(predicate.as_ref());
-        let mut kept: Vec<&LakeFile> = Vec::new();
-        for (file, keep) in self.files.iter().zip(keep) {
-            if keep {
-                kept.push(file);
-            }
-        }
+        let kept_indices: Vec<usize> = (0..self.files.len()).filter(|&i| keep[i]).collect();
+        let kept: Vec<&LakeFile> = kept_indices.iter().map(|&i| &self.files[i]).collect();
+        let point_lookup = self.bounds.point_lookup(filters, &kept_indices);
         report.files_kept = kept.len();
         report.files_with_deletes = kept.iter().filter(|f| f.selection.is_some()).count();
         report.rows_skipped = kept.iter().map(|f| f.deleted).sum();
@@ -287,7 +293,15 @@ impl LakeProvider {
             report.partitions = groups.len();
             let mut source = ParquetSource::new(Arc::clone(&self.scan_schema))
                 .with_table_parquet_options(TableParquetOptions {
-                    global: state.config_options().execution.parquet.clone(),
+                    global: {
+                        let mut options = state.config_options().execution.parquet.clone();
+                        if point_lookup {
+                            options.pushdown_filters = true;
+                            options.reorder_filters = true;
+                        }
+                        report.decoder_filters = options.pushdown_filters && predicate.is_some();
+                        options
+                    },
                     ..Default::default()
                 })
                 .with_parquet_file_reader_factory(Arc::new(CheckedReaderFactory {
@@ -298,6 +312,7 @@ impl LakeProvider {
                     store: Arc::clone(&self.store),
                     check_size: self.local,
                     table: self.table.clone(),
+                    local: self.local.then(|| Arc::new(LocalFileSystem::new())),
                 }));
             if let Some(predicate) = &predicate {
                 source = source.with_predicate(Arc::clone(predicate));

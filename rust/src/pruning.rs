@@ -9,12 +9,15 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, UInt64Array};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, UInt64Array};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::{Column, ScalarValue};
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 
 /// Bounds of every file of a table, aligned with the provider's file list.
 #[derive(Debug, Default)]
@@ -63,6 +66,89 @@ impl FileBounds {
     /// Number of files.
     pub fn len(&self) -> usize {
         self.count
+    }
+
+    /// Whether `filters` look up a few values of an integer column whose bounds allow far
+    /// more values in every file of `files` (`id = 42`, `id IN (1, 2, 3)`): then only a
+    /// few rows of each file match, and evaluating the filter inside the Parquet decoder
+    /// (DataFusion's `pushdown_filters`) skips decoding the other columns of all the rest.
+    /// For filters matching more rows that costs more than it saves (measured: +13-30% on
+    /// filters keeping 10-90% of the rows), so it is chosen only here. A guess, never a
+    /// question of correctness: DataFusion applies every filter again above the scan.
+    pub fn point_lookup(&self, filters: &[Expr], files: &[usize]) -> bool {
+        if files.is_empty() {
+            return false;
+        }
+        filters
+            .iter()
+            .flat_map(split_conjunction)
+            .filter_map(looked_up)
+            .any(|(column, points)| {
+                let (Some(mins), Some(maxs)) = (self.mins.get(column), self.maxs.get(column))
+                else {
+                    return false;
+                };
+                let (Ok(mins), Ok(maxs)) =
+                    (cast(mins, &DataType::Int64), cast(maxs, &DataType::Int64))
+                else {
+                    return false;
+                };
+                let (mins, maxs) = (
+                    mins.as_primitive::<Int64Type>(),
+                    maxs.as_primitive::<Int64Type>(),
+                );
+                files.iter().all(|&i| {
+                    if i >= mins.len() || mins.is_null(i) || maxs.is_null(i) {
+                        return false;
+                    }
+                    let (low, high) = (mins.value(i) as i128, maxs.value(i) as i128);
+                    let inside = points.iter().filter(|&&p| low <= p && p <= high).count();
+                    high - low + 1 >= VALUES_PER_POINT * inside.max(1) as i128
+                })
+            })
+    }
+}
+
+/// Distinct values a file's bounds must allow per looked-up value for `point_lookup`: at
+/// most about 0.1% of its rows match, if its values spread evenly over the bounds.
+const VALUES_PER_POINT: i128 = 1000;
+
+/// `column = literal` (either side) or `column IN (literals)` on an integer column: the
+/// column's name and the values looked up.
+fn looked_up(expr: &Expr) -> Option<(&str, Vec<i128>)> {
+    fn integer(value: &Expr) -> Option<i128> {
+        let Expr::Literal(value, _) = value else {
+            return None;
+        };
+        if !value.data_type().is_integer() || value.is_null() {
+            return None;
+        }
+        // integer literals of every width print as their decimal digits
+        value.to_string().parse::<i128>().ok()
+    }
+    match expr {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Eq,
+            right,
+        }) => match (left.as_ref(), right.as_ref()) {
+            (Expr::Column(c), value) | (value, Expr::Column(c)) => {
+                Some((c.name.as_str(), vec![integer(value)?]))
+            }
+            _ => None,
+        },
+        Expr::InList(InList {
+            expr,
+            list,
+            negated: false,
+        }) => match expr.as_ref() {
+            Expr::Column(c) if !list.is_empty() && list.len() <= 64 => {
+                let values: Option<Vec<i128>> = list.iter().map(integer).collect();
+                Some((c.name.as_str(), values?))
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

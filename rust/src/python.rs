@@ -272,6 +272,7 @@ fn report_dict<'py>(
         out.set_item("filters", report.filters)?;
         out.set_item("partitions", report.partitions)?;
         out.set_item("from_catalog", report.from_catalog)?;
+        out.set_item("decoder_filters", report.decoder_filters)?;
         Ok(out)
     }
 }
