@@ -174,6 +174,35 @@ def test_a_filter_with_a_session_udf_on_a_registered_catalog(ranged_lake):
     assert ctx.sql(sql).to_pydict() == {"k": [4000]}
 
 
+@pytest.mark.parametrize("pushdown", [False, True])
+def test_functions_registered_between_queries_are_the_session_s_own(ranged_lake, pushdown):
+    """The session's functions are converted for decoding filters once per set of names
+    (``rust/src/task_context.rs``). Functions registered after the first query, and again
+    under the same name with another body, filter with the body registered last, also
+    when the session evaluates filters inside the Parquet decoder. (Python functions
+    travel with their body; a function the scan decodes by name may be an older body, so
+    the scan never evaluates conjuncts calling functions: ``calls_a_function``.)"""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from datafusion import SessionConfig, udf
+
+    config = SessionConfig().set(
+        "datafusion.execution.parquet.pushdown_filters", str(pushdown).lower()
+    )
+    ctx = SessionContext(config)
+    register(ctx, "lake", _catalog(ranged_lake))
+    assert ctx.sql("SELECT count(*) AS n FROM lake.main.t WHERE k = 4000").to_pylist()
+
+    def shifted(by: int):
+        return udf(lambda a: pc.add(a, by), [pa.int64()], pa.int64(), "immutable", name="f")
+
+    for by in (1, 1000, 0):
+        ctx.register_udf(shifted(by))
+        sql = "SELECT k, s FROM lake.main.t WHERE f(k) = 4001 AND k BETWEEN 3000 AND 5000"
+        reference = sql.replace("f(k)", f"(k + {by})")
+        assert_same_rows(ctx.sql(sql).to_arrow_table(), ranged_lake.reference(reference))
+
+
 # -- lakes through the Rust path ---------------------------------------------------------------
 
 QUERIES = [

@@ -8,7 +8,8 @@
 //! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
 //! as row selections), `layouts` (older file layouts mapped by field id), `stores`
 //! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `checks` (files re-checked
-//! against the catalog when the scan opens them).
+//! against the catalog when the scan opens them, local files read in place), `task_context`
+//! (the session's functions, converted for decoding filters once per set of names).
 
 mod checks;
 mod deletes;
@@ -19,6 +20,7 @@ mod provider;
 mod pruning;
 mod python;
 mod stores;
+mod task_context;
 
 use pyo3::prelude::*;
 

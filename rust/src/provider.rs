@@ -14,6 +14,7 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::config::TableParquetOptions;
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::ScalarValue;
 use datafusion::common::{DFSchema, Result};
 use datafusion::datasource::listing::PartitionedFile;
@@ -25,7 +26,7 @@ use datafusion::execution::cache::default_cache::DefaultCache;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::Operator;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_expr::expressions::{BinaryExpr, Column, IsNullExpr, Literal};
@@ -260,7 +261,14 @@ impl LakeProvider {
             return Ok(Arc::new(GuardExec::new(summary, plan)));
         }
 
-        let predicate = match conjunction(filters.iter().cloned()) {
+        // Conjuncts calling a function are left to DataFusion's filter above the scan: the
+        // functions they were decoded with may be an older registration (`task_context`).
+        let usable = filters
+            .iter()
+            .flat_map(split_conjunction)
+            .filter(|e| !calls_a_function(e))
+            .cloned();
+        let predicate = match conjunction(usable) {
             Some(expr) => {
                 let df_schema = DFSchema::try_from(Arc::clone(&self.schema))?;
                 // A filter this side cannot plan is still applied by DataFusion (Inexact).
@@ -393,6 +401,11 @@ impl LakeProvider {
             .collect();
         Ok(Arc::new(ProjectionExec::try_new(exprs, filtered)?))
     }
+}
+
+fn calls_a_function(expr: &Expr) -> bool {
+    expr.exists(|e| Ok(matches!(e, Expr::ScalarFunction(_))))
+        .unwrap_or(true)
 }
 
 /// Zero-column batches carrying `rows` rows.

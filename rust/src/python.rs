@@ -9,8 +9,14 @@ use std::sync::{Arc, OnceLock};
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Int64Type, Schema};
 use arrow_pyarrow::PyArrowType;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::execution::TaskContextProvider;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
+use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use object_store::path::Path;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -24,6 +30,7 @@ use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, Resolved};
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
+use crate::task_context::CachedTaskContext;
 
 pyo3::create_exception!(
     _rust,
@@ -339,10 +346,82 @@ fn provider_capsule<'py>(
     session: Bound<'py, PyAny>,
     provider: Arc<dyn datafusion::catalog::TableProvider + Send>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    let codec = logical_codec(session)?;
+    let mut codec = logical_codec(session.clone())?;
+    let mut provider = provider;
+    if let Some(foreign) = task_context_provider(&session)? {
+        // the session's functions converted once, not on every call (`task_context`)
+        let cached = Arc::new(CachedTaskContext::new(foreign));
+        let as_provider: Arc<dyn TaskContextProvider> = Arc::clone(&cached) as _;
+        let inner: Arc<dyn LogicalExtensionCodec> = (&codec).into();
+        codec = FFI_LogicalExtensionCodec::new(inner, None, &as_provider);
+        // the codec holds it weakly: the provider keeps it alive
+        provider = Arc::new(KeepAlive {
+            inner: provider,
+            _held: cached,
+        });
+    }
     let handle = runtime()?.handle().clone();
     let provider = FFI_TableProvider::new_with_ffi_codec(provider, true, Some(handle), codec);
     PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
+}
+
+/// The caller's task context provider, when `session` is an object (a `SessionContext`)
+/// that exports one; `None` for a bare codec capsule.
+fn task_context_provider(session: &Bound<'_, PyAny>) -> PyResult<Option<FFI_TaskContextProvider>> {
+    const ATTR: &str = "__datafusion_task_context_provider__";
+    if !session.hasattr(ATTR)? {
+        return Ok(None);
+    }
+    let capsule = session.getattr(ATTR)?.call0()?;
+    let Ok(capsule) = capsule.cast::<PyCapsule>() else {
+        return Ok(None);
+    };
+    let Ok(pointer) = capsule.pointer_checked(Some(c"datafusion_task_context_provider")) else {
+        return Ok(None);
+    };
+    // SAFETY: a capsule of that name holds an FFI_TaskContextProvider (datafusion-ffi's
+    // contract), alive as long as the capsule, which we hold while cloning it.
+    let provider = unsafe { pointer.cast::<FFI_TaskContextProvider>().as_ref() };
+    Ok(Some(provider.clone()))
+}
+
+/// A provider that also keeps something alive as long as DataFusion holds it.
+#[derive(Debug)]
+struct KeepAlive {
+    inner: Arc<dyn TableProvider + Send>,
+    _held: Arc<CachedTaskContext>,
+}
+
+#[async_trait::async_trait]
+impl TableProvider for KeepAlive {
+    fn schema(&self) -> arrow::datatypes::SchemaRef {
+        self.inner.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        self.inner.table_type()
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> datafusion::common::Result<Vec<TableProviderFilterPushDown>> {
+        self.inner.supports_filters_pushdown(filters)
+    }
+
+    fn statistics(&self) -> Option<datafusion::common::Statistics> {
+        self.inner.statistics()
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        self.inner.scan(state, projection, filters, limit).await
+    }
 }
 
 /// The caller's logical extension codec: from a capsule, or from an object (a
