@@ -249,7 +249,8 @@ def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str,
 
 
 def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
-    """Lookup and planning times on a table of ``files`` tiny files; one selective query."""
+    """Lookup and planning times on a table of ``files`` tiny files; one selective query
+    and one full scan, against DuckDB."""
     lo, hi = files * 1024, files * 1024 + 9_999  # ~5 files of 2,048 rows
     selective = f"SELECT count(*) AS n, sum(v) AS sv FROM lake.main.t WHERE k BETWEEN {lo} AND {hi}"
     expr = (pc.field("k") >= lo) & (pc.field("k") <= hi)
@@ -260,6 +261,7 @@ def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
     ctx = datafusion.SessionContext()
     register(ctx, "lake", catalog)
     df_plan, _ = measure(lambda: ctx.sql(selective).execution_plan(), repeat=repeat)
+    full = "SELECT sum(v) AS sv, max(k) AS mk, count(DISTINCT g) AS ng FROM lake.main.t"
     with duckdb_reader(lake) as con:
         timed = measure_interleaved(
             {
@@ -268,11 +270,22 @@ def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
             },
             repeat=repeat,
         )
+        scanned = measure_interleaved(
+            {
+                "ours": lambda: ctx.sql(full).to_arrow_table(),
+                "duckdb": lambda: con.execute(full).to_arrow_table(),
+            },
+            repeat=repeat,
+        )
     catalog.backend.close()
     s = t.plan_pruned.stats
     pruning = f"{s.files_scanned} of {s.files_total} files kept"
     (ours, ours_rows), (duck, duck_rows) = timed["ours"], timed["duckdb"]
     check = "ok" if same_rows(sorted_rows(ours_rows), sorted_rows(duck_rows)) else "MISMATCH"
+    (full_ours, full_rows), (full_duck, full_duck_rows) = scanned["ours"], scanned["duckdb"]
+    full_check = (
+        "ok" if same_rows(sorted_rows(full_rows), sorted_rows(full_duck_rows)) else "MISMATCH"
+    )
     return [
         ["table lookup: lake.table('main', 't')", millis(lookup.median), "target < 5 ms"],
         [
@@ -290,6 +303,12 @@ def run_many_files(lake: Lake, files: int, repeat: int) -> list[list[str]]:
         ["DataFusion SQL -> physical plan (selective)", millis(df_plan.median), ""],
         ["selective query, ours end to end", millis(ours.median), f"answer vs DuckDB: {check}"],
         ["selective query, DuckDB end to end", millis(duck.median), ""],
+        [
+            "full scan (every column), ours",
+            millis(full_ours.median),
+            f"{ratio(full_ours.median, full_duck.median)} DuckDB; answer vs DuckDB: {full_check}",
+        ],
+        ["full scan, DuckDB", millis(full_duck.median), ""],
     ]
 
 
