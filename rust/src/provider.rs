@@ -403,6 +403,7 @@ impl LakeProvider {
     }
 }
 
+/// Whether `expr` calls a scalar function anywhere (built-in or the user's).
 fn calls_a_function(expr: &Expr) -> bool {
     expr.exists(|e| Ok(matches!(e, Expr::ScalarFunction(_))))
         .unwrap_or(true)
