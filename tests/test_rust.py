@@ -115,6 +115,36 @@ def test_deleted_rows_are_skipped_by_row_selections(ranged_lake):
     assert report["rows_skipped"] == deleted.column("n")[0].as_py()
 
 
+@pytest.mark.parametrize("pushdown", [False, True])
+def test_selections_split_into_row_groups_on_first_open_are_reused(ranged_lake, pushdown):
+    """A file's deletes are split into its row groups when the scan first opens it
+    (``RowGroupSelections``); later scans of the provider hand DataFusion that split, with
+    its own row-group, page-index and row-filter pruning on top. Every answer, first
+    and later, equals DuckDB's."""
+    from datafusion import SessionConfig
+    from datafusion.catalog import Table
+
+    provider = _provider(ranged_lake)
+    config = SessionConfig().set(
+        "datafusion.execution.parquet.pushdown_filters", str(pushdown).lower()
+    )
+    ctx = SessionContext(config.set("datafusion.execution.parquet.enable_page_index", "true"))
+    ctx.register_table("t", Table(provider, ctx))
+    sql = "SELECT k, s, x FROM t"
+    first = ctx.sql(sql).to_arrow_table()
+    assert provider.last_scan()["files_split"] == 0
+    for round in range(2):
+        for query in QUERIES + [sql]:
+            query = query.replace("lake.main.t", "t")
+            got = ctx.sql(query).to_arrow_table()
+            want = ranged_lake.reference(query.replace("FROM t", "FROM lake.main.t"))
+            assert_same_rows(got, want)
+    ctx.sql(sql).to_arrow_table()
+    report = provider.last_scan()
+    assert report["files_split"] == report["files_with_deletes"] == 4
+    assert_same_rows(first, ranged_lake.reference("SELECT k, s, x FROM lake.main.t"))
+
+
 def test_explain_shows_the_rust_scan(ranged_lake):
     plan = _explain(ranged_lake, "SELECT * FROM lake.main.t WHERE k < 1500")
     assert "DuckLakeScanExec: files 2 of 8" in plan, plan

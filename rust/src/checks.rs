@@ -16,16 +16,18 @@ use bytes::Bytes;
 use datafusion::common::Result;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
-use datafusion_datasource_parquet::ParquetFileReaderFactory;
+use datafusion_datasource_parquet::{ParquetFileReaderFactory, ParquetRowSelection};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+
+use crate::deletes::RowGroupSelections;
 
 /// Files whose footer showed no page index (DuckDB writes none). DataFusion's metadata
 /// cache treats a cached footer without page index as incomplete: on every open it copied
@@ -88,6 +90,15 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
         metrics: &ExecutionPlanMetricsSet,
     ) -> Result<Box<dyn AsyncFileReader + Send>> {
         let expected = partitioned_file.extension::<Expected>().cloned();
+        let split = match (
+            partitioned_file.extension::<RowGroupSelections>(),
+            partitioned_file.extension::<ParquetRowSelection>(),
+        ) {
+            (Some(slot), Some(selection)) if slot.get().is_none() => {
+                Some((slot.clone(), selection.selection().clone()))
+            }
+            _ => None,
+        };
         let path = partitioned_file.object_meta.location.clone();
         let local = match &self.local {
             Some(fs) => Some(LocalRanges::new(fs.path_to_filesystem(&path).map_err(
@@ -109,6 +120,7 @@ impl ParquetFileReaderFactory for CheckedReaderFactory {
             check_size: self.check_size,
             table: self.table.clone(),
             local,
+            split,
         }))
     }
 }
@@ -121,6 +133,8 @@ struct CheckedReader {
     check_size: bool,
     table: String,
     local: Option<LocalRanges>,
+    /// The file's deletes, to split into its row groups once its footer is read.
+    split: Option<(RowGroupSelections, RowSelection)>,
 }
 
 /// Byte ranges of one local file, read on the thread that decodes them.
@@ -300,6 +314,9 @@ impl AsyncFileReader for CheckedReader {
                         expected.record_count
                     ),
                 ));
+            }
+            if let Some((slot, selection)) = self.split.take() {
+                slot.derive(selection, metadata.row_groups());
             }
             Ok(metadata)
         }

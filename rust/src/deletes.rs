@@ -7,7 +7,41 @@
 //! groups when it opens the file and intersects it with its own row-group and page-index
 //! pruning.
 
+use std::sync::{Arc, OnceLock};
+
+use datafusion_datasource_parquet::ParquetAccessPlan;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+use parquet::file::metadata::RowGroupMetaData;
+
+/// A file's selection split into its row groups, derived once, when the file is first
+/// opened (a `PartitionedFile` extension; clones share it).
+///
+/// Given the file's selection, DataFusion 55 splits it into row groups on every open of
+/// the file, before pruning any row group; given this plan, it drops the selections of
+/// the row groups it prunes without looking at them. For a point lookup in a file with
+/// 25,000 deleted rows (50,000 selectors), opening the file took 2.6 ms with the
+/// selection against 0.4 ms for a file without deletes.
+#[derive(Debug, Clone, Default)]
+pub struct RowGroupSelections(Arc<OnceLock<ParquetAccessPlan>>);
+
+impl RowGroupSelections {
+    pub fn get(&self) -> Option<&ParquetAccessPlan> {
+        self.0.get()
+    }
+
+    /// Split `selection` into `row_groups` (once; a selection that does not cover the row
+    /// groups' rows exactly is left to DataFusion, which reports it).
+    pub fn derive(&self, selection: RowSelection, row_groups: &[RowGroupMetaData]) {
+        if self.0.get().is_some() {
+            return;
+        }
+        if let Ok(plan) =
+            ParquetAccessPlan::try_new_from_overall_row_selection(selection, row_groups)
+        {
+            let _ = self.0.set(plan);
+        }
+    }
+}
 
 /// `deleted` (sorted ascending, unique, each below `record_count`) as a selection of the
 /// remaining rows of a file of `record_count` rows. Errors name the first bad position.

@@ -45,6 +45,7 @@ use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::checks::{CheckedReaderFactory, Expected};
+use crate::deletes::RowGroupSelections;
 use crate::guard::GuardExec;
 use crate::pruning::FileBounds;
 
@@ -70,6 +71,8 @@ pub struct LakeFile {
     /// Rows deleted at the snapshot (the selection skips them).
     pub deleted: u64,
     pub selection: Option<RowSelection>,
+    /// `selection` split into the file's row groups, once it has been opened.
+    pub row_groups: RowGroupSelections,
 }
 
 impl LakeFile {
@@ -99,6 +102,8 @@ pub struct ScanReport {
     /// The filters are evaluated inside the Parquet decoder (`FileBounds::point_lookup`,
     /// or the session's own `pushdown_filters`).
     pub decoder_filters: bool,
+    /// Files with deletes whose selection was already split into row groups.
+    pub files_split: usize,
 }
 
 impl ScanReport {
@@ -288,6 +293,10 @@ impl LakeProvider {
         let point_lookup = self.bounds.point_lookup(filters, &kept_indices);
         report.files_kept = kept.len();
         report.files_with_deletes = kept.iter().filter(|f| f.selection.is_some()).count();
+        report.files_split = kept
+            .iter()
+            .filter(|f| f.selection.is_some() && f.row_groups.get().is_some())
+            .count();
         report.rows_skipped = kept.iter().map(|f| f.deleted).sum();
 
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
@@ -464,7 +473,13 @@ fn partitioned_file(file: &LakeFile) -> PartitionedFile {
         record_count: file.record_count,
     });
     if let Some(selection) = &file.selection {
-        part = part.with_extension(ParquetRowSelection::new(selection.clone()));
+        part = match file.row_groups.get() {
+            Some(plan) => part.with_extension(plan.clone()),
+            // the reader derives the split when it opens the file (`CheckedReader`)
+            None => part
+                .with_extension(ParquetRowSelection::new(selection.clone()))
+                .with_extension(file.row_groups.clone()),
+        };
     }
     part
 }

@@ -125,6 +125,7 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
             record_count,
             deleted: 0,
             selection: None,
+            row_groups: Default::default(),
         };
         if !deleted.is_null(row) {
             let positions = deleted.value(row);
@@ -280,6 +281,7 @@ fn report_dict<'py>(
         out.set_item("partitions", report.partitions)?;
         out.set_item("from_catalog", report.from_catalog)?;
         out.set_item("decoder_filters", report.decoder_filters)?;
+        out.set_item("files_split", report.files_split)?;
         Ok(out)
     }
 }
