@@ -5,7 +5,7 @@
 //! delete file, per-position snapshots, inlined deletes and deletion vectors already
 //! merged by `read/_deletes.py`). DataFusion splits the file-level selection into row
 //! groups when it opens the file and intersects it with its own row-group and page-index
-//! pruning.
+//! pruning; that split is kept for the file's later scans (`RowGroupSelections`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -20,7 +20,7 @@ use parquet::file::metadata::RowGroupMetaData;
 /// the file, before pruning any row group; given this plan, it drops the selections of
 /// the row groups it prunes without looking at them. For a point lookup in a file with
 /// 25,000 deleted rows (50,000 selectors), opening the file took 2.6 ms with the
-/// selection against 0.4 ms for a file without deletes.
+/// selection and 1.0 ms with this plan (a file without deletes: 0.4 ms).
 #[derive(Debug, Clone, Default)]
 pub struct RowGroupSelections(Arc<OnceLock<ParquetAccessPlan>>);
 
