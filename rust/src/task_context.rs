@@ -4,9 +4,9 @@
 //! them against a `TaskContext` it rebuilds from the caller's session on every call:
 //! every scalar, aggregate and window function of the session wrapped anew (hundreds),
 //! in each `supports_filters_pushdown` (called once per optimizer pass) and each
-//! `scan()`. That was ~1.3 ms of every query's planning. `CachedTaskContext` asks the
-//! session only for the names of its functions and rebuilds the context when they
-//! change; otherwise the last one is reused.
+//! `scan()`. `CachedTaskContext` asks the session only for the names of its functions
+//! and rebuilds the context when they change; otherwise the last one is reused
+//! (measured: SQL to physical plan of a query that keeps no file, 2.7 -> 2.1 ms).
 //!
 //! A function re-registered under the same name keeps its older implementation in the
 //! reused context. That never changes an answer: the filters decoded with it only prune
