@@ -169,7 +169,7 @@ class Resolver:
 
         table = self._table
         plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates))
-        looked_up = _looked_up_columns(predicates)
+        looked_up = _looked_up_columns(predicates, table.columns)
         provider = build_provider(
             self._rust,
             table,
@@ -182,11 +182,17 @@ class Resolver:
         return provider
 
 
-def _looked_up_columns(predicates) -> set[str]:
-    """Columns the predicates look up by value (``=``, ``IN``): their bounds go to the
-    provider, which decides from them whether the lookup is selective enough to evaluate
-    the filter inside the Parquet decoder (``FileBounds::point_lookup``)."""
-    return {p[1] for p in predicates if p[0] == "in" or (p[0] == "cmp" and p[2] == "==")}
+def _looked_up_columns(predicates, columns) -> set[str]:
+    """Integer columns the predicates look up by value (``=``, ``IN``): their bounds go
+    to the provider, which decides from them whether the lookup is selective enough to
+    evaluate the filter inside the Parquet decoder (``FileBounds::point_lookup``, which
+    reads integer bounds only)."""
+    integers = {c.name for c in columns if pa.types.is_integer(c.arrow_type)}
+    return {
+        p[1]
+        for p in predicates
+        if p[1] in integers and (p[0] == "in" or (p[0] == "cmp" and p[2] == "=="))
+    }
 
 
 def _read_exactly(plan, tasks) -> list[pa.RecordBatch]:

@@ -308,17 +308,15 @@ impl LakeProvider {
                 .max(self.min_partitions);
             let groups = balanced_groups(&kept, partitions);
             report.partitions = groups.len();
+            let mut options = state.config_options().execution.parquet.clone();
+            if point_lookup {
+                options.pushdown_filters = true;
+                options.reorder_filters = true;
+            }
+            report.decoder_filters = options.pushdown_filters && predicate.is_some();
             let mut source = ParquetSource::new(Arc::clone(&self.scan_schema))
                 .with_table_parquet_options(TableParquetOptions {
-                    global: {
-                        let mut options = state.config_options().execution.parquet.clone();
-                        if point_lookup {
-                            options.pushdown_filters = true;
-                            options.reorder_filters = true;
-                        }
-                        report.decoder_filters = options.pushdown_filters && predicate.is_some();
-                        options
-                    },
+                    global: options,
                     ..Default::default()
                 })
                 .with_parquet_file_reader_factory(Arc::new(CheckedReaderFactory {

@@ -58,6 +58,15 @@ fn function_names(context: &FFI_TaskContext) -> Vec<String> {
 
 impl TaskContextProvider for CachedTaskContext {
     fn task_ctx(&self) -> Arc<TaskContext> {
+        // Called from `datafusion-ffi`'s `extern "C"` wrappers, where a panic would abort
+        // the process: a panic here leaves the filters to decode without functions.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.current()))
+            .unwrap_or_else(|_| Arc::new(TaskContext::default()))
+    }
+}
+
+impl CachedTaskContext {
+    fn current(&self) -> Arc<TaskContext> {
         // SAFETY: the foreign provider's function pointers are valid while it lives.
         let context = match unsafe { (self.foreign.task_ctx)(&self.foreign) }.into_result() {
             Ok(context) => context,
