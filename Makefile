@@ -1,6 +1,6 @@
 # Developer and CI entry points. Needs python3 (>= 3.10, with venv), cargo/rustc (the Rust
-# extension, rust/) and PyPI/crates.io. Cargo's target directory lives outside the clone,
-# so every later build on the machine is incremental.
+# extension, rust/), a JDK's javac (the Spark jar, jvm/) and PyPI/crates.io. Cargo's target
+# directory lives outside the clone, so every later build on the machine is incremental.
 #   make test PYTEST_ARGS="-k duckdb-local -x"     # PostgreSQL cells skip unless DUCKLAKE_TEST_PG
 #   .ci/run                                        # CI: starts PostgreSQL, then make test
 # make test also installs the object-store emulators (fake-gcs-server, Azurite, MinIO) into
@@ -12,6 +12,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
 RUST_SOURCES := $(wildcard rust/src/*.rs) rust/Cargo.toml rust/Cargo.lock
+JVM_SOURCES := $(wildcard jvm/src/main/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 
 .PHONY: venv emulators test demo bench lint rust-lint
 
@@ -28,10 +29,12 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 
-# Rebuild the extension (incrementally) when its sources changed.
-$(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES)
+# Rebuild the extension (incrementally) when its sources changed, and the Spark jar for the
+# venv's pyspark (jvm/build.sh: javac against pyspark's own jars, ~2 s).
+$(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES) $(JVM_SOURCES)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install -q --disable-pip-version-check \
 		--no-deps --no-build-isolation -e .
+	jvm/build.sh $(PY)
 	touch $@
 
 # A no-op once installed (each tool's version is stamped in the cache).

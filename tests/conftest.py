@@ -246,6 +246,58 @@ def connector_jars() -> tuple[str | None, str]:
     return done.stdout.strip(), ""
 
 
+@functools.cache
+def package_spark_jar() -> str | None:
+    """The package's Spark jar (``jvm/build.sh``); None outside CI when it is not built."""
+    from ducklake_datafusion.errors import MissingDependencyError
+    from ducklake_datafusion.spark import spark_jar
+
+    try:
+        return spark_jar()
+    except MissingDependencyError:
+        if _in_ci():
+            raise
+        return None
+
+
+@pytest.fixture(scope="session")
+def spark_package_jar() -> str | None:
+    """The package's Spark jar, for sessions a test builds itself (None: not built)."""
+    return package_spark_jar()
+
+
+@pytest.fixture(params=["reader", "join"])
+def deletes_by(request, spark, monkeypatch) -> str:
+    """How the native Spark path drops deleted rows: inside Spark's reader (the package's
+    jar, ``spark/_deleted_rows.py``) or by the broadcast mask join (a session without the
+    jar). Native scans are built afresh for the test."""
+    from collections import OrderedDict
+
+    from ducklake_datafusion.spark import _native
+    from ducklake_datafusion.spark._deleted_rows import has_reader
+
+    monkeypatch.setattr(_native, "_built", OrderedDict())
+    if request.param == "join":
+        monkeypatch.setattr(_native, "has_reader", lambda spark: False)
+    elif not has_reader(spark):
+        if _in_ci():
+            pytest.fail("the package's Spark jar is needed in CI (jvm/build.sh)")
+        pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
+    return request.param
+
+
+@pytest.fixture
+def mask_join(monkeypatch) -> None:
+    """The native Spark path as a session without the package's jar runs it: deletes by
+    the mask join (tests of its file ids)."""
+    from collections import OrderedDict
+
+    from ducklake_datafusion.spark import _native
+
+    monkeypatch.setattr(_native, "_built", OrderedDict())
+    monkeypatch.setattr(_native, "has_reader", lambda spark: False)
+
+
 def _connector_session(spark, jar: str, store: str):
     """The shared Spark session, when its jars hold ``jar`` (skip, or fail in CI, if the
     connectors could not be had)."""
@@ -294,6 +346,9 @@ def spark(tmp_path_factory):
 
     builder = SparkSession.builder
     jars, _ = connector_jars()
+    # The package's jar: deletes applied inside Spark's reader (spark/_deleted_rows.py;
+    # tests/test_spark_native.py also reads every lake through the mask join without it).
+    jars = ",".join(filter(None, [package_spark_jar(), jars]))
     if jars:  # object stores read by Spark's own reader (test_spark_s3, test_spark_stores)
         builder = builder.config("spark.jars", jars)
     session = (

@@ -717,3 +717,11 @@ def assert_same_rows(
             if len(items) > show:
                 lines.append(f"  ... {len(items) - show} more")
     raise AssertionError("\n".join(lines))
+
+
+def masked_natively(plan: str, deletes_by: str) -> bool:
+    """Whether a Spark plan's text drops deleted rows the ``deletes_by`` way (the fixture):
+    inside Spark's reader (the package's jar) or by the mask join."""
+    if deletes_by == "join":
+        return "BroadcastHashJoin" in plan
+    return "parquet-deleted-rows" in plan and "BroadcastHashJoin" not in plan

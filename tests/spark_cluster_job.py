@@ -6,7 +6,8 @@ Parquet file (or the error it raised, as text) for the test to compare with Duck
 
     python spark_cluster_job.py SPEC.json
 
-SPEC: ``master``, ``metadata``, ``out`` (a directory), ``reads``: a list of
+SPEC: ``master``, ``metadata``, ``out`` (a directory), optional ``spark_jar`` (the
+package's jar, for ``spark.jars``: Spark ships it to the executors), ``reads``: a list of
 ``{"name", "kind", ...}`` where kind is ``read_table`` (``table``, optional ``native``,
 ``where``), ``view_sql`` (``sql`` over the views of ``register_spark_views``),
 ``changes`` (``table``, ``start``, ``end``) or ``format`` (``table``).
@@ -24,11 +25,15 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from ducklake_datafusion.spark import read_changes, read_table, register_spark_views
+from ducklake_datafusion.spark._deleted_rows import has_reader
 
 
-def _session(master: str) -> SparkSession:
+def _session(master: str, jar: str | None) -> SparkSession:
+    builder = (
+        SparkSession.builder if jar is None else SparkSession.builder.config("spark.jars", jar)
+    )
     return (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName("ducklake-datafusion-cluster-test")
         .config("spark.executor.memory", "512m")  # below the worker's 1024m
         .config("spark.ui.enabled", "false")
@@ -83,9 +88,10 @@ def _frame(spark, spec: dict, read: dict):
 def main(path: str) -> None:
     spec = json.loads(Path(path).read_text())
     out = Path(spec["out"])
-    spark = _session(spec["master"])
+    spark = _session(spec["master"], spec.get("spark_jar"))
     spark.sparkContext.setLogLevel("ERROR")
     (out / "executors.txt").write_text(str(_executors(spark, wanted=2)))
+    (out / "deleted_rows_reader.txt").write_text(str(has_reader(spark)))
     for read in spec["reads"]:
         try:
             table = _arrow(_frame(spark, spec, read))

@@ -53,10 +53,11 @@ def lake(tmp_path_factory, request):
     return lake
 
 
-def _run(lake, tmp_path: Path, reads: list[dict], worker_python: str) -> Path:
+def _run(lake, tmp_path: Path, reads: list[dict], worker_python: str, jar: str | None) -> Path:
     out = tmp_path / "answers"
     out.mkdir()
     spec = {"master": MASTER, "metadata": lake.reader_args()["metadata"], "out": str(out)}
+    spec["spark_jar"] = jar  # shipped by Spark to the executors: deletes inside its reader
     spec["reads"] = reads
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
@@ -74,6 +75,8 @@ def _run(lake, tmp_path: Path, reads: list[dict], worker_python: str) -> Path:
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert (out / "executors.txt").read_text() == "2"  # two executor processes
+    if spec["spark_jar"]:
+        assert (out / "deleted_rows_reader.txt").read_text() == "True"
     return out
 
 
@@ -84,7 +87,7 @@ def _answer(out: Path, name: str):
 
 
 @pytest.mark.data_source
-def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path):
+def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path, spark_package_jar):
     reads = [
         {"name": "native", "kind": "read_table", "table": "main.t"},
         {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
@@ -99,7 +102,7 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path):
         },
         {"name": "changes", "kind": "changes", "table": "main.t", "start": 2, "end": 12},
     ]
-    out = _run(lake, tmp_path, reads, sys.executable)
+    out = _run(lake, tmp_path, reads, sys.executable, spark_package_jar)
     every = lake.reference("SELECT * FROM lake.main.t")
     for name in ("native", "exact", "format"):
         assert_same_rows(_answer(out, name), every)
@@ -120,7 +123,9 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path):
 
 
 @pytest.mark.skipif(has_data_source(), reason="pyspark 4.1+: the test above covers it")
-def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(lake, tmp_path):
+def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(
+    lake, tmp_path, spark_package_jar
+):
     """pyspark 3.5 / 4.0: native reads, ``where`` and the driver's change feed on two
     executor processes; a table or views needing the data source are refused, named."""
     reads = [
@@ -130,7 +135,7 @@ def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(lake, tmp_pa
         {"name": "views", "kind": "view_sql", "sql": "SELECT k FROM lake_main_t"},
         {"name": "changes", "kind": "changes", "table": "main.t", "start": 2, "end": 12},
     ]
-    out = _run(lake, tmp_path, reads, sys.executable)
+    out = _run(lake, tmp_path, reads, sys.executable, spark_package_jar)
     assert_same_rows(_answer(out, "native"), lake.reference("SELECT * FROM lake.main.t"))
     assert_same_rows(
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")
@@ -144,7 +149,7 @@ def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(lake, tmp_pa
         assert "main.added" in error and "pyspark >= 4.1" in error, error
 
 
-def test_executors_without_the_package_read_native_tables(lake, tmp_path):
+def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_package_jar):
     """Executors whose Python lacks this package (and pyspark's Python side): native
     tables read, with deletes, older layouts and inlined rows; a table that needs the data
     source raises MissingDependencyError naming what to install."""
@@ -155,7 +160,7 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path):
         {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
         {"name": "mixed", "kind": "read_table", "table": "main.added"},
     ]
-    out = _run(lake, tmp_path, reads, str(bare / "bin" / "python"))
+    out = _run(lake, tmp_path, reads, str(bare / "bin" / "python"), spark_package_jar)
     assert_same_rows(_answer(out, "native"), lake.reference("SELECT * FROM lake.main.t"))
     assert_same_rows(
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")

@@ -50,6 +50,7 @@ from ._versions import require_supported_pyspark
 require_supported_pyspark()
 
 from ._change_range import changes_schema
+from ._deleted_rows import spark_jar
 from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
 from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
 from ._types import spark_schema, spark_type
@@ -74,6 +75,7 @@ __all__ = [
     "read_table",
     "register_spark",
     "register_spark_views",
+    "spark_jar",
     "spark_schema",
     "spark_type",
 ]
