@@ -13,7 +13,10 @@ timed on the same queries round-robin (median of ``--repeat`` runs after one war
   Python data source (filter pushdown; all five columns, a Python source cannot prune
   columns by itself);
 * ``ducklake native``: ``read_table(..., native=True)``: current-layout files on Spark's own
-  Parquet reader, deletes applied by the broadcast mask join (``spark/_native.py``);
+  Parquet reader, deletes applied inside it by the package's jar (``spark.jars`` =
+  ``spark_jar()``; ``spark/_deleted_rows.py``);
+* ``ducklake native, mask join`` (states with deletes): the same, as a session without the
+  jar reads it: deletes applied by the broadcast mask join (``spark/_native.py``);
 * ``ducklake native, where=`` (selective query): ``read_table(..., where=condition)``: the
   files pruned by catalog statistics before Spark lists them (``spark/_where.py``);
 * ``parquet``: ``spark.read.parquet(*files)`` over the very same data files, deletes ignored
@@ -115,15 +118,19 @@ def _spark(partitions: int, *, with_s3a: bool):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder
+    from ducklake_datafusion.spark import spark_jar
+
+    jars = [spark_jar()]  # the package's jar: deletes applied inside Spark's reader
     if with_s3a:  # the S3A connector of pyspark's Hadoop, from Maven's cache
-        jars = subprocess.run(
-            ["bash", str(ROOT / ".ci" / "fetch_hadoop_jars.sh"), sys.executable],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        builder = builder.config("spark.jars", jars)
+        jars.append(
+            subprocess.run(
+                ["bash", str(ROOT / ".ci" / "fetch_hadoop_jars.sh"), sys.executable],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    builder = SparkSession.builder.config("spark.jars", ",".join(jars))
     session = (
         builder.master(f"local[{partitions}]")
         .appName("ducklake-spark-bench")
@@ -175,6 +182,22 @@ def _s3_copy(lake):
         storage,
         lambda path: f"s3a://{S3_BUCKET}/data/{Path(path).relative_to(root)}",
     )
+
+
+def _with_mask_join(spark, metadata: str, snapshot: int, kwargs: dict):
+    """``read_table`` as a session without the package's jar runs it: deletes applied by
+    the mask join (its native scans built apart from the cached ones)."""
+    from ducklake_datafusion.spark import _native, read_table
+
+    cached, has_reader = dict(_native._built), _native.has_reader
+    _native._built.clear()
+    _native.has_reader = lambda spark: False
+    try:
+        return read_table(spark, metadata, "main.t", snapshot=snapshot, **kwargs)
+    finally:
+        _native.has_reader = has_reader
+        _native._built.clear()
+        _native._built.update(cached)
 
 
 def _duckdb_answer(lake, snapshot: int, select: str, where: str | None, group: str | None):
@@ -290,6 +313,10 @@ def main() -> None:
                 ),
                 "ducklake native": native,
             }
+            if state != "no deletes":
+                readers["ducklake native, mask join"] = _with_mask_join(
+                    spark, metadata, snapshot, kwargs
+                )
             for name, (select, where, group) in QUERIES.items():
                 condition = where.format(lo=lo, hi=hi) if where else None
                 expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
