@@ -20,8 +20,10 @@
     >>> spark.sql("SELECT count(*) FROM lake_main_orders")
 
 ``read_table`` reads the data files with Spark's own Parquet reader, older layouts
-projected by field id and deletes applied by a broadcast join of bit masks
-(``_native.py``; object stores through Hadoop connectors, ``_hadoop.py``), inlined rows
+projected by field id and deletes applied inside that reader by the package's jar
+(``spark.jars`` = :func:`spark_jar`; ``_deleted_rows.py``) or, without it, by a broadcast
+join of bit masks (``_native.py``; object stores through Hadoop connectors,
+``_hadoop.py``), inlined rows
 as a local DataFrame, and unions the rest, read by the ``ducklake`` data source; its
 ``where=`` prunes files by catalog statistics first (``_where.py``). For the data source,
 the driver plans the scan once (catalog metadata, files pruned with the filters Spark

@@ -2,9 +2,10 @@
 
 Two paths read a table (see ``_native`` and ``_reader``):
 
-* the *native* path, Spark's own Parquet reader with deletes applied by a join of bit
-  masks, needs ``_metadata.row_index`` (Spark 3.4+) and reads field ids (3.3+): it runs
-  on every supported release, 3.5 to 4.3;
+* the *native* path, Spark's own Parquet reader with deletes applied inside it (the
+  package's jar, one build per Scala version) or by a join of bit masks, needs row
+  positions (``_metadata.row_index``, Spark 3.4+) and reads field ids (3.3+): it runs on
+  every supported release, 3.5 to 4.3;
 * the ``ducklake`` *Python data source* (``pyspark.sql.datasource``) needs pyspark 4.1+:
   the API exists since 4.0, but filter pushdown, which the reader's scan guard relies on,
   and ``TimeType`` came with 4.1.
