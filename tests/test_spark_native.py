@@ -640,3 +640,53 @@ def test_the_reader_refuses_a_file_whose_listed_length_is_not_the_catalogs(
         r"of table main\.t \(snapshot \d+\) is \d+ bytes in Spark's listing",
     ):
         native.collect()
+
+
+def test_deleted_rows_travel_sorted_or_as_a_bitmap_whichever_is_smaller(monkeypatch):
+    """The reader's deleted positions (``_deleted_rows._encoded``): few deletes as sorted
+    positions, more than one in 64 rows as a bitmap; both decode to the very positions."""
+    import struct
+
+    from ducklake_datafusion.spark import _deleted_rows
+
+    sparse = np.array([0, 63, 64, 9_999], dtype=np.int64)
+    dense = np.arange(3, 5_000, 7, dtype=np.int64)
+    by_url = {"file:///a.parquet": sparse, "file:///b.parquet": dense}
+    monkeypatch.setattr(
+        _deleted_rows, "deleted_positions_of", lambda task, *a, **k: by_url[task.file.url]
+    )
+
+    class Plan:
+        table, snapshot_id = "main.t", 4
+
+    tasks = [type("T", (), {"file": FileRef(url, size=10)})() for url in by_url]
+    blob = memoryview(_deleted_rows._encoded(tasks, Plan(), None))
+    at = 0
+
+    def take(fmt):
+        nonlocal at
+        values = struct.unpack_from(fmt, blob, at)
+        at += struct.calcsize(fmt)
+        return values
+
+    (name_length,) = take("<i")
+    assert bytes(blob[at : at + name_length]) == b"table main.t (snapshot 4)"
+    at += name_length
+    decoded, kinds = {}, {}
+    for _ in range(take("<i")[0]):
+        (url_length,) = take("<i")
+        url = bytes(blob[at : at + url_length]).decode()
+        at += url_length
+        length, count = take("<qi")
+        assert length == 10
+        values = np.frombuffer(blob, dtype="<i8", count=abs(count), offset=at)
+        at += 8 * abs(count)
+        if count < 0:
+            bits = np.unpackbits(values.view(np.uint8), bitorder="little")
+            decoded[url], kinds[url] = np.flatnonzero(bits), "bitmap"
+        else:
+            decoded[url], kinds[url] = values, "sorted"
+    assert at == len(blob)
+    assert kinds == {"file:///a.parquet": "sorted", "file:///b.parquet": "bitmap"}
+    for url, positions in by_url.items():
+        assert decoded[url].tolist() == positions.tolist()

@@ -127,20 +127,31 @@ def read_keeping(spark, schema, tasks, plan, storage, read_options):
 
 
 def _encoded(tasks, plan, storage) -> bytes:
-    """The tasks' files and deleted positions as ``DeletedRows.register`` reads them
-    (a file of unknown length: -1, unchecked)."""
+    """The tasks' files and deleted positions as ``DeletedRows.register`` reads them (a
+    file of unknown length: -1, unchecked): each file's positions sorted, or as a bitmap
+    where that is smaller (more than one deleted row in 64)."""
     scan = f"table {plan.table} (snapshot {plan.snapshot_id})".encode()
     parts = [struct.pack("<i", len(scan)), scan, struct.pack("<i", len(tasks))]
     for task in tasks:
         url = _hadoop_file_url(task.file.url, storage).encode()
         positions = deleted_positions_of(task, plan.table, plan.snapshot_id, storage)
-        positions = np.unique(np.asarray(positions, dtype=np.int64)).astype("<i8", copy=False)
-        parts += [
-            struct.pack("<i", len(url)),
-            url,
-            struct.pack("<qi", -1 if task.file.size is None else task.file.size, len(positions)),
-            positions.tobytes(),
-        ]
+        positions = np.unique(np.asarray(positions, dtype=np.int64))
+        length = -1 if task.file.size is None else task.file.size
+        parts += [struct.pack("<i", len(url)), url, struct.pack("<q", length)]
+        words = int(positions[-1] >> 6) + 1 if len(positions) else 0
+        if words < len(positions):
+            bitmap = np.zeros(words, dtype=np.uint64)
+            np.bitwise_or.at(
+                bitmap,
+                positions >> 6,
+                np.left_shift(np.uint64(1), (positions & 63).astype(np.uint64)),
+            )
+            parts += [struct.pack("<i", -words), bitmap.astype("<u8", copy=False).tobytes()]
+        else:
+            parts += [
+                struct.pack("<i", len(positions)),
+                positions.astype("<i8", copy=False).tobytes(),
+            ]
     return b"".join(parts)
 
 

@@ -43,15 +43,67 @@ public final class DeletedRows implements Serializable {
             }
           });
 
-  /** One file's length and its deleted positions, sorted ascending. */
+  /**
+   * One file's length and deleted positions: sorted (few deletes) or as a bitmap (many: the
+   * smaller of the two, so a broadcast stays under a bit per row of the files with deletes).
+   */
   static final class FileDeletes implements Serializable {
     private static final long serialVersionUID = 1L;
     final long length;
-    final long[] positions;
+    private final long[] positions; // ascending, or null
+    private final long[] bitmap; // bit p & 63 of word p >>> 6 set when p is deleted, or null
 
-    FileDeletes(long length, long[] positions) {
+    FileDeletes(long length, long[] positions, long[] bitmap) {
       this.length = length;
       this.positions = positions;
+      this.bitmap = bitmap;
+    }
+
+    /** A test of one reader's positions (not thread-safe: one per file read). */
+    Cursor cursor() {
+      return new Cursor(positions, bitmap);
+    }
+  }
+
+  /** Whether positions are deleted; for sorted positions, a cursor that mostly walks. */
+  static final class Cursor {
+    private final long[] positions;
+    private final long[] bitmap;
+    private int at;
+
+    Cursor(long[] positions, long[] bitmap) {
+      this.positions = positions;
+      this.bitmap = bitmap;
+    }
+
+    boolean isDeleted(long position) {
+      if (bitmap != null) {
+        long word = position >>> 6;
+        return word < bitmap.length && (bitmap[(int) word] >>> (position & 63) & 1L) != 0;
+      }
+      // Positions ascend within a batch and mostly across them (a split or a skipped row
+      // group jumps ahead); a step back searches again.
+      if (at > 0 && positions[at - 1] >= position) {
+        at = lowerBound(position);
+      }
+      while (at < positions.length && positions[at] < position) {
+        at++;
+      }
+      return at < positions.length && positions[at] == position;
+    }
+
+    private int lowerBound(long position) {
+      int lo = 0;
+      int hi = positions.length;
+      while (lo < hi) {
+        int mid = (lo + hi) >>> 1;
+        if (positions[mid] < position) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      return lo;
     }
   }
 
@@ -69,27 +121,33 @@ public final class DeletedRows implements Serializable {
    * <p>Encoding (little-endian): the scan's name for messages ({@code table main.t (snapshot
    * 7)}) as UTF-8 length (int32) and bytes, the file count (int32), then per file the path's
    * UTF-8 length
-   * (int32) and bytes, the file's length (int64), the number of deleted positions (int32) and
-   * the positions (int64 each, ascending). A length of -1 is not checked.
+   * (int32) and bytes, the file's length (int64; -1: not checked), then either the number of
+   * deleted positions (int32) and the positions (int64 each, ascending), or minus the number
+   * of words (int32) of a bitmap and the words (int64 each; bit {@code p & 63} of word {@code
+   * p >>> 6} set when position p is deleted).
    */
   public static String register(byte[] encoded) {
     ByteBuffer buffer = ByteBuffer.wrap(encoded).order(ByteOrder.LITTLE_ENDIAN);
     String scan = utf8(buffer);
-    int count = buffer.getInt();
-    HashMap<String, FileDeletes> files = new HashMap<>(count * 2);
-    for (int i = 0; i < count; i++) {
+    int fileCount = buffer.getInt();
+    HashMap<String, FileDeletes> files = new HashMap<>(fileCount * 2);
+    for (int i = 0; i < fileCount; i++) {
       String url = utf8(buffer);
       long length = buffer.getLong();
-      long[] positions = new long[buffer.getInt()];
-      buffer.asLongBuffer().get(positions);
-      buffer.position(buffer.position() + positions.length * Long.BYTES);
-      for (int p = 1; p < positions.length; p++) {
-        if (positions[p] <= positions[p - 1]) {
+      int count = buffer.getInt();
+      long[] values = new long[Math.abs(count)];
+      buffer.asLongBuffer().get(values);
+      buffer.position(buffer.position() + values.length * Long.BYTES);
+      if (count < 0) {
+        files.put(new Path(url).toString(), new FileDeletes(length, null, values));
+        continue;
+      }
+      for (int p = 1; p < values.length; p++) {
+        if (values[p] <= values[p - 1]) {
           throw new IllegalArgumentException("deleted positions must ascend");
         }
       }
-      // Keyed as Spark's scan names the file (a Hadoop Path: file:/x for file:///x).
-      files.put(new Path(url).toString(), new FileDeletes(length, positions));
+      files.put(new Path(url).toString(), new FileDeletes(length, values, null));
     }
     if (buffer.hasRemaining()) {
       throw new IllegalArgumentException("trailing bytes after the deleted positions");
@@ -123,7 +181,7 @@ public final class DeletedRows implements Serializable {
    * The deleted positions of the file Spark's scan reads as {@code path}, of {@code length}
    * bytes in Spark's listing; fails, naming the file, when the catalog holds another length.
    */
-  long[] of(String path, long length) {
+  Cursor of(String path, long length) {
     FileDeletes found = files.get(path);
     if (found == null) {
       throw new IllegalStateException(
@@ -142,6 +200,6 @@ public final class DeletedRows implements Serializable {
               + " bytes in the catalog: it was replaced after the lake wrote it; "
               + "restore it, or read a snapshot that does not use it");
     }
-    return found.positions;
+    return found.cursor();
   }
 }

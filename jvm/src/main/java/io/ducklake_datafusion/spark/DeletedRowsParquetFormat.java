@@ -109,26 +109,25 @@ public class DeletedRowsParquetFormat extends ParquetFileFormat {
     @Override
     @SuppressWarnings("unchecked")
     public Iterator<InternalRow> apply(PartitionedFile file) {
-      long[] positions = deleted.value().of(file.toPath().toString(), file.fileSize());
+      DeletedRows.Cursor deletes = deleted.value().of(file.toPath().toString(), file.fileSize());
       // Spark's reader yields columnar batches typed as rows (the scan casts them back).
       Iterator<Object> batches = (Iterator<Object>) (Iterator<?>) read.apply(file);
-      return (Iterator<InternalRow>) (Iterator<?>) new KeepIterator(batches, positions, rowIndex, keep);
+      return (Iterator<InternalRow>) (Iterator<?>) new KeepIterator(batches, deletes, rowIndex, keep);
     }
   }
 
   /** Sets {@value #KEEP} from the row positions of each batch (or row) Spark's reader yields. */
   static final class KeepIterator extends AbstractIterator<Object> {
     private final Iterator<Object> rows;
-    private final long[] positions;
+    private final DeletedRows.Cursor deletes;
     private final int rowIndex;
     private final int keep;
-    private int cursor;
     private WritableColumnVector flags;
     private int flagsCapacity;
 
-    KeepIterator(Iterator<Object> rows, long[] positions, int rowIndex, int keep) {
+    KeepIterator(Iterator<Object> rows, DeletedRows.Cursor deletes, int rowIndex, int keep) {
       this.rows = rows;
-      this.positions = positions;
+      this.deletes = deletes;
       this.rowIndex = rowIndex;
       this.keep = keep;
     }
@@ -145,7 +144,7 @@ public class DeletedRowsParquetFormat extends ParquetFileFormat {
         return mark((ColumnarBatch) next);
       }
       InternalRow row = ((InternalRow) next).copy();
-      row.setBoolean(keep, !isDeleted(row.getLong(rowIndex)));
+      row.setBoolean(keep, !deletes.isDeleted(row.getLong(rowIndex)));
       return row;
     }
 
@@ -159,7 +158,7 @@ public class DeletedRowsParquetFormat extends ParquetFileFormat {
       ColumnVector positionsOfRows = batch.column(rowIndex);
       WritableColumnVector out = flags(batch.column(keep), rows);
       for (int i = 0; i < rows; i++) {
-        out.putBoolean(i, !isDeleted(positionsOfRows.getLong(i)));
+        out.putBoolean(i, !deletes.isDeleted(positionsOfRows.getLong(i)));
       }
       ColumnVector[] columns = new ColumnVector[batch.numCols()];
       for (int i = 0; i < columns.length; i++) {
@@ -185,31 +184,6 @@ public class DeletedRowsParquetFormat extends ParquetFileFormat {
         }
       }
       return flags;
-    }
-
-    /** Whether {@code position} is deleted; positions mostly ascend, so a cursor walks. */
-    private boolean isDeleted(long position) {
-      if (cursor > 0 && positions[cursor - 1] >= position) {
-        cursor = lowerBound(position);
-      }
-      while (cursor < positions.length && positions[cursor] < position) {
-        cursor++;
-      }
-      return cursor < positions.length && positions[cursor] == position;
-    }
-
-    private int lowerBound(long position) {
-      int lo = 0;
-      int hi = positions.length;
-      while (lo < hi) {
-        int mid = (lo + hi) >>> 1;
-        if (positions[mid] < position) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      return lo;
     }
   }
 }
