@@ -690,3 +690,20 @@ def test_deleted_rows_travel_sorted_or_as_a_bitmap_whichever_is_smaller(monkeypa
     assert kinds == {"file:///a.parquet": "sorted", "file:///b.parquet": "bitmap"}
     for url, positions in by_url.items():
         assert decoded[url].tolist() == positions.tolist()
+
+
+def test_deletes_in_hive_partitioned_folders(spark, make_lake, deletes_by):
+    """Files in ``key=value`` folders (a partitioned table) with deletes: Spark's reader
+    sees the folders' values as partition columns; the rows are still exactly DuckDB's."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
+    lake.sql("ALTER TABLE lake.main.t SET PARTITIONED BY (g)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, i % 3, 's' || i FROM range(3000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 5 = 0 AND g < 2")
+    native, _ = _both(spark, lake)
+    plan = _plan(native)
+    assert masked_natively(plan, deletes_by) and not _source_part(plan)
+    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    got = native.where("g = 1 AND k < 100").select("k", "s")
+    expected = lake.reference("SELECT k, s FROM lake.main.t WHERE g = 1 AND k < 100")
+    assert_same_rows(got.toArrow(), expected)
