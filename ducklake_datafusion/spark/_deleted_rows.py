@@ -6,8 +6,8 @@ file format, whose reader also fills a boolean column ``__ducklake_keep`` from e
 position in its file (``_tmp_metadata_row_index``, which Spark's reader fills by that
 name) and the file's deleted positions. A filter on that column drops the deleted rows.
 Measured on the benchmark lake (10M rows, 10% deleted in half the files, ``local[2]``,
-count+sum+max): 0.475 s against 0.671 s for the mask join and 0.39 s for
-``spark.read.parquet`` ignoring the deletes (``docs/benchmarks.md``).
+count+sum+max, ``bench/spark_scan.py``): 0.401 s against 0.576 s for the mask join and
+0.320 s for ``spark.read.parquet`` ignoring the deletes (``docs/benchmarks.md``).
 
 The positions are the very ones the exact reader removes (``deleted_positions_of``),
 registered on the driver as one broadcast variable per scan; the read names it by a key

@@ -13,15 +13,15 @@
 * *masked* files, the same but carrying positional deletes. Where the session has the
   package's jar (``spark.jars``), Spark's own reader flags each row as kept or deleted
   from its position and the file's deleted positions (``_deleted_rows``), and a filter
-  drops the deleted (the benchmark lake's full scan at ~1.2x ``spark.read.parquet``
-  ignoring its deletes, against ~1.7x by the join). Otherwise, the mask join: one more
-  ``spark.read.parquet`` with each row's file id (``_metadata``) and ``_metadata.row_index`` (its physical
-  position in the file, stable under row-group and page pruning), left-joined to a small
-  broadcast table holding, per file and block of 16,384 rows, a bit mask of its deleted
-  rows (256 longs). A row is kept when its bit is clear. The masks are built on the driver
-  from the very positions the exact reader removes (``read/_deletes``: every live delete
-  file, per-position snapshots, inlined deletes, deletion vectors), so both paths drop the
-  same rows;
+  drops the deleted (the benchmark lake's full scan at 1.26x ``spark.read.parquet``
+  ignoring its deletes, against 1.80x by the join). Otherwise, the mask join: one more
+  ``spark.read.parquet`` with each row's file id (``_metadata``) and
+  ``_metadata.row_index`` (its physical position in the file, stable under row-group and
+  page pruning), left-joined to a small broadcast table holding, per file and block of
+  16,384 rows, a bit mask of its deleted rows (256 longs). A row is kept when its bit is
+  clear. Either way the deleted positions are built on the driver from the very positions
+  the exact reader removes (``read/_deletes``: every live delete file, per-position
+  snapshots, inlined deletes, deletion vectors), so both paths drop the same rows;
 * *inlined* rows (stored in the catalog, converted to Arrow by the planner): a small local
   DataFrame, cast as the data source casts its batches;
 * everything else (name-mapped or encrypted files, layouts needing a conversion that is
