@@ -4,7 +4,8 @@
 # It is compiled with the JDK's javac against the very jars that pyspark ships, one jar per
 # Scala binary version (Spark 3.5: 2.12, Spark 4.x: 2.13), into
 # ducklake_datafusion/spark/jars/ducklake-spark_<scala>.jar, where `spark_jar()` finds it.
-# A no-op when the jar is newer than its sources; prints nothing when PYTHON has no pyspark.
+# A no-op when the jar is newer than its sources, or when PYTHON has no pyspark; without a
+# JDK it says so and builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python="${1:-.venv/bin/python}"
@@ -20,8 +21,10 @@ if [[ -f "$out" ]] && [[ -z "$(find "${sources[@]}" jvm/build.sh -newer "$out")"
     exit 0
 fi
 if ! command -v javac >/dev/null; then
-    echo "jvm/build.sh: javac (a JDK) is needed to build $out" >&2
-    exit 1
+    # Not fatal: without the jar, Spark applies deletes by its mask join (and .ci/run
+    # installs a JDK first).
+    echo "jvm/build.sh: no javac (a JDK): $out not built; Spark will apply deletes by a join" >&2
+    exit 0
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
