@@ -271,15 +271,10 @@ def deletes_by(request, spark, monkeypatch) -> str:
     """How the native Spark path drops deleted rows: inside Spark's reader (the package's
     jar, ``spark/_deleted_rows.py``) or by the broadcast mask join (a session without the
     jar). Native scans are built afresh for the test."""
-    from collections import OrderedDict
-
-    from ducklake_datafusion.spark import _native
     from ducklake_datafusion.spark._deleted_rows import has_reader
 
-    monkeypatch.setattr(_native, "_built", OrderedDict())
-    if request.param == "join":
-        monkeypatch.setattr(_native, "has_reader", lambda spark: False)
-    elif not has_reader(spark):
+    _fresh_native_scans(monkeypatch, mask_join=request.param == "join")
+    if request.param == "reader" and not has_reader(spark):
         if _in_ci():
             pytest.fail("the package's Spark jar is needed in CI (jvm/build.sh)")
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
@@ -290,12 +285,18 @@ def deletes_by(request, spark, monkeypatch) -> str:
 def mask_join(monkeypatch) -> None:
     """The native Spark path as a session without the package's jar runs it: deletes by
     the mask join (tests of its file ids)."""
+    _fresh_native_scans(monkeypatch, mask_join=True)
+
+
+def _fresh_native_scans(monkeypatch, *, mask_join: bool) -> None:
+    """Native Spark scans built afresh for the test; by the mask join if ``mask_join``."""
     from collections import OrderedDict
 
     from ducklake_datafusion.spark import _native
 
     monkeypatch.setattr(_native, "_built", OrderedDict())
-    monkeypatch.setattr(_native, "has_reader", lambda spark: False)
+    if mask_join:
+        monkeypatch.setattr(_native, "has_reader", lambda spark: False)
 
 
 def _connector_session(spark, jar: str, store: str):

@@ -94,10 +94,17 @@ def test_every_file_is_masked_or_clean_and_the_source_reads_none(spark, make_lak
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(5000) r(i)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(5000, 6000) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k % 3 = 0 AND k < 5000")
+    _masked_natively_as_duckdb(spark, lake, deletes_by)
+
+
+def _masked_natively_as_duckdb(spark, lake, deletes_by):
+    """``main.t`` read natively, its deletes applied the ``deletes_by`` way, no data source
+    part, with DuckDB's rows; the DataFrame."""
     native, _ = _both(spark, lake)
     plan = _plan(native)
     assert masked_natively(plan, deletes_by) and not _source_part(plan)
     assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    return native
 
 
 def _data_files(lake) -> list[str]:
@@ -164,10 +171,7 @@ def test_masked_files_under_glob_characters_read_natively(spark, make_lake, dele
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k % 4 = 1")
-    native, _ = _both(spark, lake)
-    plan = _plan(native)
-    assert masked_natively(plan, deletes_by) and not _source_part(plan)
-    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    _masked_natively_as_duckdb(spark, lake, deletes_by)
 
 
 def _source_part(plan: str) -> bool:
@@ -700,10 +704,7 @@ def test_deletes_in_hive_partitioned_folders(spark, make_lake, deletes_by):
     lake.sql("ALTER TABLE lake.main.t SET PARTITIONED BY (g)")
     lake.sql("INSERT INTO lake.main.t SELECT i, i % 3, 's' || i FROM range(3000) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k % 5 = 0 AND g < 2")
-    native, _ = _both(spark, lake)
-    plan = _plan(native)
-    assert masked_natively(plan, deletes_by) and not _source_part(plan)
-    assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    native = _masked_natively_as_duckdb(spark, lake, deletes_by)
     got = native.where("g = 1 AND k < 100").select("k", "s")
     expected = lake.reference("SELECT k, s FROM lake.main.t WHERE g = 1 AND k < 100")
     assert_same_rows(got.toArrow(), expected)

@@ -66,13 +66,9 @@ def spark_jar() -> str:
     return str(jar)
 
 
+@functools.lru_cache(maxsize=16)
 def has_reader(spark) -> bool:
     """Whether the session's JVM loads the jar's format (cached per session)."""
-    return _has_reader(id(spark), spark)
-
-
-@functools.lru_cache(maxsize=16)
-def _has_reader(_session_id: int, spark) -> bool:
     from py4j.protocol import Py4JError
 
     try:
@@ -97,22 +93,15 @@ def read_keeping(spark, schema, tasks, plan, storage, read_options):
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-    from ._native import driver_listing, spark_path
+    from ._native import _read_parquet
 
     registry = functools.reduce(getattr, _REGISTRY_CLASS.split("."), spark._jvm)
     key = registry.register(bytearray(_encoded(tasks, plan, storage)))
     read_schema = StructType(
         [*schema.fields, StructField(ROW_INDEX, LongType()), StructField(KEEP, BooleanType())]
     )
-    paths = [spark_path(task.file.url, storage) for task in tasks]
-    with driver_listing(spark, len(paths)):
-        rows = (
-            spark.read.format(FORMAT_CLASS)
-            .schema(read_schema)
-            .options(**(read_options or {}))
-            .option(_OPTION, key)
-            .load(paths)
-        )
+    options = {**(read_options or {}), _OPTION: key}
+    rows = _read_parquet(spark, read_schema, tasks, options, storage, format=FORMAT_CLASS)
     # The row index is named so that Spark's reader always fills it (an unreferenced
     # column would be pruned from the read); a NULL flag raises rather than keep a row.
     applied = F.col(KEEP) & F.col(ROW_INDEX).isNotNull()

@@ -362,10 +362,12 @@ def _not_candidate(task, masks_allowed: bool) -> str | None:
     return None
 
 
-def _read_parquet(spark, schema, tasks, read_options=None, storage=None):
+def _read_parquet(spark, schema, tasks, read_options=None, storage=None, format="parquet"):
+    """The tasks' files read by Spark's ``format`` reader (Parquet, or the jar's), listed
+    on the driver."""
     paths = [spark_path(t.file.url, storage) for t in tasks]
     with driver_listing(spark, len(paths)):
-        return spark.read.schema(schema).options(**(read_options or {})).parquet(*paths)
+        return spark.read.format(format).schema(schema).options(**(read_options or {})).load(paths)
 
 
 def spark_path(url: str, storage=None) -> str:
