@@ -6,7 +6,7 @@
 The table (built once by the reference writer, cached under ./bench_lakes/) got a column
 renamed, a column added with a default and an integer widened between its inserts, so
 its files come in three layouts, plus a few inlined rows. Our default catalog reads it
-natively (one listing scan per layout, projected by field id, in a union); ``exact`` is
+natively (the Rust scan, columns mapped by Parquet field id); ``exact`` is
 ``native=False``; DuckDB reads the same lake; *raw* is DataFusion on a raw
 ``pyarrow.dataset`` of the newest layout's files alone (a floor for the decode, fewer
 rows). Round-robin, medians; our answers are checked against DuckDB's.

@@ -12,10 +12,9 @@ Lakes (built once by the reference writer, cached under ./bench_lakes/):
 * ``p``: as many rows, partitioned by year(d), month(d), with d scattered over 2020-2023.
 * ``t`` of a separate lake: 10,000 files of 2,048 rows each, for planning time.
 
-Every query runs on six engines, round-robin (median of ``--repeat`` rounds after one
+Every query runs on four engines, round-robin (median of ``--repeat`` rounds after one
 warm-up; wall clock and process CPU): DataFusion on our catalog (default: the Rust scan;
-the Python listing scans with ``rust=False``, with ``native_deletes=True`` too; and the
-exact reader with ``native=False``), DuckDB on the same lake
+and the exact reader with ``native=False``), DuckDB on the same lake
 (``ATTACH 'ducklake:...' (READ_ONLY)``), and DataFusion on a raw ``pyarrow.dataset`` over
 the same Parquet files (deletes ignored, so it sees more rows where deletes exist). Our
 answers are checked against DuckDB's. Results and how to read them: docs/benchmarks.md.
@@ -181,20 +180,17 @@ def duckdb_reader(lake: Lake):
         con.close()
 
 
-def _engines(q: Query, con, rust, ours, deletes, exact, raw) -> tuple[dict, dict]:
+def _engines(q: Query, con, ours, exact, raw) -> tuple[dict, dict]:
     """Callables running ``q`` on each engine, and planning it on the DataFusion ones."""
     lake_sql = q.sql.format(t="lake.main.t", p="lake.main.p")
     raw_sql = q.sql.format(t="raw_t", p="raw_p")
     run = {
         "duckdb": lambda: con.execute(lake_sql).to_arrow_table(),
-        "rust": lambda: rust.sql(lake_sql).to_arrow_table(),
         "ours": lambda: ours.sql(lake_sql).to_arrow_table(),
-        "deletes": lambda: deletes.sql(lake_sql).to_arrow_table(),
         "exact": lambda: exact.sql(lake_sql).to_arrow_table(),
         "raw": lambda: raw.sql(raw_sql).to_arrow_table(),
     }
     plan_only = {
-        "rust": lambda: rust.sql(lake_sql).execution_plan(),
         "ours": lambda: ours.sql(lake_sql).execution_plan(),
         "exact": lambda: exact.sql(lake_sql).execution_plan(),
         "raw": lambda: raw.sql(raw_sql).execution_plan(),
@@ -203,7 +199,7 @@ def _engines(q: Query, con, rust, ours, deletes, exact, raw) -> tuple[dict, dict
 
 
 def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str, Result]]:
-    """Each query on the three engines, round-robin; planning of ours and raw likewise."""
+    """Each query on the four engines, round-robin; planning on the DataFusion ones too."""
     with duckdb_reader(lake) as con, recording_plans() as plans:
         files = {
             name: [
@@ -214,12 +210,8 @@ def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str,
             ]
             for name in ("t", "p")
         }
-        rust = datafusion.SessionContext()
-        register(rust, "lake", DuckLakeCatalog(lake.metadata))
         ours = datafusion.SessionContext()
-        register(ours, "lake", DuckLakeCatalog(lake.metadata, rust=False))
-        deletes = datafusion.SessionContext()
-        register(deletes, "lake", DuckLakeCatalog(lake.metadata, rust=False, native_deletes=True))
+        register(ours, "lake", DuckLakeCatalog(lake.metadata))
         exact = datafusion.SessionContext()
         register(exact, "lake", DuckLakeCatalog(lake.metadata, native=False))
         raw = datafusion.SessionContext()
@@ -227,7 +219,7 @@ def run_queries(lake: Lake, qs: list[Query], repeat: int) -> dict[str, dict[str,
             raw.register_dataset(f"raw_{name}", ds.dataset(paths, format="parquet"))
         results = {}
         for q in qs:
-            run, plan_only = _engines(q, con, rust, ours, deletes, exact, raw)
+            run, plan_only = _engines(q, con, ours, exact, raw)
             timed = measure_interleaved(run, repeat=repeat)
             exact.sql(q.sql.format(t="lake.main.t", p="lake.main.p")).execution_plan()
             plan = plans[-1]  # the exact path's: what catalog pruning kept
@@ -319,25 +311,19 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
     """Two tables: times and ratios; what was read, planning and CPU seconds."""
     times, reads = [], []
     for q in qs:
-        u, o, n, e, d, r = (
-            results[q.name][name] for name in ("rust", "ours", "deletes", "exact", "duckdb", "raw")
-        )
+        o, e, d, r = (results[q.name][name] for name in ("ours", "exact", "duckdb", "raw"))
         s = e.plan.stats
-        agree = all(same_rows(x.rows, d.rows) for x in (u, o, n, e))
+        agree = all(same_rows(x.rows, d.rows) for x in (o, e))
         times.append(
             [
                 q.name,
-                seconds(u.timing.median),
                 seconds(o.timing.median),
-                seconds(n.timing.median),
                 seconds(e.timing.median),
                 seconds(d.timing.median),
                 seconds(r.timing.median),
-                ratio(u.timing.median, d.timing.median),
                 ratio(o.timing.median, d.timing.median),
-                ratio(n.timing.median, d.timing.median),
                 ratio(e.timing.median, d.timing.median),
-                ratio(u.timing.median, e.timing.median),
+                ratio(o.timing.median, e.timing.median),
                 "ok" if agree else "MISMATCH",
             ]
         )
@@ -348,11 +334,9 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
                 f"{s.files_skipped_by_stats}/{s.files_skipped_by_partition}",
                 str(s.files_with_deletes),
                 f"{s.bytes_scanned / 1e6:.1f}",
-                millis(u.planning.median),
                 millis(o.planning.median),
                 millis(e.planning.median),
                 millis(r.planning.median),
-                seconds(u.timing.cpu_median),
                 seconds(o.timing.cpu_median),
                 seconds(d.timing.cpu_median),
                 seconds(r.timing.cpu_median),
@@ -362,17 +346,13 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
         markdown_table(
             [
                 "query",
-                "rust s",
                 "ours s",
-                "deletes s",
                 "exact s",
                 "duckdb s",
                 "raw s",
-                "rust/duckdb",
                 "ours/duckdb",
-                "deletes/duckdb",
                 "exact/duckdb",
-                "rust/exact",
+                "ours/exact",
                 "all vs duckdb",
             ],
             times,
@@ -384,11 +364,9 @@ def report(qs: list[Query], results: dict) -> tuple[str, str]:
                 "skipped stats/partition",
                 "read w/ deletes",
                 "MB in files read",
-                "plan rust",
                 "plan ours",
                 "plan exact",
                 "plan raw",
-                "cpu s rust",
                 "cpu s ours",
                 "cpu s duckdb",
                 "cpu s raw",
@@ -435,10 +413,8 @@ def main() -> None:
     times, reads = report(qs, results)
     print(f"\n{times}\n\n{reads}")
     print(
-        "\nrust = DataFusion on our catalog (the Rust scan where it applies: the default); "
-        "ours = the same with rust=False (Python listing scans where they apply); deletes = "
-        "the same with native_deletes=True (files with deletes natively too); exact = the same "
-        "with native=False (the streaming reader alone); files read = what the exact path's "
+        "\nours = DataFusion on our catalog (the Rust scan where it applies: the default); "
+        "exact = the same with native=False (the streaming reader alone); files read = what the exact path's "
         "catalog pruning kept; duckdb = DuckDB + ducklake on the same lake; raw = "
         "DataFusion over pyarrow.dataset(files) of the same Parquet files, deletes ignored. "
         "Engines run round-robin; plan = SQL -> physical plan (catalog lookups and pruning "

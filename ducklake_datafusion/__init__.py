@@ -37,13 +37,10 @@ def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
 
     Also registers the table functions of :mod:`ducklake_datafusion.functions`
     (``ducklake_snapshots``, ``ducklake_table_changes`` ...), which find the lake by this
-    name, and lets the catalog register the object stores its native scans of S3 files
-    need on ``ctx`` (a plain ``ctx.register_catalog_provider`` reads those files through
-    the exact path). Returns the catalog so calls can be chained.
+    name. Returns the catalog so calls can be chained.
     """
     from .functions import register_table_functions
 
-    lake.session_stores.attach(ctx)
     ctx.register_catalog_provider(name, lake)
     register_table_functions(ctx)
     return lake

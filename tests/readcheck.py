@@ -4,8 +4,7 @@ The oracle is always DuckDB's own DuckLake reader on the same lake at the same s
 no expected value in the read tests is typed by hand. Each check reads through both
 DataFusion paths (native scans, and the exact reader alone), and each table state it
 reads is replayed through Spark too (``sparkreplay``). The DataFusion paths: the Rust
-scan where it reads the table exactly (the default), the Python listing scans
-(``rust=False``, with and without native deletes), and the exact reader alone.
+scan where it reads the table exactly (the default), and the exact reader alone.
 """
 
 from __future__ import annotations
@@ -47,16 +46,11 @@ def check(
         expected_sql = with_version(sql, snapshot)
     expected = lake.reference(expected_sql)
     kwargs = {"snapshot": snapshot} if snapshot is not None else {}
-    # Every DataFusion path: the Rust scan where it applies (the default), the Python
-    # listing scans where they apply (by default, files without deletes), with native
-    # deletes too, then the exact reader alone (last, so the planner's log of the last
-    # scan is the exact path's filtered plan).
+    # Both DataFusion paths: the Rust scan where it applies (the default), then the exact
+    # reader alone (last, so the planner's log of the last scan is the exact path's
+    # filtered plan).
     actual = ours(lake, sql, **kwargs)
     assert_same_rows(actual, expected, ordered=ordered)
-    assert_same_rows(ours(lake, sql, rust=False, **kwargs), expected, ordered=ordered)
-    assert_same_rows(
-        ours(lake, sql, rust=False, native_deletes=True, **kwargs), expected, ordered=ordered
-    )
     assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
     sparkreplay.replay(lake, sql, snapshot)
     return actual

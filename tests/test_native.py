@@ -1,35 +1,28 @@
-"""Native DataFusion scans (``provider/_native``): the DataFusion facts they rest on, and
-the same lakes read through the native path, the exact path and DuckDB.
+"""The native scan (the Rust provider, ``provider/_rust``) on lakes of every shape: the
+same lakes read natively, through the exact path and by DuckDB.
 
-The contract tests fail loudly if a datafusion release changes a fact the native path
-relies on: a listing scan over a file list through the plan's protobuf, and ``Table(df)``
-built on a helper thread inside ``SchemaProvider.table()``. Two more guard the facts a
-native delete filter was measured with (``docs/benchmarks.md``): ``file_row_index()`` is
-the physical position under row-group and page pruning, and ``input_file_name()`` names
-a local file by its path.
+One contract test pins the DataFusion fact the view tables rely on: ``Table(df)`` built
+on a helper thread inside ``SchemaProvider.table()`` is planned by the querying session.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import warnings
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from datafusion import SessionConfig, SessionContext, col, lit
-from datafusion import functions as F
+from datafusion import SessionContext
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 from lakes import assert_same_rows, evolve_table, merged_inserts
 from readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.errors import DataFileMissingError, InvalidOptionError
-from ducklake_datafusion.provider import _native
-from ducklake_datafusion.provider._listing import listing_frame
-from ducklake_datafusion.provider._native import split_native
+from ducklake_datafusion.errors import InvalidOptionError
 
 # ------------------------------------------------------------------------------------------
 # DataFusion facts
@@ -55,61 +48,6 @@ def _files(tmp_path, count=3, rows=5000, row_group=700):
 SCHEMA = pa.schema([("k", pa.int64()), ("f", pa.int32()), ("s", pa.string())])
 
 
-def test_listing_frame_reads_exactly_the_listed_files(tmp_path):
-    paths = _files(tmp_path, count=4)
-    frame = listing_frame(SessionContext(), ["file://" + p for p in paths[:3]], SCHEMA)
-    assert frame.schema().names == SCHEMA.names
-    table = frame.to_arrow_table()
-    assert sorted(set(table.column("f").to_pylist())) == [0, 1, 2]  # not the fourth
-    assert table.num_rows == 15000
-    plan = frame.execution_plan().display_indent()
-    assert "DataSourceExec" in plan and "f3.parquet" not in plan
-
-
-def test_file_row_index_is_the_physical_position_under_pruning(tmp_path):
-    """Row groups pruned by statistics, pages by the page index, files split in byte
-    ranges over 8 partitions: ``file_row_index()`` still equals ``k``."""
-    paths = _files(tmp_path)
-    ctx = SessionContext(SessionConfig().with_target_partitions(8))
-    frame = listing_frame(ctx, ["file://" + p for p in paths], SCHEMA)
-    for predicate in (
-        None,
-        (col("k") >= lit(1234)) & (col("k") < lit(2345)),
-        col("k") == lit(4999),
-    ):
-        part = frame if predicate is None else frame.filter(predicate)
-        out = part.select(col("k"), F.file_row_index().alias("i")).to_arrow_table()
-        assert out.num_rows > 0
-        assert out.column("k").to_pylist() == out.column("i").to_pylist()
-
-
-def test_input_file_name_is_the_path_without_its_leading_slash(tmp_path):
-    paths = _files(tmp_path, count=2)
-    frame = listing_frame(SessionContext(), ["file://" + p for p in paths], SCHEMA)
-    names = frame.select(F.input_file_name().alias("n")).distinct().to_arrow_table()
-    assert sorted(names.column("n").to_pylist()) == sorted(p.lstrip("/") for p in paths)
-
-
-@pytest.mark.parametrize("partitions, batch", [(2, 8192), (8, 1000), (8, 8192)])
-def test_the_native_delete_filter_drops_exactly_the_masked_positions(tmp_path, partitions, batch):
-    """Byte-range splits, pruning, a user filter beside it, and (8 partitions over four
-    files) round-robin repartitions that merge batches of several files below the
-    filter: the keep masks still drop exactly their positions (``_native_deletes``)."""
-    from ducklake_datafusion.provider._native_deletes import DeleteMasks, without_deleted
-
-    paths = _files(tmp_path, count=4)
-    masks = DeleteMasks(
-        {p.lstrip("/"): pa.array(np.arange(5000) % (3 + i) != 0) for i, p in enumerate(paths)}
-    )
-    config = SessionConfig().with_target_partitions(partitions).with_batch_size(batch)
-    frame = listing_frame(SessionContext(config), ["file://" + p for p in paths], SCHEMA)
-    scan = without_deleted(frame, masks)
-    for low in (0, 100, 4990):
-        out = scan.filter(col("k") >= lit(low)).select(col("f"), col("k")).to_arrow_table()
-        expected = sorted((i, k) for i in range(4) for k in range(low, 5000) if k % (3 + i))
-        assert sorted(zip(out.column("f").to_pylist(), out.column("k").to_pylist())) == expected
-
-
 def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path):
     """``Table(df)`` from ``table()``: planned by the querying session, filter pushed into
     the Parquet scan as a pruning predicate."""
@@ -123,7 +61,7 @@ def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path)
             out = {}
 
             def build():
-                out["df"] = listing_frame(SessionContext(), ["file://" + p for p in paths], SCHEMA)
+                out["df"] = SessionContext().read_parquet(str(tmp_path), schema=SCHEMA)
 
             worker = threading.Thread(target=build)
             worker.start()
@@ -154,7 +92,6 @@ def test_a_schema_provider_can_return_a_frame_built_on_a_helper_thread(tmp_path)
 
 
 def _explain(lake, sql: str, **kwargs) -> str:
-    kwargs.setdefault("rust", False)  # these tests are about the Python listing scans
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), **kwargs))
     return "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
@@ -170,15 +107,6 @@ def _four_files(make_lake):
             f"INSERT INTO lake.main.t SELECT i, i % 7, 's' || i, DATE '2024-01-01' + (i % 400)::INT, "
             f"CASE WHEN i % 11 = 0 THEN NULL ELSE i / 3.0 END FROM range({start}, {start + 5000}) r(i)"
         )
-    return lake
-
-
-def _three_files(make_lake):
-    """A clean table of three 1,000-row files: read natively."""
-    lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
-    for start in range(0, 3000, 1000):
-        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
     return lake
 
 
@@ -220,48 +148,28 @@ def test_deleted_lake_matches_duckdb(deleted_lake, sql):
     check(deleted_lake, sql)  # exact on both catalog settings, each against DuckDB
 
 
-def test_a_table_with_deletes_takes_the_exact_path_by_default(deleted_lake):
-    assert not _is_native(deleted_lake)
-    assert not _is_native(deleted_lake, native_deletes=False)
-
-
-def test_deletes_are_applied_natively_by_a_keep_mask_filter(deleted_lake):
+def test_a_table_with_deletes_is_read_natively(deleted_lake):
     sql = "SELECT count(*) FROM lake.main.t WHERE k > 100"
-    plan = _explain(deleted_lake, sql, native_deletes=True)
-    assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
-    # the three files with deletes, one listing each (chunks); the clean one unfiltered
-    assert plan.count("FilterExec: ducklake_keep(") == 3, plan
-    exact = _explain(deleted_lake, sql, native=False, native_deletes=True)
-    assert "DataSourceExec" not in exact and "DatasetExec" in exact
+    plan = _explain(deleted_lake, sql)
+    assert "DuckLakeScanExec" in plan and "DatasetExec" not in plan, plan
+    assert "3 with deletes" in plan, plan  # skipped inside the decoder (row selections)
+    exact = _explain(deleted_lake, sql, native=False)
+    assert "DuckLakeScanExec" not in exact and "DatasetExec" in exact
 
 
 def test_every_snapshot_natively(deleted_lake):
     """Before, between and after the two DELETEs (per-position snapshots in one
-    cumulative delete file): DuckDB's answer at every snapshot (``check`` runs native
-    deletes too); by default native until the first DELETE, exact after it."""
-    paths = []
+    cumulative delete file): DuckDB's answer at every snapshot, natively."""
     for snapshot in range(2, 8):
         check(deleted_lake, "SELECT k, g, s FROM lake.main.t WHERE k % 5 = 3", snapshot=snapshot)
         check(deleted_lake, "SELECT count(*) AS n, max(s) AS m FROM lake.main.t", snapshot=snapshot)
-        assert _is_native(deleted_lake, snapshot=snapshot, native_deletes=True)
-        paths.append(_is_native(deleted_lake, snapshot=snapshot))
-    assert paths == [True, True, True, True, False, False]
-
-
-def test_delete_masks_refuse_rows_of_an_unknown_file():
-    from ducklake_datafusion.errors import DuckLakeError
-    from ducklake_datafusion.provider._native_deletes import DeleteMasks, _mask
-
-    masks = DeleteMasks({"a/b.parquet": pa.array([True, False])})
-    assert _mask(masks, "a/b.parquet").take(pa.array([1, 0])).to_pylist() == [False, True]
-    with pytest.raises(DuckLakeError, match="no mask"):
-        _mask(masks, "a/c.parquet")
+        assert _is_native(deleted_lake, snapshot=snapshot)
 
 
 def _is_native(lake, sql="SELECT * FROM lake.main.t", snapshot=None, **catalog) -> bool:
     plan = _explain(lake, sql, snapshot=snapshot, **catalog)
-    assert ("DataSourceExec" in plan) != ("DatasetExec" in plan), plan  # one path, not both
-    return "DataSourceExec" in plan
+    assert ("DuckLakeScanExec" in plan) != ("DatasetExec" in plan), plan  # one path, not both
+    return "DuckLakeScanExec" in plan
 
 
 LAYOUT_QUERIES = [
@@ -288,13 +196,6 @@ def test_older_layouts_natively_match_duckdb(evolved_lake, sql):
     check(evolved_lake, sql)  # native, then the exact path, each against DuckDB
 
 
-def test_older_layouts_project_by_field_id(evolved_lake):
-    plan = _explain(evolved_lake, "SELECT * FROM lake.main.t")
-    # the first file: s read as name, the old note not read, defaults as literals
-    assert "s@1 as name" in plan and "CAST(7 AS Int32) as v" in plan, plan
-    assert plan.count("DataSourceExec") == 3, plan  # one scan per layout
-
-
 def test_every_snapshot_of_an_evolved_table_natively(evolved_lake):
     for snapshot in range(2, 13):  # the first INSERT to the last
         assert _is_native(evolved_lake, snapshot=snapshot)
@@ -318,20 +219,21 @@ def test_swapped_column_names_read_by_field_id(make_lake):
 
 def test_lossy_widenings_stay_exact(make_lake):
     """A BIGINT widened to DOUBLE may round (the exact path refuses to), and a DATE
-    widened to TIMESTAMP is left to it as well."""
+    widened to TIMESTAMP is left to it as well: the Rust scan hands such a file to the
+    exact reader and scans its rows from memory."""
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, big BIGINT, d DATE)")
     lake.sql(
         "INSERT INTO lake.main.t SELECT i, i * 1000, DATE '2024-01-01' + i::INT FROM range(100) r(i)"
     )
     lake.sql("ALTER TABLE lake.main.t ALTER COLUMN big TYPE DOUBLE")
-    assert not _is_native(lake)
+    assert "1 read by the exact reader" in _explain(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT * FROM lake.main.t")
     lake2 = make_lake(inline_limit=0)
     lake2.sql("CREATE TABLE lake.main.t (k BIGINT, d DATE)")
     lake2.sql("INSERT INTO lake.main.t SELECT i, DATE '2024-01-01' + i::INT FROM range(100) r(i)")
     lake2.sql("ALTER TABLE lake.main.t ALTER COLUMN d TYPE TIMESTAMP")
-    assert not _is_native(lake2)
+    assert "1 read by the exact reader" in _explain(lake2, "SELECT * FROM lake.main.t")
     check(lake2, "SELECT * FROM lake.main.t WHERE d > TIMESTAMP '2024-02-01'")
 
 
@@ -354,17 +256,15 @@ def test_inlined_rows_are_read_from_memory_beside_the_files(make_lake):
     lake.sql("INSERT INTO lake.main.t SELECT i, 'f' || i, i / 7 FROM range(5000) r(i)")
     lake.sql("INSERT INTO lake.main.t VALUES (-1, 'inlined', 1.25), (-2, NULL, NULL)")
     lake.sql("DELETE FROM lake.main.t WHERE k = -2")
-    plan = _explain(lake, "SELECT * FROM lake.main.t")
-    assert "DataSourceExec" in plan and "DatasetExec" not in plan and "UnionExec" in plan, plan
+    assert _is_native(lake)
     for sql in (
         "SELECT * FROM lake.main.t",
         "SELECT count(*) AS n, sum(m) AS sm FROM lake.main.t",
         "SELECT * FROM lake.main.t WHERE k < 3",
     ):
         check(lake, sql)
-    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: exact by default
-    assert not _is_native(lake)
-    assert _is_native(lake, native_deletes=True)  # or a keep-mask filter
+    lake.sql("DELETE FROM lake.main.t WHERE k = 7")  # a delete file: still native
+    assert _is_native(lake)
     check(lake, "SELECT * FROM lake.main.t WHERE k < 10")
 
 
@@ -386,7 +286,7 @@ def test_types_the_native_reader_would_change_stay_exact(make_lake):
         "INSERT INTO lake.main.t SELECT i, TIME '10:00:00' + INTERVAL (i) SECOND, "
         "TIMESTAMP_NS '2024-01-01 00:00:00.123456789', uuid() FROM range(100) r(i)"
     )
-    assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
+    assert not _is_native(lake)
     check(lake, "SELECT k, t, ns FROM lake.main.t WHERE k > 50")
 
 
@@ -394,7 +294,7 @@ def test_unusual_path_characters_stay_exact(make_lake):
     lake = make_lake(inline_limit=0, name="a lake%20with #odd chars é")
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
-    assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
+    assert not _is_native(lake)
     check(lake, "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t")
 
 
@@ -408,38 +308,9 @@ def test_clean_table_is_read_natively_alone(make_lake):
             f"INSERT INTO lake.main.t SELECT i, 's' || i, 'b'::BLOB, TIMESTAMPTZ '2024-01-01 00:00:00+00' "
             f"+ INTERVAL (i) MINUTE, i / 7 FROM range({start}, {start + 700}) r(i)"
         )
-    plan = _explain(lake, "SELECT * FROM lake.main.t")
-    assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
+    assert _is_native(lake)
     check(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT count(*) AS n, max(ts) AS t, sum(m) AS sm FROM lake.main.t WHERE k >= 650")
-
-
-def test_a_file_removed_after_a_query_raises_the_typed_error(make_lake):
-    lake = _three_files(make_lake)
-    ctx = SessionContext()
-    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), rust=False))
-    sql = "SELECT CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
-    assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))  # native, cached now
-    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    clean = split_native(table, table.scan_plan()).files
-    os.remove(clean[1].file.url.removeprefix("file://"))
-    with pytest.raises(DataFileMissingError, match="main.t"):
-        ctx.sql(sql).to_arrow_table()
-
-
-def test_a_file_replaced_after_a_query_leaves_the_native_path(make_lake):
-    """A file no longer of the catalog's size is not read natively from a cached plan;
-    the exact path, and its checks, take the table over."""
-    lake = _three_files(make_lake)
-    ctx = SessionContext()
-    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), rust=False))
-    sql = "SELECT * FROM lake.main.t"
-    explain = lambda: "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
-    assert "DataSourceExec" in explain()  # native, and cached now
-    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    path = split_native(table, table.scan_plan()).files[0].file.url.removeprefix("file://")
-    pq.write_table(pq.read_table(path).slice(0, 10), path)  # a restore of the wrong file
-    assert "DataSourceExec" not in explain() and "DatasetExec" in explain()
 
 
 def test_symlinked_data_directory(make_lake, tmp_path):
@@ -453,19 +324,33 @@ def test_symlinked_data_directory(make_lake, tmp_path):
     assert_same_rows(got, lake.reference(sql))
 
 
-def test_many_files_stay_on_the_exact_path(make_lake, monkeypatch):
-    lake = _three_files(make_lake)
-    assert "DataSourceExec" in _explain(lake, "SELECT * FROM lake.main.t")
-    monkeypatch.setattr(_native, "NATIVE_MAX_FILES", 2)
-    monkeypatch.setattr(_native, "_built", {})
-    assert "DataSourceExec" not in _explain(lake, "SELECT * FROM lake.main.t")
-    check(lake, "SELECT count(*) AS n FROM lake.main.t")
-    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
-    assert len(split_native(table, table.scan_plan(), max_files=3).files) == 3
-
-
 def test_native_option_is_checked(tmp_path):
     with pytest.raises(InvalidOptionError, match="native"):
         DuckLakeCatalog(str(tmp_path / "x.ducklake"), native="yes")
     with pytest.raises(InvalidOptionError, match="native_deletes"):
         DuckLakeCatalog(str(tmp_path / "x.ducklake"), native_deletes=1)
+
+
+@pytest.mark.parametrize("option", ["native_deletes", "rust"])
+def test_the_options_of_the_removed_listing_scans_warn_and_change_nothing(make_lake, option):
+    """``native_deletes`` and ``rust`` chose between native scans the Rust scan replaced:
+    still accepted (checked, with a ``DeprecationWarning``), and the table is read as
+    without them."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 3 = 0")
+    for value in (True, False):
+        with pytest.warns(DeprecationWarning, match=f"{option}=.*no effect"):
+            catalog = DuckLakeCatalog(**lake.reader_args(), **{option: value})
+        ctx = SessionContext()
+        register(ctx, "lake", catalog)
+        plan = "\n".join(
+            r["plan"] for r in ctx.sql("EXPLAIN SELECT * FROM lake.main.t").to_pylist()
+        )
+        assert "DuckLakeScanExec" in plan, plan
+        sql = "SELECT count(*) AS n, CAST(sum(k) AS BIGINT) AS s FROM lake.main.t"
+        assert_same_rows(ctx.sql(sql).to_arrow_table(), lake.reference(sql))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DuckLakeCatalog(**lake.reader_args())  # no warning without them

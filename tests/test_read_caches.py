@@ -59,7 +59,7 @@ def test_second_query_reads_no_footer_and_decodes_no_delete_file(lake, monkeypat
 
 
 def test_a_new_lake_version_reads_no_footer_of_known_files(make_lake, monkeypatch):
-    """A commit makes a new lake version, so the native scans are rebuilt: files checked
+    """A commit makes a new lake version, so the native scan is rebuilt: files checked
     before are only stat-ed (no footer read, even after the footer cache dropped them),
     with DuckDB's answers on every path; a known file since replaced by a FIFO is still
     refused before any open, naming the file, the table and the snapshot."""
@@ -80,7 +80,6 @@ def test_a_new_lake_version_reads_no_footer_of_known_files(make_lake, monkeypatc
     footers = _count_calls(monkeypatch, _footers.parsed_fragments, "put")
     lake.sql("INSERT INTO lake.main.t VALUES (1000, 'inlined')")  # same files, new version
     assert_same_rows(ours(lake, sql), lake.reference(sql))  # the Rust scan, rebuilt
-    assert_same_rows(ours(lake, sql, rust=False), lake.reference(sql))  # the listing scan
     assert footers == [], "a footer of a known file was read again"
 
     path = min(glob.glob(os.path.join(lake.data_path, "**", "*.parquet"), recursive=True))

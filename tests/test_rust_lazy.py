@@ -117,7 +117,7 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
     file, as the layout check says so) goes to the exact reader, with the filter; the
     answer is DuckDB's."""
     refused = set()
-    original = _rust._native_layout
+    original = _rust.checked_layout
 
     def some_refused(task, *args):
         if task.data_file_id % 2 == 0:
@@ -125,7 +125,7 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
             return None
         return original(task, *args)
 
-    monkeypatch.setattr(_rust, "_native_layout", some_refused)
+    monkeypatch.setattr(_rust, "checked_layout", some_refused)
     read = []
     exact = _rust_lazy._read_exactly
 
@@ -142,6 +142,8 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
     ):
         assert_same_rows(_session(typed_lake).sql(sql).to_arrow_table(), typed_lake.reference(sql))
     assert refused and set(read) == refused
+    explain = _session(typed_lake).sql("EXPLAIN SELECT * FROM lake.main.t").to_pylist()
+    assert f"{len(refused)} read by the exact reader" in "\n".join(r["plan"] for r in explain)
 
 
 def test_count_star_comes_from_the_catalog_without_opening_a_file(typed_lake, monkeypatch):
@@ -152,7 +154,7 @@ def test_count_star_comes_from_the_catalog_without_opening_a_file(typed_lake, mo
         opened.append(ref.url)
         return original(ref, *args, **kwargs)
 
-    monkeypatch.setattr("ducklake_datafusion.provider._native.parsed_fragment", counting)
+    monkeypatch.setattr("ducklake_datafusion.provider._file_layouts.parsed_fragment", counting)
     monkeypatch.setattr("ducklake_datafusion.read._reader.parsed_fragment", counting)
     provider = _rust.rust_provider(DuckLakeCatalog(**typed_lake.reader_args()).table("main", "t"))
     assert type(provider).__name__ == "LazyProvider"

@@ -184,7 +184,7 @@ def test_credentials_never_in_repr(s3_lake):
 
 
 # ------------------------------------------------------------------------------------------
-# Native scans of S3 files (provider/_object_stores)
+# Native scans of S3 files (the Rust scan's own store: provider/_rust)
 
 
 def _plan(ctx, sql: str) -> str:
@@ -212,7 +212,7 @@ def test_s3_files_are_read_natively_through_register(clean_s3_lake):
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**clean_s3_lake.reader_args()))
     plan = _plan(ctx, "SELECT * FROM lake.main.t WHERE id > 990")
-    assert "DataSourceExec" in plan and "DatasetExec" not in plan, plan
+    assert "DuckLakeScanExec" in plan and "DatasetExec" not in plan, plan
     for sql in (
         "SELECT * FROM lake.main.t",
         "SELECT extra, count(*) AS n, max(name) AS m FROM lake.main.t GROUP BY extra",
@@ -237,43 +237,6 @@ def test_the_rust_scan_reads_s3_with_its_own_store_without_register(clean_s3_lak
         "SELECT id, name FROM lake.main.t WHERE id BETWEEN 495 AND 505",
     ):
         assert_same_rows(plain.sql(sql).to_arrow_table(), clean_s3_lake.reference(sql))
-
-
-def test_a_catalog_registered_without_register_reads_s3_exactly(clean_s3_lake):
-    """DataFusion reads S3 through the session's stores; only register() tells the catalog
-    the session, so a plainly registered catalog keeps the exact path (Python listing
-    scans: ``rust=False``)."""
-    from datafusion import SessionContext
-
-    from ducklake_datafusion import register
-
-    catalog = DuckLakeCatalog(**clean_s3_lake.reader_args(), rust=False)
-    plain = SessionContext()
-    plain.register_catalog_provider("lake", catalog)
-    assert "DatasetExec" in _plan(plain, "SELECT * FROM lake.main.t")
-    sql = "SELECT count(*) AS n, sum(extra) AS e FROM lake.main.t"
-    expected = clean_s3_lake.reference(sql)
-    assert plain.sql(sql).to_arrow_table().to_pylist() == expected.to_pylist()
-    first, second = SessionContext(), SessionContext()
-    register(first, "lake", catalog)
-    assert "DataSourceExec" in _plan(first, "SELECT * FROM lake.main.t")
-    register(second, "lake", catalog)  # attached after the stores were made: gets them too
-    assert second.sql(sql).to_arrow_table().to_pylist() == expected.to_pylist()
-    assert first.sql(sql).to_arrow_table().to_pylist() == expected.to_pylist()
-
-
-def test_only_options_datafusion_reads_alike_make_a_store():
-    from ducklake_datafusion.pathres import StorageOptions
-    from ducklake_datafusion.provider._object_stores import s3_store
-
-    keys = {"access_key_id": "k", "secret_access_key": "s"}
-    minio = StorageOptions.from_user({**keys, "endpoint": "http://127.0.0.1:9000"})
-    assert s3_store("b", minio) is not None
-    assert s3_store("b", StorageOptions.from_user({**keys, "session_token": "t"})) is not None
-    assert s3_store("b", StorageOptions.from_user({})) is None  # ambient credentials
-    assert s3_store("b", StorageOptions.from_user({"anonymous": True})) is None
-    assert s3_store("b", StorageOptions.from_user({**keys, "url_style": "vhost"})) is None
-    assert s3_store("b", StorageOptions.from_user({**keys, "use_ssl": False})) is None
 
 
 def test_a_missing_object_of_a_native_table_raises_the_typed_error(clean_s3_lake):

@@ -3,7 +3,7 @@
 The ``duckdb-gcs`` and ``sqlite-azure`` cells of the matrix run every matrix test (deletes,
 inlined rows, schema evolution, time travel, the change feed) against the emulators; this
 module checks what only these stores have: that the files really are read from the store
-(on the exact path: DataFusion's native scans here are for local and S3 files), the CLI with
+(by the Rust scan's own store and by the exact path), the CLI with
 the documented storage options, and the typed errors, which must never carry a secret.
 """
 
@@ -61,14 +61,10 @@ def test_files_are_read_from_the_store_on_every_path(store_lake):
     assert len(tasks) == 2 and all(t.file.url.startswith(scheme) for t in tasks)
     deletes = [d.file.url for t in tasks if t.deletes for d in t.deletes.files]
     assert len(deletes) == 2 and all(url.startswith(scheme) for url in deletes)
-    # the Rust scan reads GCS and Azure with its own store; the Python listing scans have
-    # none for them, so without Rust the exact path reads
+    # the Rust scan reads GCS and Azure with its own store
     plan = _explain(store_lake, "SELECT * FROM lake.main.t")
     assert "DuckLakeScanExec" in plan and "DatasetExec" not in plan, plan
-    for options in ({"rust": False}, {"rust": False, "native_deletes": True}):
-        plan = _explain(store_lake, "SELECT * FROM lake.main.t", **options)
-        assert "DatasetExec" in plan and "DataSourceExec" not in plan, plan
-    check(store_lake, "SELECT * FROM lake.main.t")  # Rust, listing, native_deletes, exact
+    check(store_lake, "SELECT * FROM lake.main.t")  # Rust, then exact, each against DuckDB
     check(store_lake, "SELECT extra, count(*) AS n, max(name) AS m FROM lake.main.t GROUP BY 1")
     check(store_lake, "SELECT id, name FROM lake.main.t WHERE id BETWEEN 495 AND 505")
     for snapshot in range(2, store_lake.snapshot_id() + 1):

@@ -19,6 +19,7 @@ without calling it, so it is a property holding a list (that can still be called
 from __future__ import annotations
 
 import datetime as _dt
+import warnings
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -29,7 +30,6 @@ from ..catalog._models import SnapshotInfo
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake
 from ..scan._lookup import find_table
-from ._object_stores import SessionStores
 from ._table import DuckLakeTable
 from ._views import find_view, plannable_view_names, view_table
 
@@ -64,15 +64,12 @@ class DuckLakeCatalog(CatalogProvider):
         storage_options: object-storage options (see ``pathres.StorageOptions``).
         metadata_schema: the schema of the catalog database that holds the
             ``ducklake_*`` tables, as DuckDB's ``METADATA_SCHEMA`` attach option.
-        native: read the files DataFusion's own Parquet reader reads exactly with it
+        native: read every table the native (Rust) scan reads exactly with it
             (default); ``False`` reads every file through the exact streaming reader.
             See the README's "Which reader runs" for when each path is taken.
-        native_deletes: with ``native``, read files with positional deletes natively
-            too, through a keep-mask filter: full scans are faster, selective queries
-            slower than on the exact path (measured in the README; default ``False``).
-            (Only for tables the Rust scan does not take.)
-        rust: with ``native``, read every table the Rust scan reads exactly with it
-            (default; ``provider/_rust``); ``False`` keeps the Python listing scans.
+        native_deletes, rust: deprecated, without effect (they chose between the native
+            scans the Rust scan replaced, which applies deletes itself); a
+            ``DeprecationWarning`` says so.
 
     Attributes:
         lake: the engine-neutral ``scan.Lake`` this catalog adapts (catalog access,
@@ -89,21 +86,25 @@ class DuckLakeCatalog(CatalogProvider):
         storage_options: Mapping[str, object] | None = None,
         metadata_schema: str | None = None,
         native: bool = True,
-        native_deletes: bool = False,
-        rust: bool = True,
+        native_deletes: bool | None = None,
+        rust: bool | None = None,
     ) -> None:
         for option, value in (
             ("native", native),
             ("native_deletes", native_deletes),
             ("rust", rust),
         ):
-            if not isinstance(value, bool):
+            if value is not None and not isinstance(value, bool):
                 raise InvalidOptionError(f"{option} must be True or False, got {value!r}")
+            if option != "native" and value is not None:
+                warnings.warn(
+                    f"DuckLakeCatalog({option}=...) has no effect and will be removed: "
+                    "the native scan (Rust) reads every table it reads exactly, deletes "
+                    "included; pass native=False for the exact reader alone",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
         self.native = native
-        self.native_deletes = native_deletes
-        self.rust = rust
-        # the sessions register() put this catalog in: native scans of S3 files need them
-        self.session_stores = SessionStores()
         self._metadata = metadata
         self._metadata_schema = metadata_schema
         self.lake = Lake.open(
@@ -145,8 +146,6 @@ class DuckLakeCatalog(CatalogProvider):
             storage_options=self.lake.storage,
             metadata_schema=self._metadata_schema,
             native=self.native,
-            native_deletes=self.native_deletes,
-            rust=self.rust,
         )
 
     def snapshots(self) -> pa.Table:
@@ -264,9 +263,6 @@ class DuckLakeSchema(SchemaProvider):
             table = DuckLakeTable.of(suffixed)
         return table.datafusion_table(
             native=self._catalog.native,
-            stores=self._catalog.session_stores,
-            deletes=self._catalog.native_deletes,
-            rust=self._catalog.rust,
             # Not the registering session: a provider handed the codec of a session holds
             # it weakly, and a query still running after that SessionContext object was
             # dropped fails ("TaskContextProvider went out of scope"). DataFusion's global

@@ -27,9 +27,11 @@ row count, field ids, regular file of the catalog's size), from its footer parse
 per process, and a damaged or missing file raises our typed error here, before DataFusion
 sees the table. Providers are reused for later queries of the snapshot; then each file a
 scan opens is checked again in Rust (``rust/src/checks.rs``) and a failed check fails the
-query with our error class and message in DataFusion's error text. What the provider cannot read exactly (encrypted files, name-mapped
-files, types DataFusion would decode differently, older layouts, merged files, files on
-other stores) keeps the table on the next path (``_native``, then the exact reader).
+query with our error class and message in DataFusion's error text. A table the provider
+cannot read exactly (types DataFusion would decode differently, encrypted or name-mapped
+files, lossy widenings, several buckets, credentials only the environment holds) is
+read by the exact reader (``_dataset``); so, in a lazy provider's scan, are the kept
+files it cannot read, scanned from memory beside the others.
 
 The extension is built against one datafusion release (``_rust.DATAFUSION_VERSION``);
 nothing checks the ABI across the FFI boundary, so :func:`extension` refuses any other
@@ -55,7 +57,7 @@ from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
 from ..scan._conform import default_array
 from ..scan._planner import build_scan_plan
 from ..scan._pruning import FilePruner
-from ._native import _SAFE_PATH, _native_layout, _signature, native_type
+from ._file_layouts import SAFE_PATH, checked_layout, native_type, table_signature
 from ._rust_lazy import lazy_provider
 
 __all__ = ["extension", "rust_provider", "rust_table"]
@@ -154,7 +156,7 @@ def rust_provider(table):
         lake.storage,
         table.entry,
         table.snapshot,
-        _signature(table),
+        table_signature(table),
     )
     with _LOCK:
         built = _built.get(key, False)
@@ -188,12 +190,10 @@ def readable_columns(table) -> bool:
     )
 
 
-def build_provider(
-    rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None
-):
+def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None):
     """A ``_rust.LakeProvider`` over the plan's data files and inlined rows, or ``None``.
 
-    Each file is checked against the catalog (``_native_layout``). A file the scan would
+    Each file is checked against the catalog (``_file_layouts.checked_layout``). A file the scan would
     not read exactly (another store, a layout it does not map exactly) makes this return
     ``None``, unless ``read_rest(plan, tasks)`` is given: then those files are read by it
     and scanned from memory with the inlined rows. ``bounds``: hand over the files'
@@ -212,11 +212,11 @@ def build_provider(
         if read_rest is None:
             return None
         files, rest, storage = [], rest + files, {"kind": "local"}
-    signature = _signature(table)
+    signature = table_signature(table)
     native, layouts = [], []
     for task in files:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        layout = _native_layout(task, plan, table.columns, signature, what)
+        layout = checked_layout(task, plan, table.columns, signature, what)
         if layout is None:
             if read_rest is None:
                 return None  # a conversion the scan would not do exactly: the exact path
@@ -260,6 +260,7 @@ def build_provider(
             MIN_PARTITIONS,
             **by_id,
             pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
+            read_exactly=len(rest),
         )
     except rust.StoreConfigError as exc:  # the message names no option value
         raise InvalidOptionError(
@@ -315,8 +316,8 @@ def _store_readable(task: DataFileTask) -> bool:
 
 
 def plain_location(url: str) -> bool:
-    """Whether object-store paths spell ``url``'s path as it is (``_SAFE_PATH``)."""
-    return bool(_SAFE_PATH.match("/" + parse_location(url).path.lstrip("/")))
+    """Whether object-store paths spell ``url``'s path as it is (``SAFE_PATH``)."""
+    return bool(SAFE_PATH.match("/" + parse_location(url).path.lstrip("/")))
 
 
 def store_kind(url: str, storage) -> dict[str, str] | None:

@@ -92,35 +92,20 @@ class DuckLakeTable(LakeTable):
 
         return DuckLakeDataset(self)
 
-    def datafusion_table(
-        self,
-        native: bool = True,
-        stores=None,
-        deletes: bool = False,
-        rust: bool = True,
-        ctx=None,
-    ):
+    def datafusion_table(self, native: bool = True, ctx=None):
         """The ``datafusion.catalog.Table`` a schema provider returns for this table.
 
-        With ``native``, a table the Rust provider reads exactly is read by it
-        (``_rust``; unless ``rust`` is false), else a table whose files DataFusion's own
-        Parquet reader reads exactly is read by it (see ``_native``); otherwise
-        everything goes through the adapter. ``stores``
-        (``_object_stores.SessionStores``) lets S3 files be read by ``_native``;
-        ``deletes``, local files with deletes (``_native_deletes``). ``ctx``: the session
-        the table is planned in, when known (it decodes the filters pushed to the Rust
-        provider; else DataFusion's global context does).
+        With ``native``, a table the Rust scan reads exactly is read by it (``_rust``);
+        every other table goes through the ``pyarrow.dataset`` adapter, the exact path.
+        ``ctx``: the session the table is planned in, when known (it decodes the filters
+        pushed to the Rust provider; else DataFusion's global context does).
         """
         from datafusion.catalog import Table
 
-        from ._native import native_table
-
-        if native and rust:
+        if native:
             from ._rust import rust_table
 
             table = rust_table(self, ctx)
             if table is not None:
                 return table
-
-        table = native_table(self, stores, deletes=deletes) if native else None
-        return table if table is not None else Table(self.dataset())
+        return Table(self.dataset())

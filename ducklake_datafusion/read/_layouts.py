@@ -2,14 +2,15 @@
 
 A file written before a column was renamed, added, dropped or widened still holds each
 of its columns under the field id DuckDB gave it, so the exact reader maps columns by id,
-batch by batch (``read/_file_columns``). DataFusion's and Spark's Parquet readers match by
-name, but the mapping is the same for every file written at the same columns, so a native
-scan resolves it once per file *layout*: a by-name scan schema of the physical fields the
+batch by batch (``read/_file_columns``). Spark's Parquet reader matches by name, but the
+mapping is the same for every file written at the same columns, so a native scan
+resolves it once per file *layout*: a by-name scan schema of the physical fields the
 table needs, and per table column the physical column under the table's name, its
 widening cast, or the column's initial default as a literal. Merged and flushed files
 hold per-row snapshot ids; their layout also drops the rows of later snapshots, as the
-exact reader does. The engines build the projections (``provider/_native_layouts``,
-``spark/_native``).
+exact reader does. Spark builds the projections (``spark/_native``); the Rust scan maps
+by field id itself (``rust/src/layouts.rs``) and takes from a layout only whether the
+file is mapped exactly, is of the current layout and holds per-row snapshot ids.
 
 Only conversions exact for every value are taken: the same type (string and binary
 encodings aside), an integer widened to an integer type that holds all its values, float

@@ -104,6 +104,8 @@ pub struct ScanReport {
     pub decoder_filters: bool,
     /// Files with deletes whose selection was already split into row groups.
     pub files_split: usize,
+    /// Kept files the exact reader read (the caller's `inlined` batches hold their rows).
+    pub files_read_exactly: usize,
 }
 
 impl ScanReport {
@@ -112,12 +114,17 @@ impl ScanReport {
             return "count from the catalog, no file read".to_string();
         }
         format!(
-            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}",
+            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}{}",
             self.files_kept,
             self.files_total,
             self.files_total - self.files_kept,
             self.files_with_deletes,
             self.rows_skipped,
+            if self.files_read_exactly > 0 {
+                format!(", {} read by the exact reader", self.files_read_exactly)
+            } else {
+                String::new()
+            },
             if self.decoder_filters {
                 ", filters evaluated while decoding"
             } else {
@@ -148,6 +155,9 @@ pub struct LakeProvider {
     local: bool,
     /// Files of the snapshot the Python planner already pruned (`lazy`): only reported.
     pub pruned: usize,
+    /// Kept files the Python side read with the exact reader (rows among `inlined`):
+    /// only reported.
+    pub read_exactly: usize,
     last: Mutex<ScanReport>,
 }
 
@@ -200,6 +210,7 @@ impl LakeProvider {
             scan_schema,
             local,
             pruned: 0,
+            read_exactly: 0,
             last: Mutex::new(ScanReport::default()),
         }
     }
@@ -247,7 +258,9 @@ impl LakeProvider {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let mut report = ScanReport {
-            files_total: self.files.len() + self.pruned,
+            files_total: self.files.len() + self.pruned + self.read_exactly,
+            files_read_exactly: self.read_exactly,
+            files_kept: self.read_exactly,
             filters: filters.len(),
             ..Default::default()
         };
@@ -291,7 +304,7 @@ impl LakeProvider {
         let kept_indices: Vec<usize> = (0..self.files.len()).filter(|&i| keep[i]).collect();
         let kept: Vec<&LakeFile> = kept_indices.iter().map(|&i| &self.files[i]).collect();
         let point_lookup = self.bounds.point_lookup(filters, &kept_indices);
-        report.files_kept = kept.len();
+        report.files_kept += kept.len();
         report.files_with_deletes = kept.iter().filter(|f| f.selection.is_some()).count();
         report.files_split = kept
             .iter()

@@ -162,9 +162,10 @@ impl PyLakeProvider {
     #[new]
     /// `snapshot`, when some file holds per-row snapshot ids (merged files), drops the
     /// rows of later snapshots.
-    /// `pruned`: files of the snapshot the caller already left out by the query's filters
-    /// (reported only).
-    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None, snapshot=None, pruned=0))]
+    /// `pruned`: files of the snapshot the caller already left out by the query's filters;
+    /// `read_exactly`: kept files the caller read with the exact reader, whose rows are
+    /// among `inlined` (both reported only).
+    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None, snapshot=None, pruned=0, read_exactly=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         table: String,
@@ -178,6 +179,7 @@ impl PyLakeProvider {
         defaults: Option<PyArrowType<RecordBatch>>,
         snapshot: Option<i64>,
         pruned: usize,
+        read_exactly: usize,
     ) -> PyResult<Self> {
         let schema = Arc::new(schema.0);
         let files = lake_files(&files.0)?;
@@ -241,6 +243,7 @@ impl PyLakeProvider {
             storage.get("kind").map(String::as_str).unwrap_or("local") == "local",
         );
         provider.pruned = pruned;
+        provider.read_exactly = read_exactly;
         Ok(Self {
             inner: Arc::new(provider),
         })
@@ -282,6 +285,7 @@ fn report_dict<'py>(
         out.set_item("from_catalog", report.from_catalog)?;
         out.set_item("decoder_filters", report.decoder_filters)?;
         out.set_item("files_split", report.files_split)?;
+        out.set_item("files_read_exactly", report.files_read_exactly)?;
         Ok(out)
     }
 }
