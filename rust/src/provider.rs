@@ -42,7 +42,6 @@ use datafusion_datasource_parquet::{CachedParquetFileReaderFactory, ParquetRowSe
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::ObjectStore;
-use parquet::arrow::arrow_reader::RowSelection;
 
 use crate::checks::{CheckedReaderFactory, Expected};
 use crate::deletes::RowGroupSelections;
@@ -70,7 +69,7 @@ pub struct LakeFile {
     pub record_count: u64,
     /// Rows deleted at the snapshot (the selection skips them).
     pub deleted: u64,
-    pub selection: Option<RowSelection>,
+    pub selection: Option<Arc<ParquetRowSelection>>,
     /// `selection` split into the file's row groups, once it has been opened.
     pub row_groups: RowGroupSelections,
 }
@@ -484,13 +483,17 @@ fn partitioned_file(file: &LakeFile) -> PartitionedFile {
         record_count: file.record_count,
     });
     if let Some(selection) = &file.selection {
-        part = match file.row_groups.get() {
-            Some(plan) => part.with_extension(plan.clone()),
+        // shared, not copied: a file's selection can hold tens of thousands of selectors
+        match file.row_groups.get() {
+            Some(plan) => {
+                part.extensions.insert_arc(Arc::clone(plan));
+            }
             // the reader derives the split when it opens the file (`CheckedReader`)
-            None => part
-                .with_extension(ParquetRowSelection::new(selection.clone()))
-                .with_extension(file.row_groups.clone()),
-        };
+            None => {
+                part.extensions.insert_arc(Arc::clone(selection));
+                part = part.with_extension(file.row_groups.clone());
+            }
+        }
     }
     part
 }

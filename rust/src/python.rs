@@ -31,6 +31,7 @@ use crate::lazy::{LazyProvider, Resolved};
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
 use crate::task_context::CachedTaskContext;
+use datafusion_datasource_parquet::ParquetRowSelection;
 
 pyo3::create_exception!(
     _rust,
@@ -140,7 +141,7 @@ fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
                     PyValueError::new_err(format!("deleted rows of {}: {e}", file.path))
                 })?;
                 file.deleted = positions.len() as u64;
-                file.selection = Some(selection);
+                file.selection = Some(Arc::new(ParquetRowSelection::new(selection)));
             }
         }
         files.push(file);
