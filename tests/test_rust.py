@@ -151,6 +151,23 @@ def test_explain_shows_the_rust_scan(ranged_lake):
     assert "DatasetExec" not in plan
 
 
+def test_the_scan_is_one_leaf_for_the_caller(ranged_lake):
+    """The caller sees one leaf (``rust/src/guard.rs``): its optimizer cannot wrap the
+    inner Parquet scan in a node of its own, so each partition crosses the FFI boundary
+    once; ``EXPLAIN ANALYZE`` still shows the Parquet scan's metrics on that line."""
+    ctx = SessionContext()
+    register(ctx, "lake", _catalog(ranged_lake))
+    sql = "SELECT k, s FROM lake.main.t WHERE k < 1500"
+    plan = "\n".join(r["plan"] for r in ctx.sql("EXPLAIN " + sql).to_pylist())
+    scan = [line for line in plan.splitlines() if "DuckLakeScanExec" in line]
+    assert len(scan) == 1 and "number_of_children=0" in scan[0], plan
+    assert "DataSourceExec" not in plan, plan
+    analyzed = ctx.sql("EXPLAIN ANALYZE " + sql).to_arrow_table().column(1)[0].as_py()
+    scan = [line for line in analyzed.splitlines() if "DuckLakeScanExec" in line]
+    assert len(scan) == 1 and "files_opened=" in scan[0], analyzed
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), ranged_lake.reference(sql))
+
+
 def test_the_version_guard_refuses_another_datafusion_major(monkeypatch):
     import datafusion
 
