@@ -40,6 +40,11 @@ __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
 UNREADABLE_TABLE = "__catalog_unreadable__"
 
 
+def _require_bool(option: str, value) -> None:
+    if not isinstance(value, bool):
+        raise InvalidOptionError(f"{option} must be True or False, got {value!r}")
+
+
 class TableNames(list):
     """Table names as DataFusion wants them (a list attribute) that can still be called.
 
@@ -89,21 +94,18 @@ class DuckLakeCatalog(CatalogProvider):
         native_deletes: bool | None = None,
         rust: bool | None = None,
     ) -> None:
-        for option, value in (
-            ("native", native),
-            ("native_deletes", native_deletes),
-            ("rust", rust),
-        ):
-            if value is not None and not isinstance(value, bool):
-                raise InvalidOptionError(f"{option} must be True or False, got {value!r}")
-            if option != "native" and value is not None:
-                warnings.warn(
-                    f"DuckLakeCatalog({option}=...) has no effect and will be removed: "
-                    "the native scan (Rust) reads every table it reads exactly, deletes "
-                    "included; pass native=False for the exact reader alone",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
+        _require_bool("native", native)
+        for option, value in (("native_deletes", native_deletes), ("rust", rust)):
+            if value is None:
+                continue
+            _require_bool(option, value)
+            warnings.warn(
+                f"DuckLakeCatalog({option}=...) has no effect and will be removed: "
+                "the native scan (Rust) reads every table it reads exactly, deletes "
+                "included; pass native=False for the exact reader alone",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self.native = native
         self._metadata = metadata
         self._metadata_schema = metadata_schema

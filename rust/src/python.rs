@@ -13,6 +13,7 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::execution::TaskContextProvider;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion_datasource_parquet::ParquetRowSelection;
 use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
@@ -31,7 +32,6 @@ use crate::lazy::{LazyProvider, Resolved};
 use crate::provider::{LakeFile, LakeProvider};
 use crate::pruning::FileBounds;
 use crate::task_context::CachedTaskContext;
-use datafusion_datasource_parquet::ParquetRowSelection;
 
 pyo3::create_exception!(
     _rust,

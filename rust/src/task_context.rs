@@ -16,6 +16,7 @@
 //! the session's own functions, above the scan.
 
 use std::collections::HashSet;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::execution::{TaskContext, TaskContextProvider};
@@ -23,7 +24,6 @@ use datafusion_ffi::execution::{FFI_TaskContext, FFI_TaskContextProvider};
 
 /// The function names a context was built from, by kind (any session: the names are what
 /// decoding looks up).
-#[derive(Default)]
 struct Names {
     scalar: HashSet<String>,
     aggregate: HashSet<String>,
@@ -54,18 +54,9 @@ fn function_names(context: &FFI_TaskContext) -> Names {
     // SAFETY: the function pointers of an FFI_TaskContext are valid while it lives.
     unsafe {
         Names {
-            scalar: (context.scalar_functions)(context)
-                .iter()
-                .map(|(name, _)| name.to_string())
-                .collect(),
-            aggregate: (context.aggregate_functions)(context)
-                .iter()
-                .map(|(name, _)| name.to_string())
-                .collect(),
-            window: (context.window_functions)(context)
-                .iter()
-                .map(|(name, _)| name.to_string())
-                .collect(),
+            scalar: names_of(&(context.scalar_functions)(context)),
+            aggregate: names_of(&(context.aggregate_functions)(context)),
+            window: names_of(&(context.window_functions)(context)),
         }
     }
 }
@@ -76,28 +67,21 @@ fn function_names(context: &FFI_TaskContext) -> Names {
 fn same_functions(context: &FFI_TaskContext, known: &Names) -> bool {
     // SAFETY: the function pointers of an FFI_TaskContext are valid while it lives.
     unsafe {
-        let scalar = (context.scalar_functions)(context);
-        if scalar.len() != known.scalar.len()
-            || !scalar
-                .iter()
-                .all(|(name, _)| known.scalar.contains(&**name))
-        {
-            return false;
-        }
-        let aggregate = (context.aggregate_functions)(context);
-        if aggregate.len() != known.aggregate.len()
-            || !aggregate
-                .iter()
-                .all(|(name, _)| known.aggregate.contains(&**name))
-        {
-            return false;
-        }
-        let window = (context.window_functions)(context);
-        window.len() == known.window.len()
-            && window
-                .iter()
-                .all(|(name, _)| known.window.contains(&**name))
+        same_names(&(context.scalar_functions)(context), &known.scalar)
+            && same_names(&(context.aggregate_functions)(context), &known.aggregate)
+            && same_names(&(context.window_functions)(context), &known.window)
     }
+}
+
+/// The names of a `(name, function)` list as the caller hands it over.
+fn names_of<N: Deref<Target = str>, F>(list: &[(N, F)]) -> HashSet<String> {
+    list.iter().map(|(name, _)| name.to_string()).collect()
+}
+
+/// Whether a `(name, function)` list names exactly `known` (the caller's registry has
+/// one entry per name).
+fn same_names<N: Deref<Target = str>, F>(list: &[(N, F)], known: &HashSet<String>) -> bool {
+    list.len() == known.len() && list.iter().all(|(name, _)| known.contains(&**name))
 }
 
 impl TaskContextProvider for CachedTaskContext {
