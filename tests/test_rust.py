@@ -10,6 +10,7 @@ test; these tests also assert which path ran.
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from datafusion import SessionContext
 from lakes import assert_same_rows
@@ -168,6 +169,26 @@ def test_the_scan_is_one_leaf_for_the_caller(ranged_lake):
     assert_same_rows(ctx.sql(sql).to_arrow_table(), ranged_lake.reference(sql))
 
 
+@pytest.mark.parametrize("batch_size", [100, 8192])
+def test_partitions_run_with_the_planning_session_s_settings(make_lake, batch_size):
+    """A scan's partitions execute with the task context captured when the session
+    planned them, not one rebuilt from the caller's across the boundary
+    (``rust/src/crossing.rs``): the session's settings still reach the Parquet scan."""
+    from datafusion import SessionConfig
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t AS SELECT i AS k, 's' || i AS s FROM range(5000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3")
+    ctx = SessionContext(SessionConfig().with_batch_size(batch_size))
+    register(ctx, "lake", _catalog(lake))
+    sql = "SELECT k, s FROM lake.main.t"
+    assert _is_rust(lake, sql)
+    batches = ctx.sql(sql).collect()
+    largest = max(b.num_rows for b in batches)
+    assert largest <= batch_size and (batch_size < 5000 or largest > 100), largest
+    assert_same_rows(pa.Table.from_batches(batches), lake.reference(sql))
+
+
 def test_the_version_guard_refuses_another_datafusion_major(monkeypatch):
     import datafusion
 
@@ -208,7 +229,6 @@ def test_a_query_outlives_its_session_object(ranged_lake):
 def test_a_filter_with_a_session_udf_on_a_registered_catalog(ranged_lake):
     """A filter calling a function registered only on the user's session: the answer is
     right (DataFusion applies every pushed filter again)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
     from datafusion import udf
 
@@ -229,7 +249,6 @@ def test_functions_registered_between_queries_are_the_session_s_own(ranged_lake,
     when the session evaluates filters inside the Parquet decoder. (Python functions
     travel with their body; a function the scan decodes by name may be an older body, so
     the scan never evaluates conjuncts calling functions: ``calls_a_function``.)"""
-    import pyarrow as pa
     import pyarrow.compute as pc
     from datafusion import SessionConfig, udf
 
@@ -388,7 +407,6 @@ def test_merged_files_drop_rows_of_later_snapshots(make_lake):
 def test_a_panic_inside_the_extension_does_not_abort_python():
     """PyO3 turns a panic in a method into an exception; bad input is an error, not a
     crash."""
-    import pyarrow as pa
 
     rust = _rust.extension()
     schema = pa.schema([pa.field("k", pa.int64())])

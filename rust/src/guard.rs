@@ -35,12 +35,17 @@ use datafusion::physical_plan::{
 };
 use futures::Stream;
 
+use crate::crossing::Crossing;
+
 /// Wraps the scan's plan; `summary` is what `EXPLAIN` shows (files kept and pruned, files
 /// with deletes, rows skipped by row selections).
+/// Handed to the caller, it carries the task context its partitions run with
+/// (`crossing`).
 #[derive(Debug)]
 pub struct GuardExec {
     name: String,
     input: Arc<dyn ExecutionPlan>,
+    crossing: Option<Arc<Crossing>>,
 }
 
 impl GuardExec {
@@ -48,6 +53,7 @@ impl GuardExec {
         Self {
             name: format!("DuckLakeScanExec: {summary}"),
             input,
+            crossing: None,
         }
     }
 
@@ -55,7 +61,22 @@ impl GuardExec {
         Self {
             name: self.name.clone(),
             input,
+            crossing: self.crossing.clone(),
         }
+    }
+
+    /// The guard as it crosses to the caller (`crossing::for_the_caller`).
+    pub fn with_crossing(&self, crossing: &Arc<Crossing>) -> Self {
+        Self {
+            name: self.name.clone(),
+            input: Arc::clone(&self.input),
+            crossing: Some(Arc::clone(crossing)),
+        }
+    }
+
+    /// The task context captured when the scan was planned, once handed to the caller.
+    pub fn captured_context(&self) -> Option<Arc<TaskContext>> {
+        self.crossing.as_ref().map(|crossing| crossing.context())
     }
 }
 
@@ -124,7 +145,11 @@ impl ExecutionPlan for GuardExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if children.is_empty() {
-            return Ok(self);
+            // the caller's copy keeps executing with the captured context
+            return match self.crossing.clone() {
+                Some(crossing) => crossing.to_caller(self),
+                None => Ok(self),
+            };
         }
         Err(DataFusionError::Internal(
             "DuckLakeScanExec is a leaf: it takes no children".to_string(),
@@ -136,10 +161,15 @@ impl ExecutionPlan for GuardExec {
         target_partitions: usize,
         config: &ConfigOptions,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        Ok(self
-            .input
-            .repartitioned(target_partitions, config)?
-            .map(|input| Arc::new(self.with_input(input)) as Arc<dyn ExecutionPlan>))
+        let Some(input) = self.input.repartitioned(target_partitions, config)? else {
+            return Ok(None);
+        };
+        let guard: Arc<dyn ExecutionPlan> = Arc::new(self.with_input(input));
+        // the caller's copy keeps executing with the captured context
+        match &self.crossing {
+            Some(crossing) => crossing.to_caller(guard).map(Some),
+            None => Ok(Some(guard)),
+        }
     }
 
     fn execute(

@@ -7,11 +7,13 @@
 //! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
 //! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
 //! as row selections), `layouts` (older file layouts mapped by field id), `stores`
-//! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `checks` (files re-checked
+//! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `crossing` (a scan's partitions
+//! executed across the boundary without converting the session's functions), `checks` (files re-checked
 //! against the catalog when the scan opens them, local files read in place), `task_context`
 //! (the session's functions, converted for decoding filters once per set of names).
 
 mod checks;
+mod crossing;
 mod deletes;
 mod guard;
 mod layouts;

@@ -354,20 +354,21 @@ fn provider_capsule<'py>(
     provider: Arc<dyn datafusion::catalog::TableProvider + Send>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let mut codec = logical_codec(session.clone())?;
-    let mut provider = provider;
+    let mut held = None;
     if let Some(foreign) = task_context_provider(&session)? {
         // the session's functions converted once, not on every call (`task_context`)
         let cached = Arc::new(CachedTaskContext::new(foreign));
         let as_provider: Arc<dyn TaskContextProvider> = Arc::clone(&cached) as _;
         let inner: Arc<dyn LogicalExtensionCodec> = (&codec).into();
         codec = FFI_LogicalExtensionCodec::new(inner, None, &as_provider);
-        // the codec holds it weakly: the provider keeps it alive
-        provider = Arc::new(KeepAlive {
-            inner: provider,
-            _held: cached,
-        });
+        held = Some(cached);
     }
     let handle = runtime()?.handle().clone();
+    let provider = Arc::new(AtTheBoundary {
+        inner: provider,
+        runtime: handle.clone(),
+        _held: held,
+    });
     let provider = FFI_TableProvider::new_with_ffi_codec(provider, true, Some(handle), codec);
     PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
 }
@@ -392,15 +393,18 @@ fn task_context_provider(session: &Bound<'_, PyAny>) -> PyResult<Option<FFI_Task
     Ok(Some(provider.clone()))
 }
 
-/// A provider that also keeps something alive as long as DataFusion holds it.
+/// The provider as the caller holds it: its scans cross the boundary with the planning
+/// session's context (`crossing`), and it keeps the codec's task context provider alive
+/// (the codec holds it weakly).
 #[derive(Debug)]
-struct KeepAlive {
+struct AtTheBoundary {
     inner: Arc<dyn TableProvider + Send>,
-    _held: Arc<CachedTaskContext>,
+    runtime: tokio::runtime::Handle,
+    _held: Option<Arc<CachedTaskContext>>,
 }
 
 #[async_trait::async_trait]
-impl TableProvider for KeepAlive {
+impl TableProvider for AtTheBoundary {
     fn schema(&self) -> arrow::datatypes::SchemaRef {
         self.inner.schema()
     }
@@ -427,7 +431,8 @@ impl TableProvider for KeepAlive {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
-        self.inner.scan(state, projection, filters, limit).await
+        let plan = self.inner.scan(state, projection, filters, limit).await?;
+        crate::crossing::for_the_caller(plan, state, self.runtime.clone())
     }
 }
 
