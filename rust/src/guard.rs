@@ -38,9 +38,8 @@ use futures::Stream;
 use crate::crossing::Crossing;
 
 /// Wraps the scan's plan; `summary` is what `EXPLAIN` shows (files kept and pruned, files
-/// with deletes, rows skipped by row selections).
-/// Handed to the caller, it carries the task context its partitions run with
-/// (`crossing`).
+/// with deletes, rows skipped by row selections). Handed to the caller, it carries the
+/// task context its partitions run with (`crossing`).
 #[derive(Debug)]
 pub struct GuardExec {
     name: String,
