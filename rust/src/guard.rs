@@ -67,15 +67,26 @@ impl GuardExec {
     /// The guard as it crosses to the caller (`crossing::for_the_caller`).
     pub fn with_crossing(&self, crossing: &Arc<Crossing>) -> Self {
         Self {
-            name: self.name.clone(),
-            input: Arc::clone(&self.input),
             crossing: Some(Arc::clone(crossing)),
+            ..self.with_input(Arc::clone(&self.input))
         }
     }
 
     /// The task context captured when the scan was planned, once handed to the caller.
     pub fn captured_context(&self) -> Option<Arc<TaskContext>> {
         self.crossing.as_ref().map(|crossing| crossing.context())
+    }
+}
+
+/// A guard the optimizer derived from one handed to the caller, in the same form, so its
+/// partitions keep executing with the captured context (`crossing`).
+fn handed_over(
+    crossing: Option<&Crossing>,
+    guard: Arc<dyn ExecutionPlan>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    match crossing {
+        Some(crossing) => crossing.to_caller(guard),
+        None => Ok(guard),
     }
 }
 
@@ -144,11 +155,8 @@ impl ExecutionPlan for GuardExec {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if children.is_empty() {
-            // the caller's copy keeps executing with the captured context
-            return match self.crossing.clone() {
-                Some(crossing) => crossing.to_caller(self),
-                None => Ok(self),
-            };
+            let crossing = self.crossing.clone();
+            return handed_over(crossing.as_deref(), self);
         }
         Err(DataFusionError::Internal(
             "DuckLakeScanExec is a leaf: it takes no children".to_string(),
@@ -163,12 +171,7 @@ impl ExecutionPlan for GuardExec {
         let Some(input) = self.input.repartitioned(target_partitions, config)? else {
             return Ok(None);
         };
-        let guard: Arc<dyn ExecutionPlan> = Arc::new(self.with_input(input));
-        // the caller's copy keeps executing with the captured context
-        match &self.crossing {
-            Some(crossing) => crossing.to_caller(guard).map(Some),
-            None => Ok(Some(guard)),
-        }
+        handed_over(self.crossing.as_deref(), Arc::new(self.with_input(input))).map(Some)
     }
 
     fn execute(
