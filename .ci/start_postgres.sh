@@ -9,6 +9,8 @@
 #     make test
 #     .ci/stop_postgres.sh "$DUCKLAKE_TEST_PG_DIR"
 #
+# PG_MAX_CONNECTIONS (default 100, PostgreSQL's own) caps the server's connections: the
+# leak tests start a small server of their own with it, so that a leak fails loudly.
 # As root the server runs as the `postgres` user (initdb refuses root); otherwise as yourself.
 # Needs the PostgreSQL server binaries (Debian: `apt-get install postgresql`); .ci/run installs them.
 set -euo pipefail
@@ -47,7 +49,7 @@ fi
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
 # The socket goes into our own directory: /var/run/postgresql may not exist or be writable.
 "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >&2 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=${PG_MAX_CONNECTIONS:-100}" start >&2 \
     || { cat "$dir/server.log" >&2; exit 1; }
 
 echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" \

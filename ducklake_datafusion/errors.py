@@ -15,6 +15,7 @@ from __future__ import annotations
 from ._secrets import scrub
 
 __all__ = [
+    "CatalogClosedError",
     "CatalogError",
     "CatalogLockedError",
     "CatalogNotFoundError",
@@ -48,6 +49,10 @@ class DuckLakeError(Exception):
 
 class CatalogError(DuckLakeError):
     """The catalog database cannot be used."""
+
+
+class CatalogClosedError(CatalogError):
+    """The catalog was closed (``close()`` or the end of its ``with`` block)."""
 
 
 class CatalogNotFoundError(CatalogError):

@@ -29,17 +29,9 @@ def _long_lived(lake):
     return catalog, ctx
 
 
-def _release(catalog) -> None:
-    """Let go of a DuckDB catalog file now so the writer can attach (the memo stays)."""
-    close = getattr(catalog.backend, "close", None)
-    if close is not None:
-        close()
-
-
 def _same(lake, catalog, ctx, sql: str) -> None:
     lake.reader_args()  # the writer lets go of a DuckDB catalog file
     actual = ctx.sql(sql).to_arrow_table()
-    _release(catalog)
     assert_same_rows(actual, lake.reference(sql))
 
 
@@ -80,7 +72,6 @@ def test_expired_snapshot_is_refused_after_it_was_read(lake):
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(30, 60) r(i)")
     catalog, ctx = _long_lived(lake)
     assert ctx.sql(f'SELECT count(*) AS n FROM lake.main."t@v{old}"').to_pylist() == [{"n": 30}]
-    _release(catalog)
     lake.sql(f"CALL ducklake_expire_snapshots('lake', versions => [{old}])")
     lake.reader_args()
     with pytest.raises(Exception, match="expired|does not exist|not found"):
@@ -98,7 +89,6 @@ def test_unchanged_lake_reads_only_the_version(lake):
     catalog, ctx = _long_lived(lake)
     sql = "SELECT count(*) AS n FROM lake.main.t WHERE i > 10"
     first = ctx.sql(sql).to_pylist()
-    _release(catalog)
     assert first == lake.reference(sql).to_pylist()
     lake.reader_args()
     statements: list[str] = []
@@ -125,7 +115,6 @@ def test_unchanged_lake_reads_only_the_version(lake):
         assert ctx.sql(sql).to_pylist() == first
     finally:
         backend.session = original
-        _release(catalog)
     assert all("max(snapshot_id), count(*)" in s for s in statements), statements
     if lake.spec.catalog == "duckdb":
         assert statements == []
@@ -143,7 +132,7 @@ def test_catalog_objects_share_one_attachment_of_a_duckdb_file(make_lake):
     with first.backend.session() as outer, second.backend.session() as inner:
         assert outer.lake_version() == inner.lake_version()
     before = [first.table("main", "t").to_arrow(), second.table("main", "t").to_arrow()]
-    first.backend.close()  # detaches for both: DuckDB can attach again at once
+    first.close()  # the second keeps reading (each holds the shared copy)
     for table in before:
         assert_same_rows(table, lake.reference("SELECT * FROM lake.main.t"))
     lake.sql("INSERT INTO lake.main.t VALUES (10)")

@@ -58,6 +58,10 @@ class MetadataBackend(Protocol):
     def session(self) -> AbstractContextManager[MetadataSession]:
         """Open one consistent read-only view; closing it ends the transaction."""
 
+    def close(self) -> None:
+        """Release every connection (on every thread) and private copy now; later
+        sessions raise ``CatalogClosedError``. Freeing the backend does the same."""
+
 
 def open_backend(metadata: str, metadata_schema: str | None = None) -> MetadataBackend:
     """Parse a catalog string as DuckDB's ``ATTACH 'ducklake:...'`` accepts it.

@@ -14,6 +14,10 @@ identity, size and modification time are compared before and after, and a file m
 within ``QUIET_SECONDS`` (longer than the kernel's timestamp granularity) is first let
 settle. The copy is kept while the files' signature stays the same (one ``stat`` per
 query), and replaced when the catalog changes or is replaced by another file.
+
+The copies of one file are shared by every backend of that file in the process, and held
+by them: when the last backend holding a file is freed or closed, its copy is detached and
+its temporary directory deleted, so a catalog dropped leaves no file behind.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -32,6 +37,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import (
+    CatalogClosedError,
     CatalogError,
     CatalogLockedError,
     CatalogNotFoundError,
@@ -137,7 +143,31 @@ class _SharedInstance:
         self._lock = threading.Lock()
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._files: dict[str, _Copy] = {}
+        # backends holding each file (``hold``/``release``): its copy is kept while any does
+        self._holders: dict[str, int] = {}
         self._aliases = itertools.count()
+
+    def hold(self, path: str) -> None:
+        """A backend of ``path`` starts using copies of it."""
+        with self._lock:
+            self._holders[path] = self._holders.get(path, 0) + 1
+
+    def release(self, path: str) -> None:
+        """A backend of ``path`` is done: the last one out retires the file's copy."""
+        with self._lock:
+            left = self._holders.get(path, 0) - 1
+            if left > 0:
+                self._holders[path] = left
+                return
+            self._holders.pop(path, None)
+            entry = self._files.get(path)
+            if entry is not None:
+                self._retire(entry)
+
+    def copies(self) -> int:
+        """How many copies are attached now (for tests and the soak benchmark)."""
+        with self._lock:
+            return len(self._files)
 
     def _instance(self) -> duckdb.DuckDBPyConnection:
         if self._connection is None:
@@ -326,12 +356,18 @@ class DuckDBBackend:
         schema = f" (metadata schema {metadata_schema!r})" if metadata_schema else ""
         self.description = f"DuckDB catalog {self.path}{schema}"
         self.cache: dict = {}
+        _SHARED.hold(self.path)
+        self._closed = weakref.finalize(self, _SHARED.release, self.path)
 
     def __reduce__(self):
         return (DuckDBBackend, (self.path, self.metadata_schema))
 
     @contextmanager
     def session(self) -> Iterator[_DuckDBSession]:
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to read it again"
+            )
         signature = file_signature(self.path)
         self._check_identity(signature)
         schema = self.metadata_schema or "main"
@@ -346,4 +382,8 @@ class DuckDBBackend:
             self.cache["file_identity"] = identity
 
     def close(self) -> None:
-        """Nothing to release: the catalog file itself is never held open."""
+        """Stop holding the private copy (the catalog file itself is never held open): the
+        last backend of the file to close deletes it. Later sessions raise
+        ``CatalogClosedError``."""
+        self._closed()
+        self.cache.clear()

@@ -3,6 +3,8 @@
 One connection per thread is kept and reused across queries; each metadata read runs in
 its own ``REPEATABLE READ READ ONLY`` transaction, which is committed (ended) before the
 session returns, so no transaction stays open between queries and nothing can be written.
+The connections of every thread close with the backend: when it is freed, or at once by
+``close()`` (``_connections.ThreadConnections``).
 Inlined values that PostgreSQL stores in types Arrow cannot take directly (numeric,
 intervals, times with zone, timestamps, uuids) are fetched as text and parsed later with
 DuckDB's cast rules, exactly like the writer produced them.
@@ -11,14 +13,15 @@ DuckDB's cast rules, exactly like the writer produced them.
 from __future__ import annotations
 
 import re
-import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import pyarrow as pa
 
-from ..errors import CatalogError, CatalogNotFoundError, MissingDependencyError
+from ..errors import CatalogClosedError, CatalogError, CatalogNotFoundError, MissingDependencyError
 from ._bulk import parse_csv
+from ._connections import ThreadConnections
 from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase
 
@@ -114,17 +117,28 @@ class PostgresBackend:
         self.metadata_schema = metadata_schema
         schema = f" (metadata schema {metadata_schema!r})" if metadata_schema else ""
         self.description = f"PostgreSQL catalog {_redact(self._dsn)}{schema}"
-        self._local = threading.local()
+        self.connections = ThreadConnections(lambda connection: connection.close())
+        self._closed = weakref.finalize(self, self.connections.close_all)
         self.cache: dict = {}
 
     def __reduce__(self):
         return (PostgresBackend, (self._dsn, self.metadata_schema))
 
+    def close(self) -> None:
+        """Close the connections of every thread now; later sessions raise
+        ``CatalogClosedError``."""
+        self._closed()
+        self.cache.clear()
+
     def _connection(self):
         psycopg = _import_psycopg()
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and not connection.closed:
-            return connection
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to read it again"
+            )
+        held = self.connections.get()
+        if held is not None and held[0] is not None and not held[0].closed:
+            return held[0]
         try:
             connection = psycopg.connect(self._dsn, autocommit=False)
         except psycopg.OperationalError as exc:
@@ -148,7 +162,7 @@ class PostgresBackend:
         # Every session is one snapshot-consistent, read-only transaction.
         connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         connection.read_only = True
-        self._local.connection = connection
+        self.connections.put(connection)
         return connection
 
     @contextmanager
@@ -163,4 +177,4 @@ class PostgresBackend:
             try:
                 connection.rollback()
             except psycopg.Error:
-                self._local.connection = None
+                self.connections.forget()

@@ -2,27 +2,31 @@
 
 SQLite allows concurrent readers next to a writer. Each session opens the file read-only
 (``mode=ro``), so nothing here can write to the user's catalog, and runs in one deferred
-transaction, which SQLite keeps consistent from the first read to the end.
+transaction, which SQLite keeps consistent from the first read to the end. The
+connections of every thread close with the backend: when it is freed, or at once by
+``close()`` (``_connections.ThreadConnections``).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import urllib.parse
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import pyarrow as pa
 
 from ..errors import (
+    CatalogClosedError,
     CatalogError,
     CatalogLockedError,
     CatalogNotFoundError,
     NotADuckLakeCatalogError,
 )
 from ._bulk import SQLITE_NULL, SQLITE_QUOTE, parse_csv, sqlite_csv_query
+from ._connections import ThreadConnections
 from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase, file_identity
 
@@ -71,11 +75,18 @@ class SQLiteBackend:
     def __init__(self, path: str) -> None:
         self.path = os.path.abspath(os.path.expanduser(path))
         self.description = f"SQLite catalog {self.path}"
-        self._local = threading.local()
+        self.connections = ThreadConnections(lambda connection: connection.close())
+        self._closed = weakref.finalize(self, self.connections.close_all)
         self.cache: dict = {}
 
     def __reduce__(self):
         return (SQLiteBackend, (self.path,))
+
+    def close(self) -> None:
+        """Close the connections of every thread now; later sessions raise
+        ``CatalogClosedError``."""
+        self._closed()
+        self.cache.clear()
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, re-opened when the catalog file was replaced.
@@ -84,6 +95,10 @@ class SQLiteBackend:
         over the path (a restore from backup), so the file's identity is compared on every
         session; a replaced file also drops every memo read from the old one.
         """
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to read it again"
+            )
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -93,9 +108,9 @@ class SQLiteBackend:
         except OSError as exc:
             raise CatalogError(f"{self.description} cannot be read: {exc}") from exc
         identity = file_identity(info)
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and self._local.identity != identity:
-            connection.close()
+        connection, held_identity = self.connections.get() or (None, None)
+        if connection is not None and held_identity != identity:
+            self.connections.forget()
             connection = None
         if identity != self.cache.get("file_identity"):
             self.cache.clear()
@@ -108,8 +123,7 @@ class SQLiteBackend:
                 )
             except sqlite3.Error as exc:
                 raise self._translate(exc) from exc
-            self._local.connection = connection
-            self._local.identity = identity
+            self.connections.put(connection, identity)
         return connection
 
     @contextmanager
@@ -118,7 +132,7 @@ class SQLiteBackend:
         try:
             connection.execute("BEGIN")
         except sqlite3.Error as exc:
-            self._local.connection = None
+            self.connections.forget()
             raise self._translate(exc) from exc
         try:
             yield _SQLiteSession(connection, self.cache, self.description)

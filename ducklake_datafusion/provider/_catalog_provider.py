@@ -30,6 +30,7 @@ from ..catalog._models import SnapshotInfo
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake
 from ..scan._lookup import find_table
+from ._rust import forget_catalog
 from ._table import DuckLakeTable
 from ._views import find_view, plannable_view_names, view_table
 
@@ -79,6 +80,12 @@ class DuckLakeCatalog(CatalogProvider):
     Attributes:
         lake: the engine-neutral ``scan.Lake`` this catalog adapts (catalog access,
             snapshot pin, table resolution and planning); Spark reads through the same.
+
+    Resources: the catalog database's connections (on every thread that read through
+    this catalog, DataFusion's own included), a DuckDB file's private copy and the
+    providers planned for its snapshots are released when the catalog is no longer
+    referenced, and at once by :meth:`close` or at the end of ``with DuckLakeCatalog(...)
+    as lake:``; reading a closed catalog raises ``CatalogClosedError``.
     """
 
     def __init__(
@@ -119,6 +126,19 @@ class DuckLakeCatalog(CatalogProvider):
         )
 
     # -- lake-level API ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the catalog database now: every thread's connection, a DuckDB file's
+        private copy, the providers planned through it. Idempotent; a query of a closed
+        catalog raises ``CatalogClosedError``."""
+        self.lake.close()
+        forget_catalog(self.lake.backend)
+
+    def __enter__(self) -> DuckLakeCatalog:  # noqa: PYI034 - subclasses are not made
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     @property
     def backend(self) -> MetadataBackend:

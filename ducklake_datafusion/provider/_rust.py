@@ -58,9 +58,10 @@ from ..scan._conform import default_array
 from ..scan._planner import build_scan_plan
 from ..scan._pruning import FilePruner
 from ._file_layouts import SAFE_PATH, checked_layout, native_type, table_signature
-from ._rust_lazy import lazy_provider
+from ._owned_cache import MISSING, OwnedCache
+from ._rust_lazy import Resolver, forget_resolved, lazy_parts
 
-__all__ = ["extension", "rust_provider", "rust_table"]
+__all__ = ["extension", "forget_catalog", "rust_provider", "rust_table"]
 
 # Partitions a Rust scan is split into at least, whatever the session's target_partitions.
 MIN_PARTITIONS = max(2, os.cpu_count() or 2)
@@ -117,19 +118,34 @@ def _major(version: str) -> int:
 
 
 @dataclass(frozen=True)
-class _Built:
+class _Eager:
+    """A provider over every live file of the snapshot (plain data: it holds no table)."""
+
     provider: object  # _rust.LakeProvider
-    files: tuple[DataFileTask, ...]
-    backend: object  # held, so that its id in the key cannot be reused while cached
 
 
-# Providers by (catalog, table incl. its UUID, snapshot, columns, data path, storage): a
-# snapshot's files never change, so planning happens once. A later query re-checks each
-# file its scan opens, in Rust (``rust/src/checks.rs``: a local file's size, the footer's
-# row count), instead of stat-ing every file of the table on each lookup (30 ms for
-# 10,000 files).
-_built: dict[tuple, _Built | None] = {}
-_BUILT_MAX = 128
+@dataclass(frozen=True)
+class _Lazy:
+    """What a ``_rust.LazyProvider`` of the snapshot is made of, but its resolver: the
+    resolver holds the table (and so its catalog), so it is made afresh per query."""
+
+    name: str
+    schema: pa.Schema
+
+
+# Providers by catalog backend, then (table incl. its UUID, snapshot, columns, data path,
+# storage): a snapshot's files never change, so planning happens once. A later query
+# re-checks each file its scan opens, in Rust (``rust/src/checks.rs``: a local file's size,
+# the footer's row count), instead of stat-ing every file of the table on each lookup
+# (30 ms for 10,000 files). The backend is held weakly (``OwnedCache``): a dropped catalog
+# takes its entries, and nothing here keeps its connections open.
+_built = OwnedCache(max_entries=128)
+
+
+def forget_catalog(backend) -> None:
+    """Drop every provider planned through ``backend`` (its catalog was closed)."""
+    _built.forget(backend)
+    forget_resolved(backend)
 
 
 def rust_table(table, ctx=None):
@@ -150,36 +166,30 @@ def rust_provider(table):
         return None
     lake = table.lake
     key = (
-        id(lake.backend),
-        lake.description,
         lake.data_path_override,
         lake.storage,
         table.entry,
         table.snapshot,
         table_signature(table),
     )
-    with _LOCK:
-        built = _built.get(key, False)
-    if built is not False:
-        return None if built is None else built.provider
-    lazy = lazy_provider(rust, table)
-    built = _Built(lazy, (), lake.backend) if lazy is not None else _build(rust, table)
-    with _LOCK:
-        if len(_built) >= _BUILT_MAX:
-            _built.pop(next(iter(_built)))
-        _built[key] = built
-    return None if built is None else built.provider
+    built = _built.get(lake.backend, key)
+    if built is MISSING:
+        lazy = lazy_parts(table)
+        built = _Lazy(*lazy) if lazy is not None else _build(rust, table)
+        _built.put(lake.backend, key, built)
+    if built is None:
+        return None
+    if isinstance(built, _Lazy):
+        return rust.LazyProvider(built.name, built.schema, Resolver(rust, table, key))
+    return built.provider
 
 
-def _build(rust, table) -> _Built | None:
+def _build(rust, table) -> _Eager | None:
     if not readable_columns(table):
         return None
     plan, files_meta = _full_plan(table)
     provider = build_provider(rust, table, plan, files_meta, bounds=True)
-    if provider is None:
-        return None
-    files = tuple(t for t in plan.tasks if isinstance(t, DataFileTask))
-    return _Built(provider, files, table.lake.backend)
+    return None if provider is None else _Eager(provider)
 
 
 def readable_columns(table) -> bool:

@@ -27,8 +27,6 @@ query, without reading a file row or opening a file, and keep the eager provider
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import replace
 
 import pyarrow as pa
@@ -40,40 +38,21 @@ from ..read import execute_plan
 from ..read._reader import deleted_positions_of
 from ..scan import DataFileTask
 from ..scan._planner import table_directory
+from ._owned_cache import MISSING, OwnedCache
 
-__all__ = ["Resolver", "catalog_count", "lazy_provider", "predicate_filter"]
+__all__ = ["Resolver", "catalog_count", "forget_resolved", "lazy_parts", "predicate_filter"]
 
-# Resolved providers, by (resolver, predicates): a repeated query of an unchanged snapshot
-# plans nothing again. One process-wide budget, oldest out, so that many snapshots and
-# filters of large tables cannot pile up providers (a provider holds ~150 bytes per file).
-_RESOLVED_MAX = 256
-_RESOLVED_FILES_MAX = 1_000_000
-_resolved: OrderedDict[tuple, tuple[object, int]] = OrderedDict()
-_resolved_files = 0
-_LOCK = threading.Lock()
-
-
-def _cached(key: tuple):
-    with _LOCK:
-        found = _resolved.get(key)
-        if found is None:
-            return None
-        _resolved.move_to_end(key)
-        return found[0]
+# Resolved providers, by catalog backend, then (the table's key in ``_rust._built``,
+# predicates): a repeated query of an unchanged snapshot plans nothing again. One
+# process-wide budget, oldest out, so that many snapshots and filters of large tables
+# cannot pile up providers (a provider holds ~150 bytes per file). The backend is held
+# weakly and a provider holds no table: a dropped catalog takes its entries.
+_resolved = OwnedCache(max_entries=256, max_cost=1_000_000)
 
 
-def _keep(key: tuple, provider, files: int) -> None:
-    global _resolved_files
-    with _LOCK:
-        if key in _resolved:
-            return
-        _resolved[key] = (provider, files)
-        _resolved_files += files
-        while len(_resolved) > _RESOLVED_MAX or (
-            _resolved_files > _RESOLVED_FILES_MAX and len(_resolved) > 1
-        ):
-            _, (_, dropped) = _resolved.popitem(last=False)
-            _resolved_files -= dropped
+def forget_resolved(backend) -> None:
+    """Drop every provider resolved through ``backend`` (its catalog was closed)."""
+    _resolved.forget(backend)
 
 
 def predicate_filter(predicates) -> pc.Expression | None:
@@ -152,18 +131,20 @@ class Resolver:
     ``_rust.LakeProvider`` over the files they cannot exclude out (or, for ``count(*)``,
     the table's row count from the catalog)."""
 
-    def __init__(self, rust, table) -> None:
+    def __init__(self, rust, table, table_key: tuple) -> None:
         self._rust = rust
         self._table = table
+        self._table_key = table_key  # the snapshot's key among the memoised providers
 
     def __call__(self, predicates, count_only: bool):
         if count_only:
             rows = catalog_count(self._table)
             if rows is not None:
                 return rows
-        key = (self, _key(predicates))  # the resolver held: its id is not reused
-        found = _cached(key)
-        if found is not None:
+        backend = self._table.lake.backend
+        key = (self._table_key, _key(predicates))
+        found = _resolved.get(backend, key)
+        if found is not MISSING:
             return found
         from ._rust import build_provider  # _rust imports this module
 
@@ -178,7 +159,8 @@ class Resolver:
             bounds=looked_up or False,
             read_rest=_read_exactly,
         )
-        _keep(key, provider, plan.stats.files_scanned)
+        if provider is not None:
+            _resolved.put(backend, key, provider, cost=plan.stats.files_scanned)
         return provider
 
 
@@ -215,9 +197,10 @@ def _summary(table):
     return settings, summary
 
 
-def lazy_provider(rust, table):
-    """A ``_rust.LazyProvider`` for ``table``, or ``None`` when the catalog says the Rust
-    scan cannot read it as a whole (decided from one aggregate query, no file opened).
+def lazy_parts(table) -> tuple[str, pa.Schema] | None:
+    """The name and schema of a ``_rust.LazyProvider`` for ``table`` (its resolver is made
+    per query: :class:`Resolver`), or ``None`` when the catalog says the Rust scan cannot
+    read it as a whole (decided from one aggregate query, no file opened).
 
     Files with names object-store paths spell differently are found among the files a
     scan keeps, and read exactly there (``build_provider``'s ``read_rest``).
@@ -234,7 +217,7 @@ def lazy_provider(rust, table):
         return None  # every file would be read exactly: the eager checks decide
     name = f"{table.entry.schema_name}.{table.entry.table_name}"
     schema = pa.schema([pa.field(c.name, c.arrow_type) for c in table.columns])  # the plan's
-    return rust.LazyProvider(name, schema, Resolver(rust, table))
+    return name, schema
 
 
 def catalog_count(table) -> int | None:

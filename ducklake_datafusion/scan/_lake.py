@@ -160,10 +160,9 @@ class Lake:
             return False
 
     def close(self) -> None:
-        """Release the catalog database now (a DuckDB file would stay locked a while)."""
-        close = getattr(self.backend, "close", None)
-        if close is not None:
-            close()
+        """Release the catalog database now: its connections on every thread, a DuckDB
+        file's private copy. Later reads raise ``CatalogClosedError``."""
+        self.backend.close()
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -44,7 +44,7 @@ pub struct LazyProvider {
     pub table: String,
     schema: SchemaRef,
     /// `resolver(predicates, count_only)` -> `LakeProvider` or an int (see `Resolved`).
-    resolver: Py<PyAny>,
+    resolver: ReleasedAtOnce,
     extract: fn(&Bound<'_, PyAny>) -> PyResult<Resolved>,
     last: Mutex<ScanReport>,
 }
@@ -67,7 +67,7 @@ impl LazyProvider {
         Self {
             table,
             schema,
-            resolver,
+            resolver: ReleasedAtOnce(Some(resolver)),
             extract,
             last: Mutex::new(ScanReport::default()),
         }
@@ -93,10 +93,37 @@ impl LazyProvider {
                     }
                 }
             }
-            let answer = self.resolver.bind(py).call1((predicates, count))?;
+            let answer = self.resolver.bind(py)?.call1((predicates, count))?;
             (self.extract)(&answer)
         })
         .map_err(|error| python_error(&self.table, error))
+    }
+}
+
+/// A Python object released as soon as its holder is dropped.
+///
+/// A `Py` dropped on a thread not attached to the interpreter (DataFusion drops providers
+/// on its runtime's threads) is only queued, and pyo3 releases the queue at this
+/// extension's next call into Python: the resolver, and with it the table and its
+/// catalog's connections, stayed alive until some later query. So the drop attaches
+/// (without blocking when the interpreter is shutting down: then the object is queued as
+/// before).
+pub struct ReleasedAtOnce(Option<Py<PyAny>>);
+
+impl ReleasedAtOnce {
+    fn bind<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+        self.0
+            .as_ref()
+            .map(|object| object.bind(py))
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("released"))
+    }
+}
+
+impl Drop for ReleasedAtOnce {
+    fn drop(&mut self) {
+        if let Some(object) = self.0.take() {
+            let _ = Python::try_attach(move |_py| drop(object));
+        }
     }
 }
 
