@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # which the tests are: the limit they meet is this minus 3).
 MAX_CONNECTIONS = 16
 CATALOGS = 200
+SPARK_READS = 20  # each ~0.3 s
 # What may be open beyond the baseline: a connection of a DataFusion runtime thread still
 # being torn down, a file a DuckDB instance keeps for its own use.
 SLACK = 2
@@ -210,3 +211,28 @@ def test_close_releases_at_once_and_a_closed_catalog_says_so(released_lake):
     assert closed[0] == before[0], f"connections {before[0]} -> {opened[0]} -> {closed[0]}"
     assert closed[1] <= before[1] + SLACK, f"descriptors {before[1]} -> {closed[1]}"
     assert closed[2] == before[2], f"catalog copies {before[2]} -> {closed[2]}"
+
+
+@pytest.mark.spark
+def test_spark_reads_release_their_catalogs(released_lake, spark):
+    """``read_table`` opens the catalog on the driver (and in the data source's Python
+    workers, for inlined rows) and must leave no connection or copy behind."""
+    from ducklake_datafusion.spark import read_table
+
+    lake = released_lake
+    args = lake.reader_args()
+    expected = lake.reference("SELECT k, s FROM lake.main.t")
+
+    def read() -> None:
+        frame = read_table(spark, args["metadata"], "main.t")
+        assert_same_rows(frame.toArrow(), expected)
+
+    read()  # warm: the format's registration, Spark's Python workers
+    gc.collect()
+    before = _held(lake)
+    for _ in range(SPARK_READS):
+        read()
+    gc.collect()
+    after = _held(lake)
+    assert after[0] <= before[0] + SLACK, f"connections {before[0]} -> {after[0]}"
+    assert after[2] <= before[2], f"catalog copies {before[2]} -> {after[2]}"
