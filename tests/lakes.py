@@ -50,6 +50,7 @@ from typing import Any, Literal
 import duckdb
 import duckdb_extensions
 import pyarrow as pa
+from lake_formats import format_under_test, migrated_copy
 
 __all__ = [
     "ALL_SPECS",
@@ -273,6 +274,7 @@ class Lake:
         self._on_close = on_close
         self._con: duckdb.DuckDBPyConnection | None = None
         self._attached: str | None = None  # None, "writer" or "oracle"
+        self._v11: tuple | None = None  # (catalog signature, migrated copy's reader args)
 
     def __repr__(self) -> str:
         return f"<Lake {self.spec.id} {self.metadata}>"
@@ -358,7 +360,37 @@ class Lake:
             args["data_path"] = self.mirror.data_path
         if self.metadata_schema is not None:
             args["metadata_schema"] = self.metadata_schema
+        if format_under_test() == "1.1":  # our reader reads a migrated copy (lake_formats)
+            metadata, schema = self._migrated()
+            args["metadata"] = metadata
+            if schema is not None:
+                args["metadata_schema"] = schema
         return args
+
+    def _migrated(self) -> tuple[str, str | None]:
+        """The 1.1 copy of the catalog, made again when the catalog changed since."""
+        signature = self._catalog_signature()
+        if self._v11 is None or self._v11[0] != signature:
+            self._v11 = (signature, migrated_copy(self.metadata, self.metadata_schema))
+        return self._v11[1]
+
+    def _catalog_signature(self) -> tuple:
+        if self.metadata.startswith("postgres:"):  # every commit adds a snapshot
+            import psycopg
+
+            schema = self.metadata_schema or "public"
+            with psycopg.connect(self.metadata.removeprefix("postgres:")) as con:
+                return tuple(
+                    con.execute(
+                        "SELECT max(snapshot_id), count(*), CAST(max(snapshot_time) AS TEXT) "
+                        f'FROM "{schema}".ducklake_snapshot'
+                    ).fetchone()
+                )
+        path = self.metadata.removeprefix("sqlite:")
+        return tuple(
+            (os.stat(p).st_size, os.stat(p).st_mtime_ns) if os.path.exists(p) else None
+            for p in (path, path + ".wal")
+        )
 
     # -- oracle ------------------------------------------------------------------------------
 

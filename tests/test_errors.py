@@ -142,11 +142,17 @@ def test_unsupported_catalog_version(make_lake):
     lake.reader_args()
     if lake.spec.catalog != "duckdb":
         pytest.skip("edits the fixture's own DuckDB catalog file")
-    for version, advice in (("0.3", "AUTOMATIC_MIGRATION"), ("1.1", "upgrade ducklake-datafusion")):
+    for version, advice in (
+        ("0.3", "AUTOMATIC_MIGRATION"),
+        ("1.2", "upgrade ducklake-datafusion"),
+        ("2.0", "upgrade ducklake-datafusion"),
+        ("1.1-dev2", "upgrade ducklake-datafusion"),
+    ):
         con = duckdb.connect(lake.metadata)  # our own test lake, never a user's
         con.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'version'", [version])
         con.close()
         with pytest.raises(errors.UnsupportedVersionError) as info:
             DuckLakeCatalog(lake.metadata).table("main", "t")
-        assert f"version {version!r}" in str(info.value) and "reads 1.0" in str(info.value)
+        assert f"version {version!r}" in str(info.value)
+        assert "reads 1.0, 1.1-dev1, 1.1 catalogs" in str(info.value)
         assert advice in str(info.value)

@@ -2,5 +2,13 @@
 
 from . import _metadata as metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
+from ._comments import table_column_comments, view_column_comments
 
-__all__ = ["MetadataBackend", "MetadataSession", "metadata", "open_backend"]
+__all__ = [
+    "MetadataBackend",
+    "MetadataSession",
+    "metadata",
+    "open_backend",
+    "table_column_comments",
+    "view_column_comments",
+]

@@ -42,6 +42,7 @@ from ..errors import (
     CatalogLockedError,
     CatalogNotFoundError,
     NotADuckLakeCatalogError,
+    UnsupportedVersionError,
 )
 from ._rows import conform_to
 from ._session import SessionBase
@@ -315,6 +316,12 @@ def _attach_error(exc: duckdb.Error, description: str) -> CatalogError:
             f"{description} is locked by another process that has it attached "
             "(DuckDB files allow one writer process and no concurrent readers). Detach it "
             "there, or use a SQLite or PostgreSQL catalog for concurrent access."
+        )
+    if "read a database file with version number" in text and "newer version" in text:
+        return UnsupportedVersionError(
+            f"{description} was written by a newer DuckDB than the installed duckdb "
+            f"{duckdb.__version__} can open ({text.splitlines()[0].removeprefix('IO Error: ')}); "
+            "this catalog needs duckdb >= 2 to open; pip install -U duckdb"
         )
     if "not a valid DuckDB database" in text:
         return NotADuckLakeCatalogError(

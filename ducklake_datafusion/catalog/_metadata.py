@@ -18,8 +18,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import NotADuckLakeCatalogError, UnsupportedVersionError
+from ..errors import (
+    CatalogError,
+    NotADuckLakeCatalogError,
+    UnsupportedVersionError,
+)
 from ._backend import MetadataSession
+from ._format import (
+    INLINED_SYSTEM_COLUMNS,
+    NEWEST_VERSION,
+    READ_VERSIONS,
+    inlined_system_columns,
+)
 from ._models import (
     ColumnEntry,
     DeleteFileEntry,
@@ -37,21 +47,24 @@ from ._session import memoised, per_version
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "columns_of",
     "find_table",
     "latest_snapshot",
     "list_schemas",
     "list_snapshots",
     "list_tables",
     "list_views",
+    "nested_schema_names",
     "read_columns",
     "read_settings",
     "read_table_files",
     "snapshot_at_time",
     "snapshot_by_id",
     "table_names_of",
+    "top_level_schemas",
 ]
 
-SUPPORTED_VERSIONS = ("1.0",)
+SUPPORTED_VERSIONS = READ_VERSIONS
 _INLINED_DATA = re.compile(r"^ducklake_inlined_data_\d+_\d+$")
 
 
@@ -158,9 +171,9 @@ def _version_message(description: str, version: object) -> str:
             "true) in DuckDB 1.5 with its ducklake extension, which rewrites it as 1.0"
         )
     return head + (
-        "A newer format (1.1 renames the inlined tables' system columns) cannot be read "
-        "as 1.0: upgrade ducklake-datafusion, or keep writers on format 1.0 (DuckDB: "
-        "DUCKLAKE_VERSION '1.0' when creating the catalog)"
+        f"The newest format it reads is {NEWEST_VERSION}; a newer one may store what this "
+        "reader would misread: upgrade ducklake-datafusion, or keep writers on a format it "
+        f"reads (DuckDB: DUCKLAKE_VERSION '{NEWEST_VERSION}' when creating the catalog)"
     )
 
 
@@ -230,19 +243,67 @@ def list_schemas(session: MetadataSession, snapshot: int) -> list[SchemaEntry]:
 
 def _list_schemas(session: MetadataSession, snapshot: int) -> tuple[SchemaEntry, ...]:
     rows = session.rows(
-        "SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema "
-        f"WHERE {live()} ORDER BY schema_id",
+        "SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema s "
+        f"WHERE {live()}{top_level_schemas(session)} ORDER BY schema_id",
         [snapshot, snapshot],
     )
     return tuple(SchemaEntry(int(r[0]), r[1], r[2], _bool(r[3])) for r in rows)
 
 
-_TABLE_SQL = (
-    "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
-    "s.path, s.path_is_relative, t.path, t.path_is_relative "
-    "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
-    f"WHERE {live('t')} AND {live('s')} AND s.schema_name = ?"
-)
+def top_level_schemas(session: MetadataSession) -> str:
+    """``" AND s.parent_schema_id IS NULL"`` when the catalog can nest schemas (1.1), else
+    ``""``: a schema name is looked up among top-level schemas only, so that a nested
+    ``sales.main`` is never read as ``main``."""
+    if "parent_schema_id" in columns_of(session, "ducklake_schema"):
+        return " AND s.parent_schema_id IS NULL"
+    return ""
+
+
+def nested_schema_names(session: MetadataSession, snapshot: int) -> tuple[str, ...]:
+    """Dotted paths of the nested schemas live at ``snapshot`` (1.1), which this reader
+    does not read: named in the error of a lookup that did not find its table."""
+    if "parent_schema_id" not in columns_of(session, "ducklake_schema"):
+        return ()
+    rows = session.rows(
+        f"SELECT schema_id, schema_name, parent_schema_id FROM ducklake_schema WHERE {live()}",
+        [snapshot, snapshot],
+    )
+    parents = {int(r[0]): (r[1], None if r[2] is None else int(r[2])) for r in rows}
+
+    def path(schema_id: int) -> str:
+        name, parent = parents[schema_id]
+        seen = {schema_id}
+        while parent is not None and parent in parents and parent not in seen:
+            seen.add(parent)
+            parent_name, parent = parents[parent]
+            name = f"{parent_name}.{name}"
+        return name
+
+    return tuple(sorted(path(i) for i, (_, parent) in parents.items() if parent is not None))
+
+
+def columns_of(session: MetadataSession, table: str) -> tuple[str, ...]:
+    """The column names of a metadata table (memoised per lake version): which optional
+    columns a catalog has is read from the catalog, never inferred from its version."""
+    if not _METADATA_TABLE.match(table):
+        raise ValueError(f"not a metadata table name: {table!r}")
+
+    def read() -> tuple[str, ...]:
+        return tuple(session.arrow(f"SELECT * FROM {table} LIMIT 0").schema.names)
+
+    return per_version(session, ("columns_of", table), read)
+
+
+_METADATA_TABLE = re.compile(r"^ducklake_[a-z0-9_]+$")
+
+
+def _table_sql(session: MetadataSession) -> str:
+    return (
+        "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
+        "s.path, s.path_is_relative, t.path, t.path_is_relative "
+        "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
+        f"WHERE {live('t')} AND {live('s')}{top_level_schemas(session)} AND s.schema_name = ?"
+    )
 
 
 def _table(row: tuple) -> TableEntry:
@@ -261,14 +322,19 @@ def _table(row: tuple) -> TableEntry:
 
 def list_tables(session: MetadataSession, snapshot: int, schema_name: str) -> list[TableEntry]:
     params = [snapshot] * 4 + [schema_name]
-    return [_table(r) for r in session.rows(_TABLE_SQL + " ORDER BY t.table_name", params)]
+    rows = session.rows(_table_sql(session) + " ORDER BY t.table_name", params)
+    return [_table(r) for r in rows]
 
 
-_VIEW_SQL = (
-    "SELECT v.view_id, s.schema_name, v.view_name, v.dialect, v.sql, v.column_aliases "
-    "FROM ducklake_view v JOIN ducklake_schema s ON v.schema_id = s.schema_id "
-    f"WHERE {live('v')} AND {live('s')} AND s.schema_name = ? ORDER BY v.view_name"
-)
+def _view_sql(session: MetadataSession) -> str:
+    return (
+        "SELECT v.view_id, s.schema_name, v.view_name, v.dialect, v.sql, v.column_aliases "
+        "FROM ducklake_view v JOIN ducklake_schema s ON v.schema_id = s.schema_id "
+        f"WHERE {live('v')} AND {live('s')}{top_level_schemas(session)} AND s.schema_name = ? "
+        "ORDER BY v.view_name"
+    )
+
+
 _ALIAS = re.compile(r'"((?:[^"]|"")*)"')
 
 
@@ -288,7 +354,7 @@ def list_views(session: MetadataSession, snapshot: int, schema_name: str) -> lis
     def read() -> tuple[ViewEntry, ...]:
         if not session.has_table("ducklake_view"):
             return ()
-        rows = session.rows(_VIEW_SQL, [snapshot] * 4 + [schema_name])
+        rows = session.rows(_view_sql(session), [snapshot] * 4 + [schema_name])
         return tuple(
             ViewEntry(
                 int(r[0]),
@@ -310,7 +376,7 @@ def find_table(
     params = [snapshot] * 4 + [schema_name, table_name]
 
     def lookup() -> TableEntry | None:
-        rows = session.rows(_TABLE_SQL + " AND t.table_name = ?", params)
+        rows = session.rows(_table_sql(session) + " AND t.table_name = ?", params)
         return _table(rows[0]) if rows else None
 
     return _per_snapshot(session, ("table", snapshot, schema_name, table_name), lookup)
@@ -687,16 +753,37 @@ def _inlined_rows(session: MetadataSession, table_id: int, snapshot: int):
         if not session.has_table(entry.table_name):
             continue
         layout = read_columns(session, table_id, entry.layout_snapshot)
+        system = _inlined_system_columns(session, entry.table_name)
+        begin, end = system.begin_snapshot, system.end_snapshot
         rows = session.arrow(
-            f"SELECT {_inlined_select_list(layout)} FROM {entry.table_name} WHERE {live()}",
+            f"SELECT {_inlined_select_list(layout, system)} FROM {entry.table_name} "
+            f"WHERE {begin} <= ? AND ({end} IS NULL OR ? < {end})",
             [snapshot, snapshot],
         )
         if rows.num_rows:
-            result.append((rows, layout))
+            # the system columns under one spelling, whatever the table's format
+            names = list(INLINED_SYSTEM_COLUMNS.names) + rows.column_names[3:]
+            result.append((rows.rename_columns(names), layout))
     return tuple(result)
 
 
-def _inlined_select_list(layout: tuple[ColumnEntry, ...]) -> str:
+def _inlined_system_columns(session: MetadataSession, table_name: str):
+    """The system columns of one inlined-data table: renamed by the 1.1 migration table
+    by table, so read from the table itself (a half-migrated catalog reads as it is)."""
+    names = list(columns_of(session, table_name))
+    system = inlined_system_columns(names)
+    if system is None:
+        raise CatalogError(
+            f"{getattr(session, 'description', 'the catalog')}: inlined-data table "
+            f"{table_name} starts with columns {names[:3]}, neither DuckLake 1.0's "
+            "(row_id, begin_snapshot, end_snapshot) nor 1.1's (_ducklake_row_id, "
+            "_ducklake_begin_snapshot, _ducklake_end_snapshot); the catalog is damaged or "
+            "of a format this reader does not know"
+        )
+    return system
+
+
+def _inlined_select_list(layout: tuple[ColumnEntry, ...], system) -> str:
     """``*``, unless a column is a VARIANT: DuckDB cannot export VARIANT to Arrow, so such
     columns are read as the JSON text of ``CAST(v AS JSON)`` (what the reader exposes).
 
@@ -707,7 +794,7 @@ def _inlined_select_list(layout: tuple[ColumnEntry, ...]) -> str:
     top = [c for c in layout if c.parent_column is None]
     if not any(c.column_type.lower() == "variant" for c in top):
         return "*"
-    parts = ["row_id", "begin_snapshot", "end_snapshot"]
+    parts = list(system.names)
     for column in top:
         name = '"' + column.column_name.replace('"', '""') + '"'
         if column.column_type.lower() == "variant":

@@ -25,7 +25,12 @@ from collections.abc import Mapping
 import pyarrow as pa
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
-from ..catalog import MetadataBackend, metadata
+from ..catalog import (
+    MetadataBackend,
+    metadata,
+    table_column_comments,
+    view_column_comments,
+)
 from ..catalog._models import SnapshotInfo
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake
@@ -205,6 +210,26 @@ class DuckLakeCatalog(CatalogProvider):
     def table(self, schema: str, table: str) -> DuckLakeTable:
         """Resolve ``schema.table`` at this catalog's snapshot; raises TableNotFoundError."""
         return DuckLakeTable.of(self.lake.table(schema, table), self)
+
+    def column_comments(self, schema: str, name: str) -> dict[str, str]:
+        """``{column: comment}`` of a table's or view's columns at this catalog's snapshot
+        (DuckDB's ``COMMENT ON COLUMN``; view columns need a DuckLake 1.1 catalog).
+
+        Raises:
+            TableNotFoundError: no table or view of that name at the snapshot.
+        """
+        try:
+            table = self.lake.table(schema, name)
+        except TableNotFoundError:
+            view = find_view(self, schema, name)
+            if view is None:
+                raise
+            entry, snapshot = view
+            with self.backend.session() as session:
+                return view_column_comments(session, entry.view_id, snapshot)
+        with self.backend.session() as session:
+            by_id = table_column_comments(session, table.entry.table_id, table.snapshot_id)
+        return {c.name: by_id[c.column_id] for c in table.columns if c.column_id in by_id}
 
     # -- DataFusion CatalogProvider ------------------------------------------------------
 

@@ -2,13 +2,22 @@
 
 All delete handling lives here: the live delete file (Parquet ``file_path``/``pos``,
 optionally with per-position ``_ducklake_internal_snapshot_id``; or an Iceberg
-deletion-vector blob), unioned with the inlined deletes from the catalog. Positions are
+deletion-vector blob, alone or several in a Puffin file), unioned with the inlined
+deletes from the catalog.
+
+A Puffin file (DuckLake 1.1) holds one cumulative deletion vector per snapshot, each
+tagged with its snapshot id; a reader at snapshot S uses the newest one at or before S.
+Decoded once, it becomes positions with the snapshot each position was first deleted at,
+the form Parquet delete files with per-position snapshots already have, so every reader
+(and the change feed) filters both the same way; that the vectors really are cumulative
+is checked, since a vector that dropped a position could not be read that way. Positions are
 physical (0-based) positions in the data file. A delete file is decoded once per process
 and kept in a bounded cache (files are never rewritten in place).
 """
 
 from __future__ import annotations
 
+import json
 import struct
 import threading
 import zlib
@@ -27,6 +36,9 @@ __all__ = ["deleted_positions", "keep_mask"]
 
 SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
 _DV_MAGIC = b"\xd1\xd3\x39\x64"
+_PUFFIN_MAGIC = b"PFA1"
+_DV_BLOB = "deletion-vector-v1"
+_SNAPSHOT_PROPERTY = "ducklake-snapshot-id"
 
 
 class _DecodedDeletes:
@@ -144,12 +156,14 @@ def _decode(delete_file: DeleteFile, open_file, what: str):
     try:
         handle = open_file(ref)
         if delete_file.file_format == "puffin":
-            return _deletion_vector(handle.read()), None
+            return _puffin_positions(handle.read())
         if delete_file.encryption_key is not None:
             return _encrypted_positions(handle.read(), delete_file, what)
         return _parquet_positions(handle)
-    except (UnsupportedFeatureError, DeleteFileError):
-        raise
+    except (UnsupportedFeatureError, DeleteFileError) as exc:
+        if ref.url in str(exc):
+            raise
+        raise type(exc)(f"delete file {ref.url} of {what}: {exc}") from None
     except OSError as exc:
         if not isinstance(exc, pa.ArrowInvalid):
             error = translate_storage_error(exc, what=f"delete file {ref.url} of {what}")
@@ -202,6 +216,86 @@ def _encrypted_positions(data: bytes, delete_file: DeleteFile, what: str):
     if SNAPSHOT_COLUMN not in table.column_names:
         return positions, None
     return positions, table.column(SNAPSHOT_COLUMN).to_numpy(zero_copy_only=False)
+
+
+def _puffin_positions(data: bytes) -> tuple[np.ndarray, np.ndarray | None]:
+    """Positions (with the snapshot each was first deleted at, when the file holds vectors
+    of several snapshots) of a deletion-vector file: a bare blob, or a Puffin file."""
+    if not data.startswith(_PUFFIN_MAGIC):
+        return _deletion_vector(data), None
+    blobs = _puffin_blobs(data)
+    if not blobs:
+        return np.empty(0, dtype=np.int64), None
+    snapshots = [snapshot for snapshot, _ in blobs]
+    if all(s is None for s in snapshots):  # untagged: one vector in parts
+        return _sorted_unique([_deletion_vector(blob) for _, blob in blobs]), None
+    if any(s is None for s in snapshots):
+        raise DeleteFileError(
+            f"Puffin file tags some deletion vectors with {_SNAPSHOT_PROPERTY!r} and not others"
+        )
+    positions = np.empty(0, dtype=np.int64)
+    first_deleted = np.empty(0, dtype=np.int64)
+    for snapshot, blob in sorted(blobs, key=lambda b: b[0]):
+        vector = np.unique(_deletion_vector(blob))
+        if not np.all(np.isin(positions, vector, assume_unique=True)):
+            raise DeleteFileError(
+                f"the deletion vector of snapshot {snapshot} in a Puffin file lacks positions "
+                "an earlier snapshot's vector deletes (vectors are cumulative)"
+            )
+        new = np.setdiff1d(vector, positions, assume_unique=True)
+        positions = np.concatenate([positions, new])
+        first_deleted = np.concatenate([first_deleted, np.full(len(new), snapshot, np.int64)])
+    order = np.argsort(positions, kind="stable")
+    return positions[order], first_deleted[order]
+
+
+def _puffin_blobs(data: bytes) -> list[tuple[int | None, bytes]]:
+    """``(snapshot id or None, blob)`` of every deletion vector in a Puffin file:
+    ``PFA1 blob... PFA1 footer-json u32-le(footer length) u32-le(flags) PFA1``."""
+    if len(data) < 20 or not data.endswith(_PUFFIN_MAGIC):
+        raise DeleteFileError("not a Puffin file (no PFA1 magic at its end)")
+    size, flags = struct.unpack_from("<II", data, len(data) - 12)
+    if flags:
+        raise UnsupportedFeatureError(
+            f"Puffin file with footer flags {flags:#x} (a compressed footer), which this "
+            "reader does not decode"
+        )
+    start = len(data) - 12 - size
+    if start < 8 or data[start - 4 : start] != _PUFFIN_MAGIC:
+        raise DeleteFileError("Puffin footer length does not match the file")
+    try:
+        footer = json.loads(data[start : start + size].decode("utf-8"))
+        entries = footer["blobs"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DeleteFileError(f"Puffin footer is not valid ({exc})") from None
+    blobs = []
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("type") != _DV_BLOB:
+            continue  # other blob types (statistics) delete nothing
+        offset, length = entry.get("offset"), entry.get("length")
+        if (
+            not isinstance(offset, int)
+            or not isinstance(length, int)
+            or offset < 4
+            or length < 0
+            or offset + length > start - 4
+        ):
+            raise DeleteFileError(f"Puffin blob at offset {offset!r} lies outside the file")
+        if entry.get("compression-codec") not in (None, "none"):
+            raise UnsupportedFeatureError(
+                f"Puffin blob compressed with {entry['compression-codec']!r}, which this "
+                "reader does not decode"
+            )
+        properties = entry.get("properties") or {}
+        snapshot = properties.get(_SNAPSHOT_PROPERTY)
+        try:
+            snapshot = None if snapshot is None else int(snapshot)
+        except (TypeError, ValueError):
+            raise DeleteFileError(
+                f"Puffin blob has a {_SNAPSHOT_PROPERTY!r} that is no snapshot id: {snapshot!r}"
+            ) from None
+        blobs.append((snapshot, data[offset : offset + length]))
+    return blobs
 
 
 def _deletion_vector(blob: bytes) -> np.ndarray:

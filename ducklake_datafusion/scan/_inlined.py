@@ -13,6 +13,7 @@ from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 
+from ..catalog._format import INLINED_SYSTEM_COLUMNS
 from ..catalog._models import ColumnEntry
 from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, build_column_tree, duckdb_type_for
@@ -36,6 +37,10 @@ def conform_inlined_rows(
 ) -> pa.Table:
     """Map one inlined table's live rows onto ``columns``; adds ``rowid``.
 
+    ``raw``'s first three columns are the system columns, named as in DuckLake 1.1
+    (``catalog._format.INLINED_SYSTEM_COLUMNS``, whatever the catalog's format); the
+    user's columns follow.
+
     A column whose values cannot be returned (its default has no value in its type, say)
     is NULLs marked with the reason (:data:`REFUSED`): the executor refuses a query that
     reads it, and one that does not read it runs. Queries are planned before their
@@ -43,11 +48,12 @@ def conform_inlined_rows(
     """
     layout_tree = build_column_tree(layout)
     by_id: dict[int, tuple[pa.Array, pa.Field]] = {}
+    user_names = raw.column_names[3:]  # after the system columns (a user's may be "row_id")
     for spec in layout_tree:
-        name = _raw_name(raw.column_names, spec.name)
+        name = _raw_name(user_names, spec.name)
         if name is None:
             continue
-        array = raw.column(name).combine_chunks()
+        array = raw.column(3 + user_names.index(name)).combine_chunks()
         if values_are_text:
             array = _parse_text(array, spec)
         array = exact_wide_integers(array, spec)  # as DuckDB exported them: made exact
@@ -60,7 +66,7 @@ def conform_inlined_rows(
         arrays.append(array)
         metadata = None if refused is None else {REFUSED: refused.encode()}
         fields.append(pa.field(column.name, array.type, metadata=metadata))
-    arrays.append(raw.column("row_id").combine_chunks().cast(pa.int64()))
+    arrays.append(raw.column(INLINED_SYSTEM_COLUMNS.row_id).combine_chunks().cast(pa.int64()))
     fields.append(pa.field(ROW_ID, pa.int64()))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 

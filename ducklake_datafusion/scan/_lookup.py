@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..catalog import MetadataSession, metadata
 from ..catalog._models import TableEntry
-from ..errors import TableNotFoundError
+from ..errors import TableNotFoundError, UnsupportedFeatureError
 
 __all__ = ["find_table", "require_table"]
 
@@ -48,6 +48,13 @@ def require_table(
     """
     entry = find_table(session, snapshot, schema, table)
     if entry is None:
+        nested = metadata.nested_schema_names(session, snapshot)
+        if schema in nested or schema.lower() in {n.lower() for n in nested}:
+            raise UnsupportedFeatureError(
+                f"{description}: schema {schema} is a nested schema (DuckLake 1.1), which this "
+                f"reader does not read yet (snapshot {snapshot}); only top-level schemas are "
+                "read. Query it in DuckDB"
+            )
         names = [t.table_name for t in metadata.list_tables(session, snapshot, schema)]
         listing = ", ".join(names[:20]) or "(none in that schema)"
         raise TableNotFoundError(

@@ -35,6 +35,10 @@ _FLIP = {
 }
 _MAX_TEXT_BOUND = 256  # the writer truncates long string statistics at 256 characters
 _TIMESTAMPS = ("timestamp", "timestamp_us", "timestamp_s", "timestamp_ms", "timestamp_ns")
+# DuckLake 1.1's epoch transforms: whole periods since 1970-01-01 (negative before it), of
+# the UTC instant for TIMESTAMPTZ, of nanoseconds floored to microseconds.
+_EPOCH_UNITS = {"epoch_year": "Y", "epoch_month": "M", "epoch_day": "D", "epoch_hour": "h"}
+_EPOCH_TYPES = (*_TIMESTAMPS, "date", "timestamptz", "timestamp with time zone", "timestamptz_ns")
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,9 @@ class FilePruner:
         timestamp only together with the year of the same spec: year alone gives the
         year, year+month the month, and so on. TIMESTAMPTZ is never pruned by them: the
         writer computes the fields in its session's time zone, which the catalog does not
-        record.
+        record. DuckLake 1.1's epoch transforms count whole periods since 1970 (of the
+        UTC instant), so each bounds the column alone, TIMESTAMPTZ included; several of
+        one spec are intersected.
         """
         values = self.files.partition_values
         partition_ids = self.files.file_table.column("partition_id").to_numpy(zero_copy_only=False)
@@ -216,6 +222,8 @@ class FilePruner:
             decoded = None
             if "identity" in mine:
                 decoded = self._identity_bounds(column, mine["identity"], values)
+            if decoded is None:
+                decoded = self._epoch_bounds(column, mine, values)
             if decoded is None:
                 decoded = self._calendar_bounds(column, mine, values)
             if decoded is not None:
@@ -250,6 +258,37 @@ class FilePruner:
         text, nulls = self._key_values(key, values)
         typed = _decode(text, column)
         return None if typed is None else (typed, typed, nulls)
+
+    def _epoch_bounds(self, column: ColumnSpec, keys: dict, values: pa.Table):
+        kind = column.type_name.lower()
+        epochs = [k for k in _EPOCH_UNITS if k in keys]
+        if not epochs or kind not in _EPOCH_TYPES:
+            return None
+        unit = "D" if kind == "date" else column.arrow_type.unit
+        low = high = nulls = None
+        for transform in epochs:
+            text, field_nulls = self._key_values(keys[transform], values)
+            try:
+                numbers = text.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+            known = ~np.isnan(numbers.astype(float))
+            start, end = _epoch_span(
+                np.where(known, np.nan_to_num(numbers.astype(float)), 0).astype(np.int64),
+                _EPOCH_UNITS[transform],
+                unit,
+            )
+            start = np.where(known, start, np.datetime64("NaT"))
+            end = np.where(known, end, np.datetime64("NaT"))
+            if low is None:
+                low, high, nulls = start, end, field_nulls
+            else:  # NaT (unknown) never narrows: fmax/fmin ignore it
+                low, high = np.fmax(low, start), np.fmin(high, end)
+        mask = pa.array(np.isnat(low))
+        arrow = column.arrow_type
+        low = pc.if_else(mask, None, pa.array(low, pa.timestamp(unit) if unit != "D" else None))
+        high = pc.if_else(mask, None, pa.array(high, pa.timestamp(unit) if unit != "D" else None))
+        return low.cast(arrow), high.cast(arrow), nulls
 
     def _calendar_bounds(self, column: ColumnSpec, keys: dict, values: pa.Table):
         kind = column.type_name.lower()
@@ -388,6 +427,23 @@ def in_values(options: dict) -> list | None:
 # truncated toward zero to microseconds: 1969-12-31 23:59:59.999999999 goes to year=1970.
 # Such a value lies up to 999 ns before its partition's first microsecond.
 _NS_WRITER_SLACK = np.timedelta64(999, "ns")
+
+
+def _epoch_span(periods: np.ndarray, period: str, unit: str):
+    """First and last value (in ``unit``: ``D`` for dates) of each epoch period
+    (``Y``/``M``/``D``/``h`` since 1970-01-01)."""
+    start = periods.astype(f"datetime64[{period}]")
+    following = start + np.timedelta64(1, period)
+    if unit == "D":  # a date lies in the period when its midnight does
+        start_us = start.astype("datetime64[us]")
+        first = start_us.astype("datetime64[D]")  # floors
+        first = np.where(first.astype("datetime64[us]") < start_us, first + 1, first)
+        last = (following.astype("datetime64[us]") - np.timedelta64(1, "us")).astype(
+            "datetime64[D]"
+        )
+        return first, last
+    start = start.astype(f"datetime64[{unit}]")
+    return start, following.astype(f"datetime64[{unit}]") - np.timedelta64(1, unit)
 
 
 def _calendar_span(fields: dict, *, date: bool, unit: str | None):

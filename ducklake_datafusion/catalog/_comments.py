@@ -1,0 +1,40 @@
+"""Column comments of tables and views (``COMMENT ON COLUMN``), at one snapshot.
+
+DuckDB stores a table column's comment in ``ducklake_column_tag`` (by column id) and,
+from DuckLake 1.1 on, a view column's in ``ducklake_view_column_tag`` (by the view's
+output column name); both with ``key = 'comment'`` and the usual snapshot range. A 1.0
+catalog has no view tags: its views have no column comments.
+"""
+
+from __future__ import annotations
+
+from ._backend import MetadataSession
+from ._metadata import live
+
+__all__ = ["table_column_comments", "view_column_comments"]
+
+COMMENT = "comment"
+
+
+def table_column_comments(session: MetadataSession, table_id: int, snapshot: int) -> dict[int, str]:
+    """``{column id: comment}`` of a table's columns at ``snapshot``."""
+    if not session.has_table("ducklake_column_tag"):
+        return {}
+    rows = session.rows(
+        f"SELECT column_id, value FROM ducklake_column_tag WHERE table_id = ? AND key = ? "
+        f"AND {live()}",
+        [table_id, COMMENT, snapshot, snapshot],
+    )
+    return {int(r[0]): r[1] for r in rows if r[1] is not None}
+
+
+def view_column_comments(session: MetadataSession, view_id: int, snapshot: int) -> dict[str, str]:
+    """``{column name: comment}`` of a view's columns at ``snapshot`` (DuckLake 1.1)."""
+    if not session.has_table("ducklake_view_column_tag"):
+        return {}
+    rows = session.rows(
+        f"SELECT column_name, value FROM ducklake_view_column_tag WHERE view_id = ? AND key = ? "
+        f"AND {live()}",
+        [view_id, COMMENT, snapshot, snapshot],
+    )
+    return {r[0]: r[1] for r in rows if r[1] is not None}
