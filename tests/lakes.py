@@ -351,8 +351,12 @@ class Lake:
             self._con.execute("DETACH lake")
             self._attached = None
 
-    def reader_args(self) -> dict[str, Any]:
-        """Detach the writer and return the keyword arguments our reader takes."""
+    def reader_args(self, format: str | None = None) -> dict[str, Any]:
+        """Detach the writer and return the keyword arguments our reader takes.
+
+        ``format``: ``"1.1"`` reads a copy migrated to DuckLake 1.1 (``lake_formats``);
+        default: ``DUCKLAKE_TEST_FORMAT`` (``1.0``, the writer's own catalog).
+        """
         self.detach()
         args = {"metadata": self.metadata, "storage_options": self.storage_options}
         if self.mirror is not None:
@@ -360,7 +364,7 @@ class Lake:
             args["data_path"] = self.mirror.data_path
         if self.metadata_schema is not None:
             args["metadata_schema"] = self.metadata_schema
-        if format_under_test() == "1.1":  # our reader reads a migrated copy (lake_formats)
+        if (format or format_under_test()) == "1.1":  # a migrated copy (lake_formats)
             metadata, schema = self._migrated()
             args["metadata"] = metadata
             if schema is not None:

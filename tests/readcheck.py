@@ -2,8 +2,9 @@
 
 The oracle is always DuckDB's own DuckLake reader on the same lake at the same snapshot;
 no expected value in the read tests is typed by hand. Each check reads through both
-DataFusion paths (native scans, and the exact reader alone), and each table state it
-reads is replayed through Spark too (``sparkreplay``). The DataFusion paths: the Rust
+DataFusion paths (native scans, and the exact reader alone), on the lake's catalog and on
+a copy migrated to DuckLake 1.1 (``lake_formats``), and each table state it reads is
+replayed through Spark too (``sparkreplay``). The DataFusion paths: the Rust
 scan where it reads the table exactly (the default), and the exact reader alone.
 """
 
@@ -13,15 +14,17 @@ import re
 
 import sparkreplay
 from datafusion import SessionContext
+from lake_formats import format_under_test
 from lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, register
 
 
-def ours(lake, sql: str, **catalog_kwargs):
-    """Our answer: register the lake as catalog ``lake`` and run ``sql`` in DataFusion."""
+def ours(lake, sql: str, *, format: str | None = None, **catalog_kwargs):
+    """Our answer: register the lake as catalog ``lake`` and run ``sql`` in DataFusion
+    (``format="1.1"``: on the catalog migrated to DuckLake 1.1)."""
     ctx = SessionContext()
-    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(), **catalog_kwargs))
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args(format), **catalog_kwargs))
     return ctx.sql(sql).to_arrow_table()
 
 
@@ -52,6 +55,11 @@ def check(
     actual = ours(lake, sql, **kwargs)
     assert_same_rows(actual, expected, ordered=ordered)
     assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
+    # The same lake migrated to DuckLake 1.1, as DuckDB 2.0 migrates it, reads the same.
+    if format_under_test() == "1.0":
+        for native in (True, False):
+            migrated = ours(lake, sql, format="1.1", native=native, **kwargs)
+            assert_same_rows(migrated, expected, ordered=ordered)
     sparkreplay.replay(lake, sql, snapshot)
     return actual
 

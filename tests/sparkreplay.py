@@ -66,18 +66,20 @@ def _compare(spark, lake, schema: str, table: str, snapshot: int) -> None:
     if any(_NOT_COMPARABLE.search(kind) for _, kind in columns):
         return
     expected = lake.reference(f"SELECT {', '.join(_cast(c, k) for c, k in columns)} FROM {name}")
-    args = lake.reader_args()
     refused = _refused_by_datafusion(lake, schema, table, snapshot)
-    for native in (True, False):
+    # both paths on the lake's catalog; Spark's own reader on its copy migrated to 1.1 too
+    for native, form in ((True, None), (False, None), (True, "1.1")):
         path = "native" if native else "exact"
-        what = f"Spark ({path} path) on {schema}.{table}@{snapshot}"
+        what = (
+            f"Spark ({path} path, DuckLake {form or 'as written'}) on {schema}.{table}@{snapshot}"
+        )
         try:
             got = read_table(
                 spark,
                 table=f"{_quote(schema)}.{_quote(table)}",
                 snapshot=snapshot,
                 native=native,
-                **args,
+                **lake.reader_args(form),
             ).toArrow()
         except Exception as error:  # noqa: BLE001 - Spark wraps ours: compare the kind
             if refused is None or _error_kind(error) != refused:

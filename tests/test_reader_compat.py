@@ -103,3 +103,59 @@ def test_lakes_of_the_reference_writer_read_with_the_newest_duckdb(make_lake, tm
         assert not error.exists(), f"{name}: {error.read_text()[:2000]}"
         reference = lake.reference(sql, snapshot=snapshot)
         assert_same_rows(pa.ipc.open_file(out / f"{name}.arrow").read_all(), reference)
+
+
+# DuckDB 2 writes this catalog file in its own storage format (duckdb 1.5 cannot open it).
+_CONVERT = """
+import sys, duckdb
+con = duckdb.connect()
+con.execute(f"ATTACH '{sys.argv[1]}' AS src (READ_ONLY)")
+con.execute(f"ATTACH '{sys.argv[2]}' AS dst (STORAGE_VERSION 'latest')")
+con.execute("COPY FROM DATABASE src TO dst")
+con.execute("DETACH dst")
+"""
+
+
+def test_a_duckdb_2_catalog_file_of_a_1_1_lake(make_lake, tmp_path):
+    """A DuckLake 1.1 catalog in a file DuckDB 2 wrote: read with duckdb 2 as DuckDB 1.5
+    read the 1.0 lake it came from; with duckdb 1.5, refused saying which duckdb it needs."""
+    from lake_formats import migrated_copy
+
+    from ducklake_datafusion import DuckLakeCatalog
+    from ducklake_datafusion.errors import UnsupportedVersionError
+
+    lake = make_lake(LakeSpec("duckdb", "local"), inline_limit=5)
+    write_history(lake)
+    migrated, _ = migrated_copy(lake.reader_args()["metadata"], None)
+    newer = str(tmp_path / "duckdb2.ducklake")
+    done = subprocess.run(
+        [READER_PYTHON, "-c", _CONVERT, migrated, newer],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    with pytest.raises(UnsupportedVersionError, match=r"needs duckdb >= 2 to open"):
+        DuckLakeCatalog(newer).table("main", "t")
+    sql = "SELECT * FROM lake.main.t"
+    reads = [
+        {"name": f"{snapshot}-{native}", "metadata": newer, "sql": sql, "snapshot": snapshot,
+         "native": native}
+        for snapshot in (None, 3)
+        for native in (True, False)
+    ]  # fmt: skip
+    out = tmp_path / "answers"
+    out.mkdir()
+    job = tmp_path / "spec.json"
+    job.write_text(json.dumps({"out": str(out), "reads": reads}))
+    done = subprocess.run(
+        [READER_PYTHON, str(JOB), str(job)], capture_output=True, text=True, check=False,
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    for read in reads:
+        error = out / f"{read['name']}.error"
+        assert not error.exists(), f"{read['name']}: {error.read_text()[:2000]}"
+        got = pa.ipc.open_file(out / f"{read['name']}.arrow").read_all()
+        assert_same_rows(got, lake.reference(sql, snapshot=read["snapshot"]))

@@ -179,7 +179,17 @@ def test_a_migrated_lake_reads_as_duckdb_read_it(make_lake, spec, version):
     lake = make_lake(spec, inline_limit=5)
     _history(lake)
     args = lake.reader_args()
-    metadata, schema = migrated_copy(args["metadata"], args.get("metadata_schema"), version=version)
+
+    def repair(catalog) -> None:  # the 1.1 migration clears bounds of the wrong type
+        catalog.execute(
+            f"UPDATE {catalog.q}ducklake_file_column_stats SET min_value = NULL, "
+            f"max_value = NULL WHERE data_file_id <= (SELECT min(data_file_id) + 1 FROM "
+            f"{catalog.q}ducklake_data_file)"
+        )
+
+    metadata, schema = migrated_copy(
+        args["metadata"], args.get("metadata_schema"), version=version, edit=repair
+    )
     migrated = _reader_args(lake, metadata, schema)
     with DuckLakeCatalog(**migrated).backend.session() as session:
         (found,) = session.rows("SELECT value FROM ducklake_metadata WHERE key = 'version'")[0]
@@ -321,22 +331,30 @@ def _epoch_partitions(column: str, drop_stats: bool):
 
 EPOCH_QUERIES = {
     "ts": [
-        ("SELECT count(*) AS c, CAST(sum(n) AS BIGINT) AS s FROM lake.main.ev WHERE ts >= TIMESTAMP "
-        "'1969-12-31 22:00:00' AND ts < TIMESTAMP '1970-01-01 03:30:00'"),
-        ("SELECT * FROM lake.main.ev WHERE ts BETWEEN TIMESTAMP '2023-12-31 23:59:00' AND "
-        "TIMESTAMP '2024-01-01 00:05:00'"),
+        (
+            "SELECT count(*) AS c, CAST(sum(n) AS BIGINT) AS s FROM lake.main.ev WHERE ts >= TIMESTAMP "
+            "'1969-12-31 22:00:00' AND ts < TIMESTAMP '1970-01-01 03:30:00'"
+        ),
+        (
+            "SELECT * FROM lake.main.ev WHERE ts BETWEEN TIMESTAMP '2023-12-31 23:59:00' AND "
+            "TIMESTAMP '2024-01-01 00:05:00'"
+        ),
         "SELECT count(*) AS c FROM lake.main.ev WHERE ts < TIMESTAMP '1969-12-31 01:00:00'",
         "SELECT count(*) AS c FROM lake.main.ev WHERE ts > TIMESTAMP '2024-01-01 20:00:00'",
     ],
     "d": [
-        ("SELECT count(*) AS c, CAST(sum(n) AS BIGINT) AS s FROM lake.main.dd WHERE d BETWEEN DATE "
-        "'1969-12-30' AND DATE '1970-01-02'"),
+        (
+            "SELECT count(*) AS c, CAST(sum(n) AS BIGINT) AS s FROM lake.main.dd WHERE d BETWEEN DATE "
+            "'1969-12-30' AND DATE '1970-01-02'"
+        ),
         "SELECT * FROM lake.main.dd WHERE d = DATE '1969-12-31'",
         "SELECT count(*) AS c FROM lake.main.dd WHERE d >= DATE '2024-02-28'",
     ],
     "tz": [
-        ("SELECT count(*) AS c, CAST(sum(n) AS BIGINT) AS s FROM lake.main.ez WHERE tz >= TIMESTAMPTZ "
-        "'1969-12-31 23:00:00+00' AND tz < TIMESTAMPTZ '1970-01-01 02:00:00+00'"),
+        (
+            "SELECT count(*) AS c, CAST(sum(n) AS BIGINT) AS s FROM lake.main.ez WHERE tz >= TIMESTAMPTZ "
+            "'1969-12-31 23:00:00+00' AND tz < TIMESTAMPTZ '1970-01-01 02:00:00+00'"
+        ),
     ],
 }
 

@@ -38,6 +38,9 @@ class MetadataSession(Protocol):
     def has_table(self, name: str) -> bool:
         """Whether a metadata table of that name exists (inlined tables come and go)."""
 
+    def column_names(self, table: str) -> tuple[str, ...]:
+        """A metadata table's column names in order (which optional columns it has)."""
+
 
 @runtime_checkable
 class MetadataBackend(Protocol):

@@ -82,6 +82,11 @@ class _DuckDBSession(SessionBase):
             "SELECT table_name FROM duckdb_tables() "
             f"WHERE database_name = {_literal(alias)} AND schema_name = {_literal(schema)}"
         )
+        self.COLUMNS_SQL = (
+            "SELECT column_name FROM duckdb_columns() "
+            f"WHERE database_name = {_literal(alias)} AND schema_name = {_literal(schema)} "
+            "AND table_name = ? ORDER BY column_index"
+        )
 
     def _read_version(self) -> tuple:
         # A copy never changes (it is replaced when the file does): its version is read

@@ -288,10 +288,7 @@ def columns_of(session: MetadataSession, table: str) -> tuple[str, ...]:
     if not _METADATA_TABLE.match(table):
         raise ValueError(f"not a metadata table name: {table!r}")
 
-    def read() -> tuple[str, ...]:
-        return tuple(session.arrow(f"SELECT * FROM {table} LIMIT 0").schema.names)
-
-    return per_version(session, ("columns_of", table), read)
+    return per_version(session, ("columns_of", table), lambda: session.column_names(table))
 
 
 _METADATA_TABLE = re.compile(r"^ducklake_[a-z0-9_]+$")

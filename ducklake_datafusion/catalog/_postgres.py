@@ -75,6 +75,16 @@ class _PostgresSession(SessionBase):
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_schema = ANY (current_schemas(false))"
     )
+    # the first schema of the search path that has the table, as an unqualified name finds
+    COLUMNS_SQL = (
+        "SELECT c.column_name FROM information_schema.columns c "
+        "JOIN unnest(current_schemas(false)) WITH ORDINALITY AS p(name, n) "
+        "ON c.table_schema = p.name WHERE c.table_name = ? "
+        "AND p.n = (SELECT min(q.n) FROM information_schema.tables t "
+        "JOIN unnest(current_schemas(false)) WITH ORDINALITY AS q(name, n) "
+        "ON t.table_schema = q.name WHERE t.table_name = c.table_name) "
+        "ORDER BY c.ordinal_position"
+    )
 
     def __init__(self, connection, cache: dict, description: str) -> None:
         super().__init__(cache, description)

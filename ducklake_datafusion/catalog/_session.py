@@ -23,9 +23,11 @@ VERSION_SQL = (
 
 
 class SessionBase:
-    """Mixin for backend sessions; subclasses set ``TABLES_SQL`` and implement ``rows``."""
+    """Mixin for backend sessions; subclasses set ``TABLES_SQL`` and ``COLUMNS_SQL`` and
+    implement ``rows``."""
 
     TABLES_SQL = ""
+    COLUMNS_SQL = ""
 
     def __init__(self, cache: dict, description: str) -> None:
         self.cache = cache
@@ -57,6 +59,10 @@ class SessionBase:
         """The raw row of ``VERSION_SQL`` (a backend whose catalog cannot have changed
         since it last asked may answer from memory)."""
         return self.rows(VERSION_SQL)[0]
+
+    def column_names(self, table: str) -> tuple[str, ...]:
+        """A metadata table's column names, in order (``COLUMNS_SQL``, one ``?``)."""
+        return tuple(row[0] for row in self.rows(self.COLUMNS_SQL, [table]))
 
     def has_table(self, name: str) -> bool:
         if self._tables is None:
