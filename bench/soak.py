@@ -21,6 +21,7 @@ import os
 import resource
 import tempfile
 import time
+from pathlib import Path
 
 from common import attach, cached_lake, connect, environment, markdown_table, same_rows, sorted_rows
 
@@ -45,7 +46,8 @@ def reference(lake, sql: str) -> list:
 
 
 def held(lake) -> dict:
-    rss_kib = int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize() // 1024
+    resident_pages = int(Path("/proc/self/statm").read_text().split()[1])
+    rss_kib = resident_pages * resource.getpagesize() // 1024
     connections = None
     if lake.kind == "postgres":
         import psycopg
