@@ -13,11 +13,9 @@ stay at a small constant. Every answer is compared with DuckDB's.
 from __future__ import annotations
 
 import gc
-import glob
 import os
 import shlex
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
@@ -115,8 +113,11 @@ def _server_connections(lake) -> int:
 
 
 def _catalog_copies() -> int:
-    """Private copies of DuckDB catalogs in the temporary directory."""
-    return len(glob.glob(os.path.join(tempfile.gettempdir(), "ducklake-catalog-*")))
+    """Private copies of DuckDB catalogs this process holds (each a temporary directory;
+    counted here, not in the temporary directory other test processes share)."""
+    from ducklake_datafusion.catalog import _duckdb
+
+    return _duckdb._SHARED.copies()
 
 
 def _held(lake) -> tuple[int, int, int]:
@@ -236,3 +237,26 @@ def test_spark_reads_release_their_catalogs(released_lake, spark):
     after = _held(lake)
     assert after[0] <= before[0] + SLACK, f"connections {before[0]} -> {after[0]}"
     assert after[2] <= before[2], f"catalog copies {before[2]} -> {after[2]}"
+
+
+def test_a_duckdb_catalog_freed_inside_a_copy_never_waits_for_it(released_lake):
+    """A backend's finaliser runs wherever a garbage collection starts, also inside the
+    shared instance while it holds its lock (copying a file): the release is queued, not
+    waited for, and applied before the lock is let go (it once deadlocked the suite)."""
+    if released_lake.spec.catalog != "duckdb":
+        pytest.skip("DuckDB catalog files only")
+    from ducklake_datafusion.catalog import _duckdb
+
+    catalog = DuckLakeCatalog(**released_lake.reader_args())
+    catalog.table("main", "t")  # makes the copy
+    done = threading.Event()
+
+    def release_under_the_lock() -> None:
+        with _duckdb._SHARED._lock:  # as a finaliser inside _SharedInstance._copy is
+            catalog.close()
+        done.set()
+
+    worker = threading.Thread(target=release_under_the_lock, daemon=True)
+    worker.start()
+    assert done.wait(10), "a release waited for the lock its own thread holds"
+    assert _duckdb._SHARED.copies() == 0  # applied by the next holder of the lock

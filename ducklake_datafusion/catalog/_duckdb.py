@@ -151,20 +151,38 @@ class _SharedInstance:
         self._files: dict[str, _Copy] = {}
         # backends holding each file (``hold``/``release``): its copy is kept while any does
         self._holders: dict[str, int] = {}
+        self._released: list[str] = []  # releases not applied yet (see ``release``)
         self._aliases = itertools.count()
 
     def hold(self, path: str) -> None:
         """A backend of ``path`` starts using copies of it."""
         with self._lock:
             self._holders[path] = self._holders.get(path, 0) + 1
+            self._drain()
 
     def release(self, path: str) -> None:
-        """A backend of ``path`` is done: the last one out retires the file's copy."""
-        with self._lock:
+        """A backend of ``path`` is done: the last one out retires the file's copy.
+
+        Called by the backend's finaliser, so possibly inside a garbage collection that
+        interrupted this very object under its lock (while copying a file, say): the
+        release is queued, and done now only if the lock is free; else whoever holds it
+        does it before letting go.
+        """
+        self._released.append(path)  # atomic: needs no lock
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drain()
+            finally:
+                self._lock.release()
+
+    def _drain(self) -> None:
+        """(Under the lock.) Apply the queued releases."""
+        while self._released:
+            path = self._released.pop()
             left = self._holders.get(path, 0) - 1
             if left > 0:
                 self._holders[path] = left
-                return
+                continue
             self._holders.pop(path, None)
             entry = self._files.get(path)
             if entry is not None:
@@ -173,6 +191,7 @@ class _SharedInstance:
     def copies(self) -> int:
         """How many copies are attached now (for tests and the soak benchmark)."""
         with self._lock:
+            self._drain()
             return len(self._files)
 
     def _instance(self) -> duckdb.DuckDBPyConnection:
@@ -198,6 +217,7 @@ class _SharedInstance:
             instance = self._instance()
             idle = entry.idle.setdefault(schema, [])
             cursor = idle.pop() if idle else None
+            self._drain()
         try:
             if cursor is None:
                 cursor = instance.cursor()
@@ -211,6 +231,7 @@ class _SharedInstance:
                     idle.append(cursor)
                 if entry.retired and entry.users == 0:
                     self._drop(entry)
+                self._drain()
 
     def _copy(self, path: str, description: str) -> _Copy:
         """Copy the catalog (and its log) untorn, and attach the copy read-only."""
