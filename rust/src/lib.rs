@@ -26,17 +26,10 @@ mod task_context;
 
 use pyo3::prelude::*;
 
-/// The extension's allocator. The scan allocates and frees buffers per Parquet page, per
-/// batch and per file from both cores' threads; glibc's malloc hands large ones back to
-/// the kernel and faults them in again. Measured in one process, alternating allocators:
-/// the full aggregate of `bench/scan.py`'s `t` -19% CPU, the 10,000-file full scan -13%
-/// wall, the range query and point lookup -12% wall; the group-bys, whose time is
-/// DataFusion's aggregation on the caller's side, unchanged. The datafusion wheel uses
-/// mimalloc too, in its own copy. The two sides never free each other's memory: every
-/// structure crossing the boundary (Arrow arrays, plans, streams) carries the release
-/// function of the side that allocated it.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// No allocator of its own: mimalloc (0.1.52, local-dynamic TLS) as the global allocator
+// crashed the process in `mi_thread_init` on the first allocation of a thread it had not
+// seen (a provider made on DataFusion's runtime thread while planning a view), so the
+// system allocator is used (it cost the scan 12-19% CPU in `bench/scan.py`).
 
 /// The datafusion release whose crates this extension is built with: the Python side
 /// refuses any other major (nothing checks the ABI across the FFI boundary).
