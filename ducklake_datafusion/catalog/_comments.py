@@ -18,23 +18,23 @@ COMMENT = "comment"
 
 def table_column_comments(session: MetadataSession, table_id: int, snapshot: int) -> dict[int, str]:
     """``{column id: comment}`` of a table's columns at ``snapshot``."""
-    if not session.has_table("ducklake_column_tag"):
-        return {}
-    rows = session.rows(
-        f"SELECT column_id, value FROM ducklake_column_tag WHERE table_id = ? AND key = ? "
-        f"AND {live()}",
-        [table_id, COMMENT, snapshot, snapshot],
-    )
-    return {int(r[0]): r[1] for r in rows if r[1] is not None}
+    found = _comments(session, "ducklake_column_tag", "column_id", "table_id", table_id, snapshot)
+    return {int(column): text for column, text in found.items()}
 
 
 def view_column_comments(session: MetadataSession, view_id: int, snapshot: int) -> dict[str, str]:
     """``{column name: comment}`` of a view's columns at ``snapshot`` (DuckLake 1.1)."""
-    if not session.has_table("ducklake_view_column_tag"):
+    return _comments(
+        session, "ducklake_view_column_tag", "column_name", "view_id", view_id, snapshot
+    )
+
+
+def _comments(session, table: str, column: str, owner: str, owner_id: int, snapshot: int):
+    """``{column: comment}`` from a tag table (its names are constants of this module)."""
+    if not session.has_table(table):
         return {}
     rows = session.rows(
-        f"SELECT column_name, value FROM ducklake_view_column_tag WHERE view_id = ? AND key = ? "
-        f"AND {live()}",
-        [view_id, COMMENT, snapshot, snapshot],
+        f"SELECT {column}, value FROM {table} WHERE {owner} = ? AND key = ? AND {live()}",
+        [owner_id, COMMENT, snapshot, snapshot],
     )
     return {r[0]: r[1] for r in rows if r[1] is not None}
