@@ -618,6 +618,25 @@ def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path
     assert f"version '{version}'" in done.stderr
 
 
+@pytest.mark.spark
+def test_an_unknown_version_is_refused_on_spark(make_lake, spark):
+    from ducklake_datafusion.spark import read_table
+
+    lake = make_lake(LakeSpec("sqlite", "local"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1)")
+    args = lake.reader_args()
+
+    def bump(catalog) -> None:
+        catalog.execute(
+            f"UPDATE {catalog.q}ducklake_metadata SET value = '1.2' WHERE key = 'version'"
+        )
+
+    metadata, _ = migrated_copy(args["metadata"], None, edit=bump)
+    with pytest.raises(UnsupportedVersionError, match=r"version '1\.2'; this reader reads 1\.0"):
+        read_table(spark, metadata, "main.t").toArrow()
+
+
 def test_a_catalog_file_of_a_newer_duckdb_says_which_duckdb_it_needs(make_lake, tmp_path):
     """A DuckDB 2 catalog file (storage version 69) with duckdb 1.5 installed."""
     import duckdb
