@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import glob
 import os
 import resource
-import tempfile
 import time
 from pathlib import Path
 
@@ -57,7 +55,9 @@ def held(lake) -> dict:
                 "SELECT count(*) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchone()[0]
-    copies = len(glob.glob(os.path.join(tempfile.gettempdir(), "ducklake-catalog-*")))
+    from ducklake_datafusion.catalog import _duckdb  # this process's copies, not others'
+
+    copies = _duckdb._SHARED.copies()
     return {
         "rss_mib": rss_kib / 1024,
         "fds": len(os.listdir("/proc/self/fd")),
