@@ -590,12 +590,8 @@ def test_a_nested_schema_is_refused_by_name_and_never_read_as_a_top_level_one(ma
         catalog.table("main.main", "t")
 
 
-@pytest.mark.parametrize("version", ["1.2", "2.0", "1.1-dev2"])
-def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path):
-    from test_cli import _cli
-
-    from ducklake_datafusion.functions import table_changes
-
+def _catalog_of_version(make_lake, version: str) -> str:
+    """A SQLite catalog of one table (a row), migrated, its version then set to ``version``."""
     lake = make_lake(LakeSpec("sqlite", "local"), inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
     lake.sql("INSERT INTO lake.main.t VALUES (1)")
@@ -606,7 +602,16 @@ def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path
             f"UPDATE {catalog.q}ducklake_metadata SET value = ? WHERE key = 'version'", [version]
         )
 
-    metadata, _ = migrated_copy(args["metadata"], None, edit=bump)
+    return migrated_copy(args["metadata"], None, edit=bump)[0]
+
+
+@pytest.mark.parametrize("version", ["1.2", "2.0", "1.1-dev2"])
+def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path):
+    from test_cli import _cli
+
+    from ducklake_datafusion.functions import table_changes
+
+    metadata = _catalog_of_version(make_lake, version)
     message = rf"version '{version}'; this reader reads 1\.0, 1\.1-dev1, 1\.1 catalogs"
     for native in (True, False):
         with pytest.raises(UnsupportedVersionError, match=message):
@@ -622,17 +627,7 @@ def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path
 def test_an_unknown_version_is_refused_on_spark(make_lake, spark):
     from ducklake_datafusion.spark import read_table
 
-    lake = make_lake(LakeSpec("sqlite", "local"), inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
-    lake.sql("INSERT INTO lake.main.t VALUES (1)")
-    args = lake.reader_args()
-
-    def bump(catalog) -> None:
-        catalog.execute(
-            f"UPDATE {catalog.q}ducklake_metadata SET value = '1.2' WHERE key = 'version'"
-        )
-
-    metadata, _ = migrated_copy(args["metadata"], None, edit=bump)
+    metadata = _catalog_of_version(make_lake, "1.2")
     with pytest.raises(UnsupportedVersionError, match=r"version '1\.2'; this reader reads 1\.0"):
         read_table(spark, metadata, "main.t").toArrow()
 
