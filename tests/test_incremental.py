@@ -17,6 +17,7 @@ import shutil
 import pyarrow.compute as pc
 import pytest
 from datafusion import SessionContext
+from lake_formats import format_under_test
 from lakes import LakeSpec, assert_same_rows
 from readcheck import check
 
@@ -95,7 +96,7 @@ def test_every_commit_kind_refreshes_to_the_plan_of_a_fresh_catalog(make_lake, s
         )
     replace = None
     if spec.catalog in ("duckdb", "sqlite"):  # a file catalog can be swapped for a copy
-        path = lake.reader_args()["metadata"].removeprefix("sqlite:")
+        path = lake.reader_args("1.0")["metadata"].removeprefix("sqlite:")  # the writer's
         lake.detach()
         shutil.copy(path, path + ".old")
 
@@ -113,4 +114,6 @@ def test_every_commit_kind_refreshes_to_the_plan_of_a_fresh_catalog(make_lake, s
             refreshed += any(REFRESHED in r.getMessage() for r in caplog.records)
             _warm_answer(warm, lake, "SELECT * FROM lake.main.t")
             check(lake, "SELECT count(*) AS n, max(s) AS s FROM lake.main.t WHERE k >= 2500")
-    assert refreshed >= 6, refreshed  # inserts, deletes, update, inlined rows, flush, ...
+    if format_under_test() == "1.0" or spec.catalog == "postgres":
+        # (a file catalog's 1.1 copy is made anew after each commit: a replaced file)
+        assert refreshed >= 6, refreshed  # inserts, deletes, update, inlined rows, flush, ...

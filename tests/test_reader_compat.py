@@ -126,7 +126,7 @@ def test_a_duckdb_2_catalog_file_of_a_1_1_lake(make_lake, tmp_path):
 
     lake = make_lake(LakeSpec("duckdb", "local"), inline_limit=5)
     write_history(lake)
-    migrated, _ = migrated_copy(lake.reader_args()["metadata"], None)
+    migrated, _ = migrated_copy(lake.reader_args("1.0")["metadata"], None)
     newer = str(tmp_path / "duckdb2.ducklake")
     done = subprocess.run(
         [READER_PYTHON, "-c", _CONVERT, migrated, newer],

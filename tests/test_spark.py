@@ -707,7 +707,7 @@ def test_change_feed_matches_duckdb(spark, make_lake):
     lake.sql("ALTER TABLE lake.main.t DROP COLUMN l")
     lake.detach()  # a DuckDB catalog file: no readers while the writer has it attached
     assert inserts.count() == expected[3].num_rows and "l" in whole.columns
-    again = read_changes(spark, metadata, "t", 0)
+    again = read_changes(spark, lake.reader_args()["metadata"], "t", 0)  # a 1.1 copy: synced
     assert "l" not in again.columns
     assert again.filter("change_type = 'insert'").count() == expected[3].num_rows + 1
     with pytest.raises(Exception, match="SnapshotNotFoundError.*no snapshot 99"):

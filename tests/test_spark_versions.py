@@ -99,6 +99,7 @@ def test_views_are_all_or_nothing(spark, make_lake, old_pyspark):
 
     lake.sql("DROP TABLE lake.main.u")
     lake.sql("DROP TABLE lake.main.added")
+    metadata = lake.reader_args()["metadata"]  # a 1.1 copy (DUCKLAKE_TEST_FORMAT): synced
     created = register_spark_views(spark, metadata, prefix="vers")
     assert created == {"vers_main_t": "main.t"}
     got = spark.sql("SELECT count(*) AS n, sum(w) AS sw FROM vers_main_t").toArrow()
@@ -127,5 +128,6 @@ def test_the_change_feed_is_computed_on_the_driver(spark, make_lake, old_pyspark
 
     lake.sql("CREATE TABLE lake.main.u (k BIGINT, id UUID)")
     lake.sql("INSERT INTO lake.main.u VALUES (1, uuid())")
+    metadata = lake.reader_args()["metadata"]  # a 1.1 copy (DUCKLAKE_TEST_FORMAT): synced
     with pytest.raises(UnsupportedFeatureError, match=r"change feed of table main\.u.*uuid"):
         read_changes(spark, metadata, "main.u", 1)

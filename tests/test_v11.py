@@ -167,7 +167,7 @@ def _every_snapshot(lake, args: dict, table: str = "t") -> None:
 
 
 def _reader_args(lake, metadata: str, schema: str | None) -> dict:
-    args = {**lake.reader_args(), "metadata": metadata}
+    args = {**lake.reader_args("1.0"), "metadata": metadata}
     if schema is not None:
         args["metadata_schema"] = schema
     return args
@@ -178,7 +178,7 @@ def _reader_args(lake, metadata: str, schema: str | None) -> dict:
 def test_a_migrated_lake_reads_as_duckdb_read_it(make_lake, spec, version):
     lake = make_lake(spec, inline_limit=5)
     _history(lake)
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
 
     def repair(catalog) -> None:  # the 1.1 migration clears bounds of the wrong type
         catalog.execute(
@@ -205,7 +205,7 @@ def test_a_half_migrated_catalog_reads_as_it_is(make_lake, spec):
     renamed, one not) reads each table by its own columns."""
     lake = make_lake(spec, inline_limit=5)
     _history(lake)  # inlined rows under two schema versions: two inlined tables
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
     first = _inlined_tables(args)[:1]
     metadata, schema = migrated_copy(
         args["metadata"], args.get("metadata_schema"), inlined_tables=first
@@ -230,7 +230,7 @@ def test_a_user_column_named_row_id(make_lake, spec):
     lake.sql("INSERT INTO lake.main.r SELECT i, 'f' || i FROM range(100) r(i)")
     lake.sql("INSERT INTO lake.main.r VALUES (1000, 'inlined'), (1001, 'too')")
     lake.sql("DELETE FROM lake.main.r WHERE rid = 1001")
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
 
     def rename(catalog) -> None:
         q = catalog.q
@@ -392,7 +392,7 @@ def _epoch_lake(make_lake, spec):
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
 def test_epoch_partitions_prune_and_read_as_duckdb(make_lake, spec):
     lake = _epoch_lake(make_lake, spec)
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
 
     def edit(catalog) -> None:
         for column in EPOCH_QUERIES:
@@ -512,7 +512,7 @@ def test_deletes_of_several_snapshots_in_one_puffin_file(make_lake, spec, tmp_pa
     for predicate in ("k % 11 = 0", "k % 13 = 0", "k BETWEEN 2990 AND 3010", "k % 17 = 0"):
         lake.sql(f"DELETE FROM lake.main.t WHERE {predicate}")
     lake.sql("INSERT INTO lake.main.t SELECT i, 'late' FROM range(5000, 5100) r(i)")
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
     edit = _puffin_deletes(tmp_path)
     metadata, schema = migrated_copy(args["metadata"], args.get("metadata_schema"), edit=edit)
     migrated = _reader_args(lake, metadata, schema)
@@ -538,7 +538,7 @@ def test_column_comments_of_tables_and_views(make_lake, spec):
         "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = 'lake' "
         "AND table_name = 't' AND comment IS NOT NULL"
     )
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
     assert DuckLakeCatalog(**args).column_comments("main", "t") == dict(
         zip(expected.column(0).to_pylist(), expected.column(1).to_pylist())
     )
@@ -571,7 +571,7 @@ def test_a_nested_schema_is_refused_by_name_and_never_read_as_a_top_level_one(ma
     lake.sql("INSERT INTO lake.main.t VALUES (1)")
     lake.sql("CREATE TABLE lake.sales.t (k INTEGER)")
     lake.sql("INSERT INTO lake.sales.t VALUES (2)")
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
 
     def nest(catalog) -> None:  # "sales" becomes "main.sales"... named "main" under "main"
         q = catalog.q
@@ -595,7 +595,7 @@ def _catalog_of_version(make_lake, version: str) -> str:
     lake = make_lake(LakeSpec("sqlite", "local"), inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
     lake.sql("INSERT INTO lake.main.t VALUES (1)")
-    args = lake.reader_args()
+    args = lake.reader_args("1.0")
 
     def bump(catalog) -> None:
         catalog.execute(
@@ -641,7 +641,7 @@ def test_a_catalog_file_of_a_newer_duckdb_says_which_duckdb_it_needs(make_lake, 
     lake = make_lake(LakeSpec("duckdb", "local"), inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
     path = tmp_path / "newer.ducklake"
-    path.write_bytes(Path(lake.reader_args()["metadata"]).read_bytes())
+    path.write_bytes(Path(lake.reader_args("1.0")["metadata"]).read_bytes())
     forge_storage_version(path, 69)
     with pytest.raises(
         UnsupportedVersionError, match=r"needs duckdb >= 2 to open; pip install -U duckdb"
