@@ -1,6 +1,6 @@
 """Catalog access: the only package that runs SQL against a DuckLake catalog database."""
 
-from . import _metadata as metadata
+from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
 from ._comments import table_column_comments, view_column_comments
 

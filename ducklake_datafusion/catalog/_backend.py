@@ -1,9 +1,9 @@
 """The metadata-backend Protocol and the parser of catalog connection strings.
 
 A backend knows how to open a read-only, consistent view of one catalog database and run
-parameterised SQL in it. The SQL itself is dialect neutral and lives in ``_metadata.py``;
-backends only translate placeholders, decode driver-specific values, and turn driver
-errors into :mod:`ducklake_datafusion.errors`.
+parameterised SQL in it. The SQL itself is dialect neutral and lives in the query modules
+(see ``metadata``); backends only translate placeholders, decode driver-specific values,
+and turn driver errors into :mod:`ducklake_datafusion.errors`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """What every backend session shares: the lake version, table probes and a shared cache.
 
 ``cache`` is a dict owned by the backend object and shared by all of its sessions. It holds
-the validated global settings and the metadata memos of ``_metadata`` (see
-:func:`per_version` for why they stay correct).
+the validated global settings and the metadata memos of the query modules: per lake
+version (:func:`per_version`) and per snapshot (:func:`per_snapshot`), which say why
+they stay correct.
 
 A query asks several times whether an inlined-data or inlined-delete table exists; the
 catalog's table list is read at most once per lake version, turning those probes into set
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["SessionBase", "file_identity", "per_version"]
+__all__ = ["SessionBase", "file_identity", "memoised", "per_snapshot", "per_version"]
 
 # The newest snapshot time is part of the version so that a catalog replaced by another
 # one (a restore from backup) with the same latest id and count is still told apart.
@@ -117,6 +118,30 @@ def memoised(session, key: tuple):
     if held is None or held[0] != session.lake_version():
         return None
     return held[1].get(key)
+
+
+_SNAPSHOT_CACHE_SIZE = 512
+
+
+def per_snapshot(session, key: tuple, compute):
+    """Memoise a lookup whose answer is fixed once its snapshot exists.
+
+    What is live at snapshot S (schemas, tables, columns, inlined-table layouts) never
+    changes after S is committed: later commits only add rows beginning after S or end rows
+    after S. So names are still looked up on every call (the latest snapshot id is read
+    each time), but an unchanged lake costs one small query instead of four. File lists are
+    not memoised here but per lake version (``per_version``): maintenance may move the
+    rows that describe them.
+    """
+    cache = getattr(session, "cache", None)
+    if cache is None:
+        return compute()
+    memo = cache.setdefault("per_snapshot", {})
+    if key not in memo:
+        if len(memo) >= _SNAPSHOT_CACHE_SIZE:
+            memo.clear()
+        memo[key] = compute()
+    return memo[key]
 
 
 def history_replaced(old: tuple, new: tuple) -> bool:
