@@ -67,7 +67,7 @@ class StatsCut:
     @staticmethod
     def usable(session: MetadataSession) -> bool:
         """Whether the catalog database can read statistics text as integers safely."""
-        return getattr(session, "INTEGER_OF_TEXT", None) is not None
+        return session.INTEGER_OF_TEXT is not None
 
     def condition(self, session: MetadataSession, table_id: int, snapshot: int):
         """``(sql, params)``: a condition on ``data_file_id`` keeping the files that may

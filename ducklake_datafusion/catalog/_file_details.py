@@ -141,7 +141,7 @@ def _inlined_system_columns(session: MetadataSession, table_name: str):
     system = inlined_system_columns(names)
     if system is None:
         raise CatalogError(
-            f"{getattr(session, 'description', 'the catalog')}: inlined-data table "
+            f"{session.description}: inlined-data table "
             f"{table_name} starts with columns {names[:3]}, neither DuckLake 1.0's "
             "(row_id, begin_snapshot, end_snapshot) nor 1.1's (_ducklake_row_id, "
             "_ducklake_begin_snapshot, _ducklake_end_snapshot); the catalog is damaged or "

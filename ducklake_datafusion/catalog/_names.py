@@ -53,7 +53,7 @@ def latest_snapshot(session: MetadataSession) -> SnapshotInfo:
     snapshot = snapshot_by_id(session, latest)
     if snapshot is None:
         raise NotADuckLakeCatalogError(
-            f"{getattr(session, 'description', 'the catalog')} has an empty ducklake_snapshot "
+            f"{session.description} has an empty ducklake_snapshot "
             "table, so it is not a usable DuckLake catalog; pass the catalog database that "
             "DuckDB's ATTACH 'ducklake:...' created"
         )

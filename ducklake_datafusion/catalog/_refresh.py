@@ -66,8 +66,7 @@ def _previous_memo(session, key: tuple):
     """``(old TableFiles, old latest snapshot, old snapshot count)`` memoised by the
     previous lake version for ``key`` read at the new latest snapshot, or None."""
     _, tid, snapshot, stats_columns, with_partitions = key
-    cache = getattr(session, "cache", None)
-    previous = cache.get("previous_version") if cache is not None else None
+    previous = session.cache.get("previous_version")
     if previous is None:
         return None
     (old_latest, old_count, _), memo = previous

@@ -29,6 +29,9 @@ class SessionBase:
 
     TABLES_SQL = ""
     COLUMNS_SQL = ""
+    # an integer from statistics text, or None when the database cannot read one safely
+    # (``MetadataSession.INTEGER_OF_TEXT``); every backend sets its own
+    INTEGER_OF_TEXT: str | None = None
 
     def __init__(self, cache: dict, description: str) -> None:
         self.cache = cache
@@ -46,14 +49,13 @@ class SessionBase:
             latest, count, newest = self._read_version()
             newest = None if newest is None else str(newest)
             self._version = (int(latest if latest is not None else -1), int(count), newest)
-            cache = getattr(self, "cache", None)
-            if cache is not None:
-                previous = cache.get("lake_version")
-                if previous is not None and history_replaced(previous, self._version):
-                    cache.pop("per_snapshot", None)
-                    cache.pop("per_version", None)
-                    cache.pop("previous_version", None)
-                cache["lake_version"] = self._version
+            cache = self.cache
+            previous = cache.get("lake_version")
+            if previous is not None and history_replaced(previous, self._version):
+                cache.pop("per_snapshot", None)
+                cache.pop("per_version", None)
+                cache.pop("previous_version", None)
+            cache["lake_version"] = self._version
         return self._version
 
     def _read_version(self) -> tuple:
@@ -93,9 +95,7 @@ def per_version(session, key: tuple, compute):
     one before it is kept as ``previous_version`` (until the next change) for
     ``_refresh``, which builds a table's files from the rows that changed since.
     """
-    cache = getattr(session, "cache", None)
-    if cache is None:
-        return compute()
+    cache = session.cache
     version = session.lake_version()
     held = cache.get("per_version")
     if held is None or held[0] != version or len(held[1]) >= MEMO_ENTRIES:
@@ -111,10 +111,7 @@ def per_version(session, key: tuple, compute):
 
 def memoised(session, key: tuple):
     """What ``per_version`` holds for ``key`` at the session's lake version, or None."""
-    cache = getattr(session, "cache", None)
-    if cache is None:
-        return None
-    held = cache.get("per_version")
+    held = session.cache.get("per_version")
     if held is None or held[0] != session.lake_version():
         return None
     return held[1].get(key)
@@ -133,10 +130,7 @@ def per_snapshot(session, key: tuple, compute):
     not memoised here but per lake version (``per_version``): maintenance may move the
     rows that describe them.
     """
-    cache = getattr(session, "cache", None)
-    if cache is None:
-        return compute()
-    memo = cache.setdefault("per_snapshot", {})
+    memo = session.cache.setdefault("per_snapshot", {})
     if key not in memo:
         if len(memo) >= _SNAPSHOT_CACHE_SIZE:
             memo.clear()

@@ -27,13 +27,11 @@ def read_settings(session: MetadataSession, description: str) -> dict[str, str]:
     they change only when the catalog is migrated, and re-reading them would cost two
     queries on every schema, table and scan look-up.
     """
-    cache = getattr(session, "cache", None)
-    cached = cache.get("settings") if cache is not None else None
+    cached = session.cache.get("settings")
     if cached is not None and time.monotonic() - cached[0] < SETTINGS_TTL_SECONDS:
         return cached[1]
     settings = _read_settings(session, description)
-    if cache is not None:
-        cache["settings"] = (time.monotonic(), settings)
+    session.cache["settings"] = (time.monotonic(), settings)
     return settings
 
 
