@@ -44,6 +44,7 @@ def live(alias: str = "") -> str:
 
 
 def as_bool(value: object) -> bool:
+    """Catalog booleans: bools or numbers, or text (``t``, ``true``, ``1``) from SQLite."""
     if isinstance(value, str):
         return value.strip().lower() in ("1", "t", "true")
     return bool(value)
@@ -64,6 +65,7 @@ def as_timestamp(value: object) -> _dt.datetime:
 
 
 def opt_int(value: object) -> int | None:
+    """A nullable integer column's value."""
     return None if value is None else int(value)
 
 
