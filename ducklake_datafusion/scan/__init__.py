@@ -19,6 +19,7 @@ from ._plan import (
     PlanStats,
     ScanPlan,
     ScanTask,
+    balanced_groups,
 )
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "PlanStats",
     "ScanPlan",
     "ScanTask",
+    "balanced_groups",
     "zero_based",
 ]

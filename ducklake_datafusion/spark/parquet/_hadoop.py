@@ -49,11 +49,11 @@ from __future__ import annotations
 import logging
 import re
 
-from ..errors import InvalidOptionError
-from ..pathres import StorageOptions, parse_location
-from ..pathres._filesystems import _endpoint
+from ...errors import InvalidOptionError
+from ...pathres import StorageOptions, parse_location
+from ...pathres._filesystems import _endpoint
 
-__all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "native_store"]
+__all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "store_read_options"]
 
 _log = logging.getLogger("ducklake_datafusion.spark")
 # ABFS over a Blob endpoint (accounts without hierarchical namespace; Azurite has no dfs
@@ -205,8 +205,8 @@ def _gcs_options(storage: StorageOptions) -> dict[str, str] | None:
     return options
 
 
-def native_store(spark, url: str, storage: StorageOptions) -> dict[str, str] | None:
-    """The read options for a native read of ``url``, or None to use the Python source.
+def store_read_options(spark, url: str, storage: StorageOptions) -> dict[str, str] | None:
+    """The read options for Spark's reader of ``url``, or None to use the Python source.
 
     Local files need none. Object-store files need the connector on the cluster's
     classpath (asked of the JVM) and options that map onto it; otherwise the log says
