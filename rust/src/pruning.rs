@@ -63,6 +63,15 @@ impl FileBounds {
         bounds
     }
 
+    /// No bounds of any column, for files of `record_counts` rows (prunes nothing by value).
+    pub fn unbounded(record_counts: &[u64]) -> Self {
+        FileBounds {
+            count: record_counts.len(),
+            rows: Some(Arc::new(UInt64Array::from(record_counts.to_vec())) as ArrayRef),
+            ..Default::default()
+        }
+    }
+
     /// Number of files.
     pub fn len(&self) -> usize {
         self.count
