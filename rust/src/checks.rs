@@ -225,7 +225,10 @@ impl CheckedReader {
                     format!("{what} is missing from storage; restore it from a backup"),
                 )
             } else {
-                failed(ErrorClass::Storage, format!("{what} cannot be read: {error}"))
+                failed(
+                    ErrorClass::Storage,
+                    format!("{what} cannot be read: {error}"),
+                )
             }
         })
     }

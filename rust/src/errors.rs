@@ -80,10 +80,16 @@ mod tests {
     #[test]
     fn the_text_is_the_class_then_the_message() {
         assert_eq!(
-            class_text(ErrorClass::DataFileMissing, "data file x of table t is missing"),
+            class_text(
+                ErrorClass::DataFileMissing,
+                "data file x of table t is missing"
+            ),
             "DataFileMissingError: data file x of table t is missing"
         );
-        assert_eq!(text("TableNotFoundError", "gone"), "TableNotFoundError: gone");
+        assert_eq!(
+            text("TableNotFoundError", "gone"),
+            "TableNotFoundError: gone"
+        );
     }
 
     #[test]

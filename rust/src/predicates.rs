@@ -29,7 +29,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Cmp, Kind::Between, Kind::In, Kind::Null, Kind::NotNull];
+    pub const ALL: [Kind; 5] = [
+        Kind::Cmp,
+        Kind::Between,
+        Kind::In,
+        Kind::Null,
+        Kind::NotNull,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -182,7 +188,9 @@ impl Predicate {
     #[pyo3(signature = (kind, column, values, op=None))]
     fn new(kind: &str, column: String, values: Vec<Py<PyAny>>, op: Option<&str>) -> PyResult<Self> {
         let Some(parsed) = Kind::parse(kind) else {
-            return Err(PyValueError::new_err(format!("unknown predicate kind {kind:?}")));
+            return Err(PyValueError::new_err(format!(
+                "unknown predicate kind {kind:?}"
+            )));
         };
         let op = match (parsed, op) {
             (Kind::Cmp, Some(op)) => Some(
@@ -193,7 +201,9 @@ impl Predicate {
             ),
             (Kind::Cmp, None) => return Err(PyValueError::new_err("a cmp predicate needs an op")),
             (_, Some(_)) => {
-                return Err(PyValueError::new_err(format!("a {kind} predicate takes no op")))
+                return Err(PyValueError::new_err(format!(
+                    "a {kind} predicate takes no op"
+                )))
             }
             (_, None) => None,
         };
@@ -249,7 +259,13 @@ impl Predicate {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let mut values = Vec::new();
         for value in &self.values {
-            values.push(value.bind(py).call_method0("to_pylist")?.repr()?.to_string());
+            values.push(
+                value
+                    .bind(py)
+                    .call_method0("to_pylist")?
+                    .repr()?
+                    .to_string(),
+            );
         }
         Ok(format!(
             "Predicate({:?}, {:?}, [{}]{})",
@@ -296,14 +312,20 @@ mod tests {
         let list = translate(&col("s").in_list(vec![lit("a"), lit("b")], false)).unwrap();
         assert_eq!((list.kind, list.values.len()), (Kind::In, 2));
         assert_eq!(translate(&col("x").is_null()).unwrap().kind, Kind::Null);
-        assert_eq!(translate(&col("x").is_not_null()).unwrap().kind, Kind::NotNull);
+        assert_eq!(
+            translate(&col("x").is_not_null()).unwrap().kind,
+            Kind::NotNull
+        );
     }
 
     #[test]
     fn what_is_not_a_predicate_is_left_out() {
         let null = ScalarValue::Int64(None);
         assert_eq!(translate(&col("k").eq(lit(null.clone()))), None);
-        assert_eq!(translate(&col("k").in_list(vec![lit(1i64), lit(null)], false)), None);
+        assert_eq!(
+            translate(&col("k").in_list(vec![lit(1i64), lit(null)], false)),
+            None
+        );
         assert_eq!(translate(&col("k").in_list(vec![lit(1i64)], true)), None);
         assert_eq!(translate(&col("k").not_between(lit(1i64), lit(2i64))), None);
         assert_eq!(translate(&col("k").eq(col("j"))), None);
