@@ -19,6 +19,8 @@ use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 
+use crate::contract::{MAX_PREFIX, MIN_PREFIX, NULLS_PREFIX};
+
 /// Bounds of every file of a table, aligned with the provider's file list.
 #[derive(Debug, Default)]
 pub struct FileBounds {
@@ -31,8 +33,8 @@ pub struct FileBounds {
 
 impl FileBounds {
     /// Reads the `min:<column>`, `max:<column>` and `nulls:<column>` columns of `batch`
-    /// (one row per file). A bound whose type is not the column's is ignored (never
-    /// cast: a rounded bound could prune a matching file).
+    /// (one row per file; `contract::check_bounds` checked them). A bound whose type is not
+    /// the column's is ignored (never cast: a rounded bound could prune a matching file).
     pub fn new(batch: &RecordBatch, schema: &SchemaRef, record_counts: &[u64]) -> Self {
         let mut bounds = FileBounds {
             count: record_counts.len(),
@@ -47,14 +49,17 @@ impl FileBounds {
         }
         for field in schema.fields() {
             let name = field.name();
-            for (prefix, target) in [("min:", &mut bounds.mins), ("max:", &mut bounds.maxs)] {
+            for (prefix, target) in [
+                (MIN_PREFIX, &mut bounds.mins),
+                (MAX_PREFIX, &mut bounds.maxs),
+            ] {
                 if let Some(values) = batch.column_by_name(&format!("{prefix}{name}")) {
                     if values.data_type() == field.data_type() {
                         target.insert(name.clone(), Arc::clone(values));
                     }
                 }
             }
-            if let Some(values) = batch.column_by_name(&format!("nulls:{name}")) {
+            if let Some(values) = batch.column_by_name(&format!("{NULLS_PREFIX}{name}")) {
                 if let Ok(values) = cast(values, &DataType::UInt64) {
                     bounds.nulls.insert(name.clone(), values);
                 }
