@@ -408,20 +408,14 @@ def test_a_panic_inside_the_extension_does_not_abort_python():
     """PyO3 turns a panic in a method into an exception; bad input is an error, not a
     crash."""
 
+    from ducklake_datafusion.provider._rust_contract import ProviderSpec, file_table
+
     rust = _rust.extension()
     schema = pa.schema([pa.field("k", pa.int64())])
-    files = pa.RecordBatch.from_pydict(
-        {
-            "path": pa.array(["x.parquet"]),
-            "size": pa.array([10], pa.int64()),
-            "footer_size": pa.array([None], pa.int64()),
-            "record_count": pa.array([3], pa.int64()),
-            "deleted": pa.array([[5]], pa.list_(pa.int64())),
-        }
-    )
-    bounds = pa.RecordBatch.from_pydict({"_": pa.nulls(1, pa.int8())})
+    files = file_table(["x.parquet"], [None], [10], [None], [3], [[5]])
+    spec = ProviderSpec("main.t", schema, files, None, (), {"kind": "local"}, 2)
     with pytest.raises(ValueError, match="outside the file's 3 rows"):
-        rust.LakeProvider("main.t", schema, files, bounds, [], {"kind": "local"}, 2)
+        rust.LakeProvider(spec)
 
 
 def test_a_store_the_options_cannot_configure_is_our_typed_option_error(make_lake, monkeypatch):

@@ -182,16 +182,17 @@ def test_a_missing_kept_file_fails_with_our_error_naming_it(typed_lake):
 
 
 def test_predicates_translate_to_pyarrow_filters():
+    Predicate = _rust.extension().Predicate
     one = pa.array([5], pa.int64())
+    not_utf8 = Predicate("in", "s", [pa.array(["a"]), pa.array([b"\xff"], pa.binary())])
     got = _rust_lazy.predicate_filter(
         [
-            ("cmp", "k", ">=", one),
-            ("between", "k", one, pa.array([9], pa.int64())),
-            ("in", "s", [pa.array(["a"]), pa.array(["b"])]),
-            ("null", "x"),
-            ("not_null", "y"),
-            ("in", "s", [pa.array(["a"]), pa.array([b"\xff"], pa.binary())]),  # not UTF-8: left out
-            ("cmp", "k", "??", one),  # unknown: left out
+            Predicate("cmp", "k", [one], op=">="),
+            Predicate("between", "k", [one, pa.array([9], pa.int64())]),
+            Predicate("in", "s", [pa.array(["a"]), pa.array(["b"])]),
+            Predicate("null", "x", []),
+            Predicate("not_null", "y", []),
+            not_utf8,  # not UTF-8: left out
         ]
     )
     table = pa.table(
@@ -203,7 +204,9 @@ def test_predicates_translate_to_pyarrow_filters():
         }
     )
     assert table.filter(got).column("k").to_pylist() == [5]
-    assert _rust_lazy.predicate_filter([("cmp", "k", "??", one)]) is None
+    assert _rust_lazy.predicate_filter([not_utf8]) is None
+    with pytest.raises(ValueError, match="unknown comparison"):  # unknown: never made
+        Predicate("cmp", "k", [one], op="??")
     assert isinstance(got, pc.Expression)
 
 

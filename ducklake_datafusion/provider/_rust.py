@@ -7,7 +7,8 @@ provider is a ``_rust.LazyProvider`` (``_rust_lazy``): its ``scan()`` asks the p
 for the files the query's filters cannot exclude and gets a ``LakeProvider`` over those
 (:func:`build_provider`). Tables the catalog's file rows already rule out of that are
 planned whole here (``_build``) and pruned in Rust. Either way the Python side hands
-over plain facts as Arrow:
+over plain facts as Arrow, in one ``_rust_contract.ProviderSpec`` (the shapes are defined
+there and checked by the extension on arrival):
 
 * the table's Arrow schema;
 * one row per live data file: object-store path, size, footer size, record count and the
@@ -44,7 +45,6 @@ import os
 import threading
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -59,6 +59,7 @@ from ..scan._planner import build_scan_plan
 from ..scan._pruning import FilePruner
 from ._file_layouts import SAFE_PATH, checked_layout, native_type, table_signature
 from ._owned_cache import MISSING, OwnedCache
+from ._rust_contract import NULL_COUNT_TYPE, ProviderSpec, bounds_names, file_table
 from ._rust_lazy import Resolver, forget_resolved, lazy_parts
 
 __all__ = ["extension", "forget_catalog", "rust_provider", "rust_table"]
@@ -244,14 +245,12 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
         )
         if any(layout.snapshot_column is not None for layout in layouts):
             by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
-    file_table = _file_table(plan, native)
+    bounds_table = None
     if bounds:
         columns = table.columns
         if bounds is not True:
             columns = [c for c in columns if c.name in bounds]
         bounds_table = _bounds_table(columns, files_meta, native)
-    else:
-        bounds_table = pa.RecordBatch.from_pydict({"_": pa.nulls(len(native), pa.int8())})
     names = [c.name for c in table.columns]
     batches = []
     for task in inlined:
@@ -259,19 +258,20 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
         batches.extend(rows.to_batches())
     if rest:
         batches.extend(read_rest(plan, rest))
+    spec = ProviderSpec(
+        table=plan.table,
+        schema=plan.table_schema,
+        files=_file_table(plan, native),
+        bounds=bounds_table,
+        inlined=tuple(batches),
+        storage=storage,
+        min_partitions=MIN_PARTITIONS,
+        **by_id,
+        pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
+        read_exactly=len(rest),
+    )
     try:
-        return rust.LakeProvider(
-            plan.table,
-            plan.table_schema,
-            file_table,
-            bounds_table,
-            batches,
-            storage,
-            MIN_PARTITIONS,
-            **by_id,
-            pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
-            read_exactly=len(rest),
-        )
+        return rust.LakeProvider(spec)
     except rust.StoreConfigError as exc:  # the message names no option value
         raise InvalidOptionError(
             f"table {plan.table} (snapshot {plan.snapshot_id}) of {plan.catalog}: {exc}; "
@@ -434,24 +434,19 @@ def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
             continue
         positions = deleted_positions_of(task, plan.table, plan.snapshot_id, plan.storage)
         deleted.append(positions if len(positions) else None)
-    return pa.RecordBatch.from_pydict(
-        {
-            "path": pa.array([_object_path(t.file.url) for t in files], pa.string()),
-            "url": pa.array([t.file.url for t in files], pa.string()),
-            "size": pa.array([t.file.size for t in files], pa.int64()),
-            "footer_size": pa.array([t.file.footer_size for t in files], pa.int64()),
-            "record_count": pa.array([t.record_count for t in files], pa.int64()),
-            "deleted": pa.array(
-                [None if d is None else np.asarray(d, dtype=np.int64) for d in deleted],
-                pa.list_(pa.int64()),
-            ),
-        }
+    return file_table(
+        paths=[_object_path(t.file.url) for t in files],
+        urls=[t.file.url for t in files],
+        sizes=[t.file.size for t in files],
+        footer_sizes=[t.file.footer_size for t in files],
+        record_counts=[t.record_count for t in files],
+        deleted=deleted,
     )
 
 
-def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch:
-    """``min:``/``max:``/``nulls:`` per column, one row per file of ``files``: the
-    planner's safe statistics, narrowed by partition values."""
+def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch | None:
+    """Bounds per column (``_rust_contract.bounds_schema``), one row per file of ``files``:
+    the planner's safe statistics, narrowed by partition values (``None``: none known)."""
     pruner = FilePruner(None, columns, files_meta)
     order = pc.index_in(
         pa.array([t.data_file_id for t in files], pa.int64()), value_set=pruner.file_ids
@@ -474,10 +469,10 @@ def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBa
             continue  # no bounds is always correct
         if low is None:
             continue
-        names += [f"min:{column.name}", f"max:{column.name}", f"nulls:{column.name}"]
+        names += bounds_names(column.name)
         arrays += [_array(low.take(order)), _array(high.take(order)), _array(nulls.take(order))]
     if not arrays:
-        return pa.RecordBatch.from_pydict({"_": pa.nulls(len(files), pa.int8())})
+        return None
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
@@ -500,4 +495,4 @@ def _narrowed(parts, wanted: pa.DataType):
         high = hi if high is None else pc.min_element_wise(high, hi, skip_nulls=True)
         count = pa.array(part.nulls, pa.float64(), from_pandas=True)  # NaN -> null
         nulls = count if nulls is None else pc.coalesce(nulls, count)
-    return low, high, nulls.cast(pa.int64())
+    return low, high, nulls.cast(NULL_COUNT_TYPE)

@@ -28,6 +28,7 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::deletes::RowGroupSelections;
+use crate::errors::{self, ErrorClass};
 
 /// Files whose footer showed no page index (DuckDB writes none). DataFusion's metadata
 /// cache treats a cached footer without page index as incomplete: on every open it copied
@@ -204,8 +205,8 @@ impl LocalRanges {
     }
 }
 
-fn failed(class: &str, message: String) -> ParquetError {
-    ParquetError::General(format!("{class}: {message}"))
+fn failed(class: ErrorClass, message: String) -> ParquetError {
+    ParquetError::General(errors::class_text(class, &message))
 }
 
 impl CheckedReader {
@@ -220,11 +221,14 @@ impl CheckedReader {
             };
             if error.kind() == std::io::ErrorKind::NotFound {
                 failed(
-                    "DataFileMissingError",
+                    ErrorClass::DataFileMissing,
                     format!("{what} is missing from storage; restore it from a backup"),
                 )
             } else {
-                failed("StorageError", format!("{what} cannot be read: {error}"))
+                failed(
+                    ErrorClass::Storage,
+                    format!("{what} cannot be read: {error}"),
+                )
             }
         })
     }
@@ -278,7 +282,7 @@ impl AsyncFileReader for CheckedReader {
                     Ok(size) if size == expected.size => {}
                     Ok(size) => {
                         return Err(failed(
-                            "DataFileCorruptError",
+                            ErrorClass::DataFileCorrupt,
                             format!(
                                 "{what} has {} bytes but the catalog records {}; the file was \
                                  replaced. Restore it from a backup (DuckLake never rewrites a \
@@ -289,13 +293,13 @@ impl AsyncFileReader for CheckedReader {
                     }
                     Err(object_store::Error::NotFound { .. }) => {
                         return Err(failed(
-                            "DataFileMissingError",
+                            ErrorClass::DataFileMissing,
                             format!("{what} is missing from storage; restore it from a backup"),
                         ))
                     }
                     Err(error) => {
                         return Err(failed(
-                            "StorageError",
+                            ErrorClass::Storage,
                             format!("{what} cannot be read: {error}"),
                         ))
                     }
@@ -306,7 +310,7 @@ impl AsyncFileReader for CheckedReader {
             let rows = metadata.file_metadata().num_rows();
             if u64::try_from(rows).ok() != Some(expected.record_count) {
                 return Err(failed(
-                    "DataFileCorruptError",
+                    ErrorClass::DataFileCorrupt,
                     format!(
                         "{what} has {rows} rows but the catalog records {}; the file was \
                          replaced or truncated. Restore it from a backup (DuckLake never \
