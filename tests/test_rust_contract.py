@@ -2,7 +2,7 @@
 
 * ``ducklake_datafusion/_rust.pyi`` names what the built extension exports, with the same
   parameters;
-* the Arrow shapes the Python side builds (``provider/_rust_contract.py``) are the ones the
+* the Arrow shapes the Python side builds (``_rust_contract.py``) are the ones the
   extension expects (``_rust.boundary_schemas``, ``rust/src/contract.rs``), and the
   extension refuses anything else with ``ContractError`` naming the table and the column;
 * ``ProviderSpec`` has the attributes ``LakeProvider`` reads;
@@ -23,14 +23,14 @@ import pyarrow as pa
 import pytest
 
 from ducklake_datafusion import errors
-from ducklake_datafusion.provider import _rust, _rust_lazy
-from ducklake_datafusion.provider._rust_contract import (
+from ducklake_datafusion._rust_contract import (
     FILE_TABLE,
     ProviderSpec,
     bounds_names,
     bounds_schema,
     file_table,
 )
+from ducklake_datafusion.provider import _rust, _rust_lazy
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / "ducklake_datafusion" / "_rust.pyi"

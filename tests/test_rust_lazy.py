@@ -21,7 +21,7 @@ from lakes import assert_same_rows
 from readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.provider import _rust, _rust_lazy
+from ducklake_datafusion.provider import _rust, _rust_build, _rust_lazy
 from ducklake_datafusion.read import _footers
 
 
@@ -90,13 +90,13 @@ def test_predicates_of_every_kind_prune_without_changing_an_answer(typed_lake, s
 
 def test_only_the_kept_files_are_handed_over(typed_lake, monkeypatch):
     handed = []
-    original = _rust.build_provider
+    original = _rust_build.build_provider
 
     def recording(rust, table, plan, files, **kwargs):
         handed.append(plan.stats)
         return original(rust, table, plan, files, **kwargs)
 
-    monkeypatch.setattr(_rust, "build_provider", recording)
+    monkeypatch.setattr(_rust_build, "build_provider", recording)
     ctx = _session(typed_lake)
     sql = "SELECT k, s FROM lake.main.t WHERE k BETWEEN 290 AND 310"
     assert_same_rows(ctx.sql(sql).to_arrow_table(), typed_lake.reference(sql))
@@ -117,7 +117,7 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
     file, as the layout check says so) goes to the exact reader, with the filter; the
     answer is DuckDB's."""
     refused = set()
-    original = _rust.checked_layout
+    original = _rust_build.checked_layout
 
     def some_refused(task, *args):
         if task.data_file_id % 2 == 0:
@@ -125,7 +125,7 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
             return None
         return original(task, *args)
 
-    monkeypatch.setattr(_rust, "checked_layout", some_refused)
+    monkeypatch.setattr(_rust_build, "checked_layout", some_refused)
     read = []
     exact = _rust_lazy._read_exactly
 

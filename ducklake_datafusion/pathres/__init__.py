@@ -11,7 +11,14 @@
 from __future__ import annotations
 
 from ._errors import translate_storage_error
-from ._filesystems import clear_filesystem_cache, filesystem_for
+from ._filesystems import (
+    azure_kwargs,
+    clear_filesystem_cache,
+    endpoint_parts,
+    filesystem_for,
+    gcs_kwargs,
+    s3_kwargs,
+)
 from ._location import SUPPORTED_SCHEMES, StorageLocation, parse_location
 from ._options import ACCEPTED_KEYS, StorageOptions
 from ._paths import join_path, resolve_data_path, resolve_file_path
@@ -21,11 +28,15 @@ __all__ = [
     "SUPPORTED_SCHEMES",
     "StorageLocation",
     "StorageOptions",
+    "azure_kwargs",
     "clear_filesystem_cache",
+    "endpoint_parts",
     "filesystem_for",
+    "gcs_kwargs",
     "join_path",
     "parse_location",
     "resolve_data_path",
     "resolve_file_path",
+    "s3_kwargs",
     "translate_storage_error",
 ]

@@ -5,8 +5,8 @@ which is far too slow to repeat per file, so built filesystems are kept in a sma
 process-wide cache keyed by (scheme, bucket/container, account, options). The cache
 lives here, not on :class:`StorageOptions`, so options stay trivially picklable.
 
-The option -> constructor-argument mapping is done by pure functions (``_s3_kwargs``,
-``_gcs_kwargs``, ``_azure_kwargs``) so it can be tested without network access.
+The option -> constructor-argument mapping is done by pure functions (``s3_kwargs``,
+``gcs_kwargs``, ``azure_kwargs``) so it can be tested without network access.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _LOCK = threading.Lock()
 _TOKEN_EXPIRY = datetime(2200, 1, 1, tzinfo=timezone.utc)
 
 
-def _endpoint(
+def endpoint_parts(
     value: str, option: str, allow_http: bool | None, use_ssl: bool | None = None
 ) -> tuple[str, str]:
     """``http://host:9000/`` -> (``'http'``, ``'host:9000'``); schemeless uses the flags."""
@@ -54,7 +54,7 @@ def _endpoint(
     return scheme, host.rstrip("/")
 
 
-def _s3_kwargs(options: StorageOptions) -> dict[str, Any]:
+def s3_kwargs(options: StorageOptions) -> dict[str, Any]:
     """StorageOptions -> ``pyarrow.fs.S3FileSystem`` keyword arguments."""
     region = (
         options.region
@@ -66,7 +66,7 @@ def _s3_kwargs(options: StorageOptions) -> dict[str, Any]:
     endpoint = options.s3_endpoint or options.endpoint
     if endpoint:
         option = "s3_endpoint" if options.s3_endpoint else "endpoint"
-        scheme, host = _endpoint(endpoint, option, options.allow_http, options.use_ssl)
+        scheme, host = endpoint_parts(endpoint, option, options.allow_http, options.use_ssl)
         kwargs.update(endpoint_override=host, scheme=scheme)
     elif options.use_ssl is False:
         kwargs["scheme"] = "http"
@@ -90,7 +90,7 @@ def _s3_kwargs(options: StorageOptions) -> dict[str, Any]:
     return kwargs
 
 
-def _gcs_kwargs(options: StorageOptions) -> dict[str, Any]:
+def gcs_kwargs(options: StorageOptions) -> dict[str, Any]:
     """StorageOptions -> ``pyarrow.fs.GcsFileSystem`` keyword arguments."""
     kwargs: dict[str, Any] = {}
     if options.anonymous:
@@ -103,14 +103,14 @@ def _gcs_kwargs(options: StorageOptions) -> dict[str, Any]:
     endpoint = options.gcs_endpoint or options.endpoint
     if endpoint:
         option = "gcs_endpoint" if options.gcs_endpoint else "endpoint"
-        scheme, host = _endpoint(endpoint, option, options.allow_http)
+        scheme, host = endpoint_parts(endpoint, option, options.allow_http)
         kwargs.update(endpoint_override=host, scheme=scheme)
     if options.project_id:
         kwargs["project_id"] = options.project_id
     return kwargs
 
 
-def _azure_kwargs(location: StorageLocation, options: StorageOptions) -> dict[str, Any]:
+def azure_kwargs(location: StorageLocation, options: StorageOptions) -> dict[str, Any]:
     """StorageLocation + StorageOptions -> ``pyarrow.fs.AzureFileSystem`` keyword arguments."""
     account = location.account or options.account_name
     if location.account and options.account_name and location.account != options.account_name:
@@ -141,7 +141,7 @@ def _azure_kwargs(location: StorageLocation, options: StorageOptions) -> dict[st
     endpoint = options.blob_storage_authority or options.endpoint
     if endpoint:
         option = "blob_storage_authority" if options.blob_storage_authority else "endpoint"
-        scheme, host = _endpoint(endpoint, option, options.allow_http)
+        scheme, host = endpoint_parts(endpoint, option, options.allow_http)
         # An emulator (Azurite) serves both APIs on one host; a sovereign cloud suffix
         # such as .blob.core.chinacloudapi.cn has a matching .dfs. host.
         dfs_host = host.replace(".blob.", ".dfs.")
@@ -182,11 +182,11 @@ def _build(location: StorageLocation, options: StorageOptions) -> pafs.FileSyste
     if location.scheme == "file":
         return pafs.LocalFileSystem()
     if location.scheme == "s3":
-        return pafs.S3FileSystem(**_s3_kwargs(options))
+        return pafs.S3FileSystem(**s3_kwargs(options))
     if location.scheme == "gs":
-        return pafs.GcsFileSystem(**_gcs_kwargs(options))
+        return pafs.GcsFileSystem(**gcs_kwargs(options))
     if location.scheme == "az":
-        return pafs.AzureFileSystem(**_azure_kwargs(location, options))
+        return pafs.AzureFileSystem(**azure_kwargs(location, options))
     raise InvalidOptionError(f"unsupported storage scheme {location.scheme!r} in {location.url!r}")
 
 

@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import metadata
-from ..catalog._file_cut import DeletedCut
-from ..read import execute_plan
-from ..read._reader import deleted_positions_of
-from ..scan import DataFileTask
-from ..scan._planner import table_directory
+from ..catalog import DeletedCut, metadata
+from ..read import deleted_positions_of, execute_plan
+from ..scan import DataFileTask, conform_inlined_rows, kept_tasks, table_directory
+from . import _rust_build
 from ._owned_cache import MISSING, OwnedCache
+from ._rust_stores import plain_location, store_kind
 
 if TYPE_CHECKING:
     from .._rust import Predicate
@@ -145,12 +144,10 @@ class Resolver:
         found = _resolved.get(backend, key)
         if found is not MISSING:
             return found
-        from ._rust import build_provider  # _rust imports this module
-
         table = self._table
         plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates))
         looked_up = _looked_up_columns(predicates, table.columns)
-        provider = build_provider(
+        provider = _rust_build.build_provider(
             self._rust,
             table,
             plan,
@@ -209,8 +206,6 @@ def lazy_parts(table) -> tuple[str, pa.Schema] | None:
         return None  # encrypted or name-mapped files: the eager checks decide
     if not summary.all_relative:
         return None  # files outside the table's directory: the eager checks decide
-    from ._rust import plain_location, store_kind
-
     directory = table_directory(table.lake.data_path(settings), table.entry)
     if store_kind(directory, table.lake.storage) is None or not plain_location(directory):
         return None  # every file would be read exactly: the eager checks decide
@@ -226,9 +221,6 @@ def catalog_count(table) -> int | None:
     The files' row counts come summed by the catalog; only the files with deletes are
     read as rows (``DeletedCut``), and their deleted positions counted.
     """
-    from ..scan._inlined import conform_inlined_rows
-    from ..scan._planner import _kept_tasks  # the planner's tasks of these file rows, memoised
-
     backend = table.lake.backend
     snapshot = table.snapshot_id
     with backend.session() as session:
@@ -251,7 +243,7 @@ def catalog_count(table) -> int | None:
         directory = table_directory(table.lake.data_path(settings), table.entry)
         stable_since = max((c.begin_snapshot for c in table.column_entries), default=0)
         name = f"{table.entry.schema_name}.{table.entry.table_name}"
-        for task in _kept_tasks(sorted(indices), directory, files, stable_since):
+        for task in kept_tasks(sorted(indices), directory, files, stable_since):
             assert isinstance(task, DataFileTask)
             if task.deletes is not None:
                 total -= len(deleted_positions_of(task, name, snapshot, table.lake.storage))

@@ -36,23 +36,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import MetadataSession, metadata
-from ..catalog._history import list_snapshot_records, table_by_id
-from ..catalog._models import ColumnEntry, DataFileEntry
+from ..catalog import (
+    ColumnEntry,
+    DataFileEntry,
+    MetadataSession,
+    list_snapshot_records,
+    metadata,
+    table_by_id,
+)
 from ..errors import DuckLakeError
-from ..scan import Lake
-from ..scan._changes import (
+from ..scan import (
     CHANGE_TYPES,
     ChangePlan,
     ChangeStep,
+    DataFileTask,
+    FileRef,
+    Lake,
+    ScanPlan,
+    build_scan_plan,
     change_schema,
     change_steps,
+    require_table,
     resolve_bound,
+    snapshot_bounds,
 )
-from ..scan._lookup import require_table
-from ..scan._plan import DataFileTask, FileRef, ScanPlan
-from ..scan._planner import build_scan_plan
-from ..scan._timetravel import snapshot_bounds
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._deletes import deleted_positions
 from ._executor import execute_plan

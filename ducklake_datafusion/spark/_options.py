@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidOptionError
 from ..pathres import ACCEPTED_KEYS, StorageOptions
-from ..scan import Lake
-from ..scan._timetravel import SnapshotRef, parse_snapshot_ref
+from ..scan import Lake, SnapshotRef, parse_snapshot_ref
 
 if TYPE_CHECKING:
     from ..scan import LakeTable

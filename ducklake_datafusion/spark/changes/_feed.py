@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from ...scan._changes import CHANGE_TYPES
+from ...scan import CHANGE_TYPES
 from ...types import ColumnSpec
 from .._arrow import check_castable
 from .._options import SourceOptions

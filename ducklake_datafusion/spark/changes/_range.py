@@ -15,12 +15,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from ...catalog import metadata
-from ...catalog._history import list_snapshot_records
+from ...catalog import list_snapshot_records, metadata
 from ...errors import InvalidOptionError, SnapshotNotFoundError
-from ...read._changes import table_changes
-from ...scan._changes import resolve_bound
-from ...scan._timetravel import snapshot_bounds
+from ...read import table_changes
+from ...scan import resolve_bound, snapshot_bounds
 from ...types import ColumnSpec
 from .._arrow import check_castable, to_spark_table
 from .._options import SourceOptions

@@ -31,7 +31,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ...errors import InvalidOptionError
-from ...read._changes import plan_changes
+from ...read import plan_changes
 from ...scan import balanced_groups
 from ...types import ColumnSpec
 from .._arrow import INTERVAL_STRUCT, check_castable, interval_struct, to_spark_batch

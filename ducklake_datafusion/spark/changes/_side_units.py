@@ -32,11 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import DuckLakeError
-from ...read import execute_tasks, read_request
-from ...read._changes import differing_rows
-from ...read._reader import ROW_ID, read_data_file
-from ...scan import DataFileTask, InlinedRowsTask, ScanPlan
-from ...scan._changes import ChangePlan, ChangeStep
+from ...read import ROW_ID, differing_rows, execute_tasks, read_data_file, read_request
+from ...scan import ChangePlan, ChangeStep, DataFileTask, InlinedRowsTask, ScanPlan
 
 __all__ = ["FileDiff", "PickedRows", "StateRows", "Unit", "plan_of", "side_units", "unit_rows"]
 

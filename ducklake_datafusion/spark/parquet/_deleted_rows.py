@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import MissingDependencyError
 from ...pathres import parse_location
-from ...read._reader import deleted_positions_of
+from ...read import deleted_positions_of
 from .._versions import pyspark_at_least
 from ._files import read_files
 from ._hadoop import hadoop_url

@@ -50,8 +50,7 @@ import logging
 import re
 
 from ...errors import InvalidOptionError
-from ...pathres import StorageOptions, parse_location
-from ...pathres._filesystems import _endpoint
+from ...pathres import StorageOptions, endpoint_parts, parse_location
 
 __all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "store_read_options"]
 
@@ -155,7 +154,7 @@ def _azure_endpoint(storage: StorageOptions) -> tuple[str, str] | None:
     if not endpoint:
         return None
     option = "blob_storage_authority" if storage.blob_storage_authority else "endpoint"
-    return _endpoint(endpoint, option, storage.allow_http)
+    return endpoint_parts(endpoint, option, storage.allow_http)
 
 
 def _azure_http(storage: StorageOptions) -> bool:
@@ -196,7 +195,7 @@ def _gcs_options(storage: StorageOptions) -> dict[str, str] | None:
     endpoint = storage.gcs_endpoint or storage.endpoint
     if endpoint:
         option = "gcs_endpoint" if storage.gcs_endpoint else "endpoint"
-        scheme, host = _endpoint(endpoint, option, storage.allow_http)
+        scheme, host = endpoint_parts(endpoint, option, storage.allow_http)
         options["fs.gs.storage.root.url"] = f"{scheme}://{host}/"
     if storage.anonymous:
         options["fs.gs.auth.type"] = "UNAUTHENTICATED"

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...pathres import parse_location
-from ...read._reader import deleted_positions_of
+from ...read import deleted_positions_of
 from .._local import local_frame
 from ._files import read_files, union_frames
 from ._hadoop import hadoop_url

@@ -15,9 +15,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from ...read._file_checks import reads_by_name
-from ...read._layouts import FileLayout, file_layout
-from ...scan._conform import default_array
+from ...read import FileLayout, file_layout, reads_by_name
+from ...scan import default_array
 from .._types import spark_type
 
 __all__ = ["layout_schema", "projected", "spark_layout"]

@@ -41,10 +41,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...pathres import parse_location
-from ...read._file_checks import check_data_file, files_unchanged
-from ...read._footers import parsed_fragment
-from ...read._layouts import FileLayout
-from ...read._reader import _FORMAT, _fail
+from ...read import (
+    PARQUET_FORMAT,
+    FileLayout,
+    check_data_file,
+    files_unchanged,
+    parsed_fragment,
+    read_error,
+)
 from ...scan import DataFileTask, InlinedRowsTask
 from .._arrow import to_spark_table
 from .._local import local_frame
@@ -163,10 +167,10 @@ def _build(spark, table, plan, storage) -> tuple[ParquetScan, tuple[DataFileTask
             continue
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
         try:
-            fragment = parsed_fragment(task.file, storage, _FORMAT)
+            fragment = parsed_fragment(task.file, storage, PARQUET_FORMAT)
             physical = fragment.physical_schema
         except Exception as exc:  # our typed error naming the file, as the exact path's
-            raise _fail(exc, what) from exc
+            raise read_error(exc, what) from exc
         check_data_file(task, fragment.metadata, physical, table.columns, what)
         readable, layout = spark_layout(task, physical, table.columns)
         if readable:

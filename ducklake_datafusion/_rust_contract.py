@@ -115,7 +115,7 @@ class ProviderSpec:
     inlined: tuple[pa.RecordBatch, ...]
     """Inlined rows (and rows read by the exact reader), in the table's schema."""
     storage: dict[str, str]
-    """The store's options (``_rust._options``)."""
+    """The store's options (``provider/_rust_stores.py``)."""
     min_partitions: int
     """The least number of partitions a scan is split into."""
     field_ids: dict[str, int] | None = None
