@@ -1,4 +1,4 @@
-"""Path rules, locations, storage options and error translation (read-path notes, c.1)."""
+"""Path rules, locations, storage options and error translation."""
 
 from __future__ import annotations
 

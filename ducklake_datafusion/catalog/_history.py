@@ -118,7 +118,8 @@ def table_sizes(session: MetadataSession, snapshot: int) -> list[TableSizeEntry]
     """Tables live at the snapshot with their live data and delete files counted.
 
     Like the extension's ``ducklake_table_info``, delete files are counted by table and
-    liveness, so a delete file that outlived its data file (read-path notes, e #13) counts.
+    liveness, so a delete file that outlived its data file (a compaction leaves
+    them behind) counts.
     """
     rows = session.rows(
         "SELECT t.table_name, t.schema_id, t.table_id, t.table_uuid, "

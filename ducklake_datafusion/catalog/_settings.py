@@ -51,7 +51,7 @@ def _read_settings(session: MetadataSession, description: str) -> dict[str, str]
 
 
 def _version_message(description: str, version: object) -> str:
-    """What to do about a catalog of another format version (read-path notes, e #40)."""
+    """What to do about a catalog of another format version."""
     supported = ", ".join(SUPPORTED_VERSIONS)
     head = (
         f"{description} uses DuckLake format version {version!r}; this reader reads "

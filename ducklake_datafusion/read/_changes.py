@@ -7,7 +7,7 @@ Output is DuckDB's ``ducklake_table_changes``: ``snapshot_id``, ``rowid``,
 ``change_type`` (``insert``, ``delete``, ``update_preimage``, ``update_postimage``), then
 the table's columns as of the end snapshot.
 
-Derivation (read-path notes, section d): a *state difference keyed by rowid*. For every
+Derivation: a *state difference keyed by rowid*. For every
 existing snapshot ``s`` in the range whose changes row names the table, the table is read
 at ``s`` and at its predecessor ``p``, both through the end snapshot's columns, and rowids
 only in ``s`` are inserts, only in ``p`` deletes, in both with other values an update

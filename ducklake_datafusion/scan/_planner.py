@@ -34,7 +34,7 @@ log = logging.getLogger("ducklake_datafusion")
 
 
 def table_directory(data_path: str, table: TableEntry) -> str:
-    """data_path -> schema dir -> table dir (read-path notes, c.1)."""
+    """data_path -> schema dir -> table dir (the specification's path rules)."""
     schema_dir = join_path(data_path, table.schema_path, table.schema_path_is_relative)
     return join_path(schema_dir, table.path, table.path_is_relative)
 

@@ -32,8 +32,8 @@ use crate::errors::{self, ErrorClass};
 
 /// Files whose footer showed no page index (DuckDB writes none). DataFusion's metadata
 /// cache treats a cached footer without page index as incomplete: on every open it copied
-/// the whole footer and looked for the index again (~0.5-0.9 ms per file and query,
-/// measured with `EXPLAIN ANALYZE`'s `metadata_load_time`). A file never changes in place
+/// the whole footer and looked for the index again (docs/benchmarks.md has the cost, from
+/// `EXPLAIN ANALYZE`'s `metadata_load_time`). A file never changes in place
 /// (DuckLake writes new names), so once is enough. Bounded: cleared when it grows large.
 fn files_without_page_index() -> &'static Mutex<HashSet<Path>> {
     static FILES: OnceLock<Mutex<HashSet<Path>>> = OnceLock::new();
@@ -142,9 +142,8 @@ struct CheckedReader {
 ///
 /// `LocalFileSystem` hands every read to its runtime's blocking pool and wakes the
 /// decoding thread when it is done: on two cores that third thread competes with both
-/// decoders, and each hand-off leaves a decoder waiting. Reading in place made full scans
-/// of `bench/scan.py`'s lakes 8-15% faster (one process, alternating: `t` full aggregate
-/// 158 -> 136 ms, `p` 123 -> 104 ms). A file in the page cache is a copy; a cold file
+/// decoders, and each hand-off leaves a decoder waiting; reading in place made full scans
+/// faster (docs/benchmarks.md). A file in the page cache is a copy; a cold file
 /// blocks this one decoder, which would otherwise wait for the same read.
 struct LocalRanges {
     path: std::path::PathBuf,
