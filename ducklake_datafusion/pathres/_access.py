@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 DEFAULT_S3_REGION = "us-east-1"  # no region option, AWS_REGION or AWS_DEFAULT_REGION
+# Fields of the access values that hold secrets (``GcsAccess.token`` beside the options').
+_SECRETS = frozenset({*SECRET_FIELDS, "token"})
 
 
 def _secret_safe_repr(self) -> str:
@@ -47,7 +49,8 @@ def _secret_safe_repr(self) -> str:
         value = getattr(self, f.name)
         if value is None or value is False or value == "":
             continue
-        parts.append(f"{f.name}={'***' if f.name in SECRET_FIELDS else value!r}")
+        shown = "***" if f.name in _SECRETS else value
+        parts.append(f"{f.name}={shown!r}")
     return f"{type(self).__name__}({', '.join(parts)})"
 
 
