@@ -2,6 +2,9 @@
 
 The Rust scan builds its own store (``rust/src/stores.rs``) from these options: local
 files, one S3 or GCS bucket, or one Azure container, each with explicit credentials.
+They are spelled from the store's access value (``pathres.storage_access``), which made
+every choice (region, endpoint, addressing, credential); the user's options are not read
+here.
 Anything it would authenticate differently from the exact path (ambient credentials,
 anonymous S3, service principals), several stores, or paths object-store paths spell
 differently gives ``None``: those files are read by the exact path instead.
@@ -9,7 +12,15 @@ differently gives ``None``: those files are read by the exact path instead.
 
 from __future__ import annotations
 
-from ..pathres import StorageLocation, azure_kwargs, gcs_kwargs, parse_location, s3_kwargs
+from ..pathres import (
+    AzureAccess,
+    Endpoint,
+    GcsAccess,
+    S3Access,
+    StorageLocation,
+    parse_location,
+    storage_access,
+)
 from ..scan import DataFileTask, ScanPlan
 from ._file_layouts import SAFE_PATH
 
@@ -20,13 +31,13 @@ def store_options(files, plan: ScanPlan) -> dict[str, str] | None:
     """The provider's store: local files, or one bucket of S3 or GCS, or one Azure
     container; ``None`` if several, or a file the provider does not read (encrypted,
     name-mapped)."""
-    locations = set()
+    locations = {}
     for task in files:
         if not store_readable(task):
             return None
         location = parse_location(task.file.url)
-        locations.add((location.scheme, location.authority, location.account))
-    return _options(locations, plan.storage)
+        locations.setdefault((location.scheme, location.authority, location.account), location)
+    return _options(list(locations.values()), plan.storage)
 
 
 def store_readable(task: DataFileTask) -> bool:
@@ -44,86 +55,73 @@ def plain_location(url: str) -> bool:
 
 def store_kind(url: str, storage) -> dict[str, str] | None:
     """The provider's store for files under ``url`` (as :func:`store_options`)."""
-    location = parse_location(url)
-    return _options({(location.scheme, location.authority, location.account)}, storage)
+    return _options([parse_location(url)], storage)
 
 
-def _options(locations: set, storage) -> dict[str, str] | None:
-    """Store options for files at ``locations`` (scheme, bucket or container, account);
-    ``None`` where the Rust store would not authenticate as the exact path does (ambient
-    credentials, anonymous S3, service principals): those tables take the next path."""
-    schemes = {scheme for scheme, _, _ in locations}
-    if not schemes or schemes == {"file"}:
+def _options(locations: list[StorageLocation], storage) -> dict[str, str] | None:
+    """Store options for files at ``locations`` (one per scheme, bucket or container and
+    account); ``None`` where the Rust store would not authenticate as the exact path does
+    (ambient credentials, anonymous S3, service principals): those tables take the next
+    path."""
+    if all(location.scheme == "file" for location in locations):
         return {"kind": "local"}
     if len(locations) != 1:
         return None
-    scheme, bucket, account = next(iter(locations))
-    if scheme == "s3":
-        return _s3_options(bucket, storage)
-    if scheme == "gs":
-        return _gcs_options(bucket, storage)
-    if scheme == "az":
-        return _azure_options(bucket, account, storage)
+    access = storage_access(locations[0], storage)
+    if isinstance(access, S3Access):
+        return _s3_options(access)
+    if isinstance(access, GcsAccess):
+        return _gcs_options(access)
+    if isinstance(access, AzureAccess):
+        return _azure_options(access)
     return None
 
 
-def _s3_options(bucket: str, storage) -> dict[str, str] | None:
-    kwargs = s3_kwargs(storage)
-    if kwargs.get("anonymous") or kwargs.get("force_virtual_addressing"):
-        return None
-    if not kwargs.get("access_key"):
-        return None  # ambient credentials: the exact path resolves them as pyarrow does
-    options = {"kind": "s3", "bucket": bucket, "region": kwargs["region"]}
-    if "endpoint_override" in kwargs:
-        options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
-        if kwargs["scheme"] == "http":
-            options["allow_http"] = "true"
-    elif kwargs.get("scheme") == "http":
-        return None
-    for ours, theirs in (
-        ("access_key_id", "access_key"),
-        ("secret_access_key", "secret_key"),
-        ("session_token", "session_token"),
-    ):
-        if kwargs.get(theirs):
-            options[ours] = kwargs[theirs]
+def _endpoint(endpoint: Endpoint, url: str | None = None) -> dict[str, str]:
+    options = {"endpoint": url or endpoint.url}
+    if endpoint.http:
+        options["allow_http"] = "true"
     return options
 
 
-def _gcs_options(bucket: str, storage) -> dict[str, str] | None:
-    kwargs = gcs_kwargs(storage)
-    options = {"kind": "gcs", "bucket": bucket}
-    if kwargs.get("access_token"):
-        options["token"] = kwargs["access_token"]
-    elif kwargs.get("anonymous"):
+def _s3_options(access: S3Access) -> dict[str, str] | None:
+    if access.credential != "keys" or access.addressing == "vhost":
+        return None  # ambient or anonymous: the exact path resolves them as pyarrow does
+    options = {"kind": "s3", "bucket": access.bucket, "region": access.effective_region}
+    if access.endpoint is not None:
+        options.update(_endpoint(access.endpoint))
+    elif access.scheme == "http":
+        return None
+    options["access_key_id"] = access.access_key_id
+    options["secret_access_key"] = access.secret_access_key
+    if access.session_token:
+        options["session_token"] = access.session_token
+    return options
+
+
+def _gcs_options(access: GcsAccess) -> dict[str, str] | None:
+    options = {"kind": "gcs", "bucket": access.bucket}
+    if access.credential == "token":
+        options["token"] = access.token
+    elif access.credential == "anonymous":
         options["anonymous"] = "true"
     else:
         return None  # ambient credentials: the exact path resolves them as pyarrow does
-    if "endpoint_override" in kwargs:
-        options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
-        if kwargs["scheme"] == "http":
-            options["allow_http"] = "true"
+    if access.endpoint is not None:
+        options.update(_endpoint(access.endpoint))
     return options
 
 
-def _azure_options(container: str, account: str, storage) -> dict[str, str] | None:
-    location = StorageLocation("az", container, container, f"az://{container}", account)
-    kwargs = azure_kwargs(location, storage)
-    options = {"kind": "azure", "container": container, "account": kwargs["account_name"]}
-    if kwargs.get("account_key"):
-        options["access_key"] = kwargs["account_key"]
-    elif kwargs.get("sas_token"):
-        options["sas_token"] = kwargs["sas_token"]
+def _azure_options(access: AzureAccess) -> dict[str, str] | None:
+    options = {"kind": "azure", "container": access.container, "account": access.account}
+    if access.credential == "account_key":
+        options["access_key"] = access.account_key
+    elif access.credential == "sas_token":
+        options["sas_token"] = access.sas_token
     else:
         return None  # service principals, managed identities: the exact path
-    if "blob_storage_authority" in kwargs:
-        scheme, host = kwargs["blob_storage_scheme"], kwargs["blob_storage_authority"]
-        account_name = options["account"]
-        # an emulator (Azurite) names the account in the path; a cloud endpoint in the host
-        path_style = not host.startswith(account_name + ".")
-        options["endpoint"] = f"{scheme}://{host}" + (f"/{account_name}" if path_style else "")
-        if scheme == "http":
-            options["allow_http"] = "true"
+    if access.endpoint is not None:
+        options.update(_endpoint(access.endpoint, access.blob_url))
     return options
 
 
