@@ -15,7 +15,7 @@ Readers, round-robin, median of ``--repeat`` runs after one warm-up, each run a 
 DataFrame written to Spark's ``noop`` sink (every row computed, nothing collected):
 
 * ``read_changes``: the distributed feed (side scans of the differing files, joined on
-  rowid by Spark, ``spark/_change_feed.py``);
+  rowid by Spark, ``spark/changes/_feed.py``);
 * ``format option``: ``.option("read_changes", ...)``: the feed computed by the core's
   ``table_changes`` in Spark's planning worker and shipped in the partitions;
 * ``core``: ``functions.table_changes`` in this process (no Spark), for reference.
@@ -90,9 +90,9 @@ def _spark():
 def _partition_bytes(lake, table: str, first: int, last: int) -> tuple[int, int]:
     """Pickled bytes of the input partitions: format option path, both side scans."""
     from ducklake_datafusion.spark import DuckLakeDataSource
-    from ducklake_datafusion.spark._change_feed import feed_layout
-    from ducklake_datafusion.spark._change_sides import DuckLakeChangeSideReader
     from ducklake_datafusion.spark._options import SourceOptions
+    from ducklake_datafusion.spark.changes._feed import feed_layout
+    from ducklake_datafusion.spark.changes._side_source import DuckLakeChangeSideReader
 
     source = DuckLakeDataSource(
         {"metadata": lake.metadata, "path": table, "read_changes": f"{first},{last}"}

@@ -14,11 +14,11 @@ timed on the same queries round-robin (median of ``--repeat`` runs after one war
   columns by itself);
 * ``ducklake native``: ``read_table(..., native=True)``: current-layout files on Spark's own
   Parquet reader, deletes applied inside it by the package's jar (``spark.jars`` =
-  ``spark_jar()``; ``spark/_deleted_rows.py``);
+  ``spark_jar()``; ``spark/parquet/_deleted_rows.py``);
 * ``ducklake native, mask join`` (states with deletes): the same, as a session without the
-  jar reads it: deletes applied by the broadcast mask join (``spark/_native.py``);
+  jar reads it: deletes applied by the broadcast mask join (``spark/parquet/_mask_join.py``);
 * ``ducklake native, where=`` (selective query): ``read_table(..., where=condition)``: the
-  files pruned by catalog statistics before Spark lists them (``spark/_where.py``);
+  files pruned by catalog statistics before Spark lists them (``spark/parquet/_where.py``);
 * ``parquet``: ``spark.read.parquet(*files)`` over the very same data files, deletes ignored
   (so it counts more rows on the second state), with Spark's column pruning and row-group
   filters: the floor;
@@ -187,17 +187,18 @@ def _s3_copy(lake):
 def _with_mask_join(spark, metadata: str, snapshot: int, kwargs: dict):
     """``read_table`` as a session without the package's jar runs it: deletes applied by
     the mask join (its native scans built apart from the cached ones)."""
-    from ducklake_datafusion.spark import _native, read_table
+    from ducklake_datafusion.spark import read_table
+    from ducklake_datafusion.spark.parquet import _scan
 
-    cached, has_reader = dict(_native._built), _native.has_reader
-    _native._built.clear()
-    _native.has_reader = lambda spark: False
+    cached, has_reader = dict(_scan._built), _scan.has_reader
+    _scan._built.clear()
+    _scan.has_reader = lambda spark: False
     try:
         return read_table(spark, metadata, "main.t", snapshot=snapshot, **kwargs)
     finally:
-        _native.has_reader = has_reader
-        _native._built.clear()
-        _native._built.update(cached)
+        _scan.has_reader = has_reader
+        _scan._built.clear()
+        _scan._built.update(cached)
 
 
 def _duckdb_answer(lake, snapshot: int, select: str, where: str | None, group: str | None):

@@ -17,7 +17,7 @@ from .provider import DuckLakeTable
 from .scan import ScanPlan
 
 if TYPE_CHECKING:
-    from .provider._catalog_provider import DuckLakeCatalog
+    from .provider import DuckLakeCatalog
 
 __all__ = ["DuckLakeCatalog", "DuckLakeError", "DuckLakeTable", "ScanPlan", "errors", "register"]
 __version__ = "0.1.0"
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # DuckLakeCatalog subclasses datafusion's CatalogProvider; import datafusion on first use.
     if name == "DuckLakeCatalog":
-        from .provider._catalog_provider import DuckLakeCatalog
+        from .provider import DuckLakeCatalog
 
         return DuckLakeCatalog
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,10 +34,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from .errors import InvalidOptionError
-from .provider import DuckLakeCatalog
-from .provider._lake_info import list_files_table, snapshots_table, table_info_table
-from .read._changes import table_changes
-from .scan._timetravel import SnapshotRef, parse_snapshot_ref
+from .provider import DuckLakeCatalog, list_files_table, snapshots_table, table_info_table
+from .read import table_changes
+from .scan import SnapshotRef, parse_snapshot_ref
 
 __all__ = [
     "FUNCTION_NAMES",

@@ -269,9 +269,9 @@ def spark_package_jar() -> str | None:
 @pytest.fixture(params=["reader", "join"])
 def deletes_by(request, spark, monkeypatch) -> str:
     """How the native Spark path drops deleted rows: inside Spark's reader (the package's
-    jar, ``spark/_deleted_rows.py``) or by the broadcast mask join (a session without the
+    jar, ``spark/parquet/_deleted_rows.py``) or by the broadcast mask join (a session without the
     jar). Native scans are built afresh for the test."""
-    from ducklake_datafusion.spark._deleted_rows import has_reader
+    from ducklake_datafusion.spark.parquet._deleted_rows import has_reader
 
     _fresh_native_scans(monkeypatch, mask_join=request.param == "join")
     if request.param == "reader" and not has_reader(spark):
@@ -292,11 +292,11 @@ def _fresh_native_scans(monkeypatch, *, mask_join: bool) -> None:
     """Native Spark scans built afresh for the test; by the mask join if ``mask_join``."""
     from collections import OrderedDict
 
-    from ducklake_datafusion.spark import _native
+    from ducklake_datafusion.spark.parquet import _scan
 
-    monkeypatch.setattr(_native, "_built", OrderedDict())
+    monkeypatch.setattr(_scan, "_built", OrderedDict())
     if mask_join:
-        monkeypatch.setattr(_native, "has_reader", lambda spark: False)
+        monkeypatch.setattr(_scan, "has_reader", lambda spark: False)
 
 
 def _connector_session(spark, jar: str, store: str):
@@ -347,7 +347,7 @@ def spark(tmp_path_factory):
 
     builder = SparkSession.builder
     jars, _ = connector_jars()
-    # The package's jar: deletes applied inside Spark's reader (spark/_deleted_rows.py;
+    # The package's jar: deletes applied inside Spark's reader (spark/parquet/_deleted_rows.py;
     # tests/test_spark_native.py also reads every lake through the mask join without it).
     jars = ",".join(filter(None, [package_spark_jar(), jars]))
     if jars:  # object stores read by Spark's own reader (test_spark_s3, test_spark_stores)

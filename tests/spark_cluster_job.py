@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from ducklake_datafusion.spark import read_changes, read_table, register_spark_views
-from ducklake_datafusion.spark._deleted_rows import has_reader
+from ducklake_datafusion.spark.parquet._deleted_rows import has_reader
 
 
 def _session(master: str, jar: str | None) -> SparkSession:

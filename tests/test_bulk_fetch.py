@@ -13,7 +13,7 @@ from lakes import LakeSpec
 from readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog
-from ducklake_datafusion.catalog import _metadata as metadata
+from ducklake_datafusion.catalog import _sql
 
 CATALOGS = [LakeSpec(kind, "local") for kind in ("duckdb", "sqlite", "postgres")]
 _ALL_STATS_SQL = (
@@ -49,9 +49,9 @@ def test_bulk_results_equal_the_row_path(lake, monkeypatch):
     with backend.session() as session:
         tid, snap = table.entry.table_id, table.snapshot_id
         queries = [
-            (metadata._DATA_FILES_SQL, [tid, snap, snap], metadata._DATA_FILES_SCHEMA),
-            (metadata._DELETE_FILES_SQL, [tid, snap, snap], metadata._DELETE_FILES_SCHEMA),
-            (_ALL_STATS_SQL, [tid], metadata._STATS_SCHEMA),
+            (_sql.DATA_FILES_SQL, [tid, snap, snap], _sql.DATA_FILES_SCHEMA),
+            (_sql.DELETE_FILES_SQL, [tid, snap, snap], _sql.DELETE_FILES_SCHEMA),
+            (_ALL_STATS_SQL, [tid], _sql.STATS_SCHEMA),
         ]
         for sql, params, schema in queries:
             bulk = session.arrow(sql, params, schema)

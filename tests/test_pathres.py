@@ -1,4 +1,4 @@
-"""Path rules, locations, storage options and error translation (read-path notes, c.1)."""
+"""Path rules, locations, storage options and error translation."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ducklake_datafusion.pathres import (
     resolve_file_path,
     translate_storage_error,
 )
-from ducklake_datafusion.pathres._filesystems import _azure_kwargs, _gcs_kwargs, _s3_kwargs
+from ducklake_datafusion.pathres._filesystems import azure_kwargs, gcs_kwargs, s3_kwargs
 
 SCHEMA_UUID = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 
@@ -399,7 +399,7 @@ def test_s3_filesystem_constructed_without_requests():
 def test_s3_kwargs(options, expected, monkeypatch):
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
-    kwargs = _s3_kwargs(StorageOptions.from_user(options))
+    kwargs = s3_kwargs(StorageOptions.from_user(options))
     assert {k: kwargs.get(k) for k in expected} == expected
     pafs.S3FileSystem(**kwargs)  # every mapping is accepted by pyarrow
 
@@ -407,13 +407,13 @@ def test_s3_kwargs(options, expected, monkeypatch):
 def test_s3_kwargs_without_keys_use_ambient_chain(monkeypatch):
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
-    kwargs = _s3_kwargs(StorageOptions())
+    kwargs = s3_kwargs(StorageOptions())
     assert "access_key" not in kwargs and "secret_key" not in kwargs
     assert kwargs["region"] == "us-east-1"
     monkeypatch.setenv("AWS_DEFAULT_REGION", "ap-south-1")
-    assert _s3_kwargs(StorageOptions())["region"] == "ap-south-1"
+    assert s3_kwargs(StorageOptions())["region"] == "ap-south-1"
     monkeypatch.setenv("AWS_REGION", "eu-north-1")
-    assert _s3_kwargs(StorageOptions())["region"] == "eu-north-1"
+    assert s3_kwargs(StorageOptions())["region"] == "eu-north-1"
 
 
 @pytest.mark.parametrize(
@@ -428,12 +428,12 @@ def test_s3_kwargs_without_keys_use_ambient_chain(monkeypatch):
 )
 def test_s3_kwargs_errors(options, needle):
     with pytest.raises(InvalidOptionError, match=needle):
-        _s3_kwargs(StorageOptions.from_user(options))
+        s3_kwargs(StorageOptions.from_user(options))
 
 
 def test_gcs_kwargs():
-    assert _gcs_kwargs(StorageOptions()) == {}
-    kwargs = _gcs_kwargs(StorageOptions.from_user(
+    assert gcs_kwargs(StorageOptions()) == {}
+    kwargs = gcs_kwargs(StorageOptions.from_user(
         {"access_token": "ya29", "endpoint": "http://127.0.0.1:4443", "project_id": "p",
          "anonymous": False}
     ))
@@ -441,17 +441,17 @@ def test_gcs_kwargs():
     assert kwargs["credential_token_expiration"] is not None
     assert (kwargs["endpoint_override"], kwargs["scheme"]) == ("127.0.0.1:4443", "http")
     assert kwargs["project_id"] == "p" and "anonymous" not in kwargs
-    assert _gcs_kwargs(StorageOptions.from_user({"anonymous": "true"})) == {"anonymous": True}
-    gcs = _gcs_kwargs(StorageOptions.from_user({"gcs_endpoint": "h:1", "endpoint": "other:2"}))
+    assert gcs_kwargs(StorageOptions.from_user({"anonymous": "true"})) == {"anonymous": True}
+    gcs = gcs_kwargs(StorageOptions.from_user({"gcs_endpoint": "h:1", "endpoint": "other:2"}))
     assert gcs["endpoint_override"] == "h:1"
 
 
 def test_azure_kwargs(monkeypatch):
     monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
     loc = parse_location("abfss://cont@acct.dfs.core.windows.net/d/f")
-    assert _azure_kwargs(loc, StorageOptions()) == {"account_name": "acct"}
+    assert azure_kwargs(loc, StorageOptions()) == {"account_name": "acct"}
     plain = parse_location("az://cont/d/f")
-    kwargs = _azure_kwargs(plain, StorageOptions.from_user(
+    kwargs = azure_kwargs(plain, StorageOptions.from_user(
         {"azure_storage_account_name": "devstoreaccount1", "account_key": "a2V5",
          "blob_storage_authority": "http://127.0.0.1:10000"}
     ))
@@ -463,17 +463,17 @@ def test_azure_kwargs(monkeypatch):
         "dfs_storage_authority": "127.0.0.1:10000",
         "dfs_storage_scheme": "http",
     }
-    sovereign = _azure_kwargs(loc, StorageOptions.from_user(
+    sovereign = azure_kwargs(loc, StorageOptions.from_user(
         {"endpoint": ".blob.core.chinacloudapi.cn", "sas_token": "sv=1&sig=2"}
     ))
     assert sovereign["dfs_storage_authority"] == ".dfs.core.chinacloudapi.cn"
     assert sovereign["blob_storage_scheme"] == "https" and sovereign["sas_token"] == "sv=1&sig=2"
-    sp = _azure_kwargs(loc, StorageOptions.from_user(
+    sp = azure_kwargs(loc, StorageOptions.from_user(
         {"client_id": "c", "tenant_id": "t", "client_secret": "s"}
     ))
     assert (sp["client_id"], sp["tenant_id"], sp["client_secret"]) == ("c", "t", "s")
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "fromenv")
-    assert _azure_kwargs(plain, StorageOptions())["account_name"] == "fromenv"
+    assert azure_kwargs(plain, StorageOptions())["account_name"] == "fromenv"
 
 
 @pytest.mark.parametrize(
@@ -488,7 +488,7 @@ def test_azure_kwargs(monkeypatch):
 def test_azure_kwargs_errors(url, options, needle, monkeypatch):
     monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
     with pytest.raises(InvalidOptionError, match=needle):
-        _azure_kwargs(parse_location(url), StorageOptions.from_user(options))
+        azure_kwargs(parse_location(url), StorageOptions.from_user(options))
 
 
 def test_gcs_and_azure_filesystems_construct_offline():

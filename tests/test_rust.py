@@ -18,7 +18,7 @@ from readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import UnsupportedFeatureError
-from ducklake_datafusion.provider import _rust
+from ducklake_datafusion.provider import _rust, _rust_build, _rust_stores
 
 
 def _catalog(lake, **kwargs) -> DuckLakeCatalog:
@@ -408,20 +408,14 @@ def test_a_panic_inside_the_extension_does_not_abort_python():
     """PyO3 turns a panic in a method into an exception; bad input is an error, not a
     crash."""
 
+    from ducklake_datafusion._rust_contract import ProviderSpec, file_table
+
     rust = _rust.extension()
     schema = pa.schema([pa.field("k", pa.int64())])
-    files = pa.RecordBatch.from_pydict(
-        {
-            "path": pa.array(["x.parquet"]),
-            "size": pa.array([10], pa.int64()),
-            "footer_size": pa.array([None], pa.int64()),
-            "record_count": pa.array([3], pa.int64()),
-            "deleted": pa.array([[5]], pa.list_(pa.int64())),
-        }
-    )
-    bounds = pa.RecordBatch.from_pydict({"_": pa.nulls(1, pa.int8())})
+    files = file_table(["x.parquet"], [None], [10], [None], [3], [[5]])
+    spec = ProviderSpec("main.t", schema, files, None, (), {"kind": "local"}, 2)
     with pytest.raises(ValueError, match="outside the file's 3 rows"):
-        rust.LakeProvider("main.t", schema, files, bounds, [], {"kind": "local"}, 2)
+        rust.LakeProvider(spec)
 
 
 def test_a_store_the_options_cannot_configure_is_our_typed_option_error(make_lake, monkeypatch):
@@ -433,9 +427,9 @@ def test_a_store_the_options_cannot_configure_is_our_typed_option_error(make_lak
     lake.sql("CREATE TABLE lake.main.t AS SELECT range AS k FROM range(10)")
     table = _catalog(lake).table("main", "t")
     bad = {"kind": "azure", "container": "c", "account": "a", "access_key": "not-base64!!"}
-    monkeypatch.setattr(_rust, "_store_options", lambda files, plan: bad)
+    monkeypatch.setattr(_rust_build, "store_options", lambda files, plan: bad)
     with pytest.raises(InvalidOptionError, match=r"main\.t \(snapshot \d+\)") as info:
-        _rust.build_provider(_rust.extension(), table, table.scan_plan())
+        _rust_build.build_provider(_rust.extension(), table, table.scan_plan())
     assert "not-base64" not in str(info.value)
 
 
@@ -470,13 +464,13 @@ def test_a_file_removed_or_replaced_after_a_query_fails_the_query_with_our_error
 
 
 def test_store_options_for_each_store():
-    """What the Rust scan's own store is built from (``_rust._options``): explicit
+    """What the Rust scan's own store is built from (``_rust_stores.store_kind``): explicit
     credentials only; where the exact path would find ambient ones, ``None`` keeps the
     table on the next path."""
     from ducklake_datafusion.pathres import StorageOptions
 
     def options(url, **storage):
-        return _rust.store_kind(url, StorageOptions.from_user(storage))
+        return _rust_stores.store_kind(url, StorageOptions.from_user(storage))
 
     assert options("/data/lake/") == {"kind": "local"}
     s3 = options(

@@ -21,7 +21,7 @@ from lakes import assert_same_rows
 from readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.provider import _rust, _rust_lazy
+from ducklake_datafusion.provider import _rust, _rust_build, _rust_lazy
 from ducklake_datafusion.read import _footers
 
 
@@ -90,13 +90,13 @@ def test_predicates_of_every_kind_prune_without_changing_an_answer(typed_lake, s
 
 def test_only_the_kept_files_are_handed_over(typed_lake, monkeypatch):
     handed = []
-    original = _rust.build_provider
+    original = _rust_build.build_provider
 
     def recording(rust, table, plan, files, **kwargs):
         handed.append(plan.stats)
         return original(rust, table, plan, files, **kwargs)
 
-    monkeypatch.setattr(_rust, "build_provider", recording)
+    monkeypatch.setattr(_rust_build, "build_provider", recording)
     ctx = _session(typed_lake)
     sql = "SELECT k, s FROM lake.main.t WHERE k BETWEEN 290 AND 310"
     assert_same_rows(ctx.sql(sql).to_arrow_table(), typed_lake.reference(sql))
@@ -117,7 +117,7 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
     file, as the layout check says so) goes to the exact reader, with the filter; the
     answer is DuckDB's."""
     refused = set()
-    original = _rust.checked_layout
+    original = _rust_build.checked_layout
 
     def some_refused(task, *args):
         if task.data_file_id % 2 == 0:
@@ -125,7 +125,7 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
             return None
         return original(task, *args)
 
-    monkeypatch.setattr(_rust, "checked_layout", some_refused)
+    monkeypatch.setattr(_rust_build, "checked_layout", some_refused)
     read = []
     exact = _rust_lazy._read_exactly
 
@@ -182,16 +182,17 @@ def test_a_missing_kept_file_fails_with_our_error_naming_it(typed_lake):
 
 
 def test_predicates_translate_to_pyarrow_filters():
+    Predicate = _rust.extension().Predicate
     one = pa.array([5], pa.int64())
+    not_utf8 = Predicate("in", "s", [pa.array(["a"]), pa.array([b"\xff"], pa.binary())])
     got = _rust_lazy.predicate_filter(
         [
-            ("cmp", "k", ">=", one),
-            ("between", "k", one, pa.array([9], pa.int64())),
-            ("in", "s", [pa.array(["a"]), pa.array(["b"])]),
-            ("null", "x"),
-            ("not_null", "y"),
-            ("in", "s", [pa.array(["a"]), pa.array([b"\xff"], pa.binary())]),  # not UTF-8: left out
-            ("cmp", "k", "??", one),  # unknown: left out
+            Predicate("cmp", "k", [one], op=">="),
+            Predicate("between", "k", [one, pa.array([9], pa.int64())]),
+            Predicate("in", "s", [pa.array(["a"]), pa.array(["b"])]),
+            Predicate("null", "x", []),
+            Predicate("not_null", "y", []),
+            not_utf8,  # not UTF-8: left out
         ]
     )
     table = pa.table(
@@ -203,7 +204,9 @@ def test_predicates_translate_to_pyarrow_filters():
         }
     )
     assert table.filter(got).column("k").to_pylist() == [5]
-    assert _rust_lazy.predicate_filter([("cmp", "k", "??", one)]) is None
+    assert _rust_lazy.predicate_filter([not_utf8]) is None
+    with pytest.raises(ValueError, match="unknown comparison"):  # unknown: never made
+        Predicate("cmp", "k", [one], op="??")
     assert isinstance(got, pc.Expression)
 
 

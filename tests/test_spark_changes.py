@@ -34,14 +34,14 @@ from ducklake_datafusion.errors import (
 from ducklake_datafusion.functions import table_changes
 from ducklake_datafusion.read._changes import plan_changes
 from ducklake_datafusion.spark import read_changes
-from ducklake_datafusion.spark._change_sides import (
-    DuckLakeChangeSideReader,
+from ducklake_datafusion.spark._options import SourceOptions
+from ducklake_datafusion.spark.changes._side_source import DuckLakeChangeSideReader
+from ducklake_datafusion.spark.changes._side_units import (
     FileDiff,
     PickedRows,
     StateRows,
     side_units,
 )
-from ducklake_datafusion.spark._options import SourceOptions
 
 pytestmark = pytest.mark.spark
 

@@ -31,9 +31,11 @@ from pyspark.sql import functions as F
 from ducklake_datafusion.errors import InvalidOptionError, UnsupportedFeatureError
 from ducklake_datafusion.pathres import StorageOptions
 from ducklake_datafusion.scan import FileRef
-from ducklake_datafusion.spark import _hadoop, _native, read_table
-from ducklake_datafusion.spark._native import _ID_SHIFT, _ID_SQL, _masks, hadoop_path
+from ducklake_datafusion.spark import read_table
 from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark.parquet import _hadoop, _mask_join
+from ducklake_datafusion.spark.parquet._files import hadoop_path
+from ducklake_datafusion.spark.parquet._mask_join import _ID_SHIFT, _ID_SQL, _masks
 
 pytestmark = pytest.mark.spark
 
@@ -152,14 +154,14 @@ def test_a_file_changed_while_spark_lists_it_takes_the_exact_path(
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(1000) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k % 4 = 1")
-    real, calls = _native._file_id, []
+    real, calls = _mask_join._file_id, []
 
     def drifting(task):  # the second look (after Spark's listing) sees another id
         calls.append(task)
         found = real(task)
         return found if len(calls) == 1 else found ^ 1
 
-    monkeypatch.setattr(_native, "_file_id", drifting)
+    monkeypatch.setattr(_mask_join, "_file_id", drifting)
     native, _ = _both(spark, lake)
     plan = _plan(native)
     assert len(calls) == 2 and "BroadcastHashJoin" not in plan
@@ -375,7 +377,7 @@ def test_masks_hold_exactly_the_deleted_positions(monkeypatch):
     """Decoding the masks back gives the deleted positions, for any block and bit."""
     rng = np.random.default_rng(5)
     positions = np.unique(np.r_[0, 63, 64, 127, 128, rng.integers(0, 100_000, 3_000)])
-    monkeypatch.setattr(_native, "deleted_positions_of", lambda *a, **k: positions)
+    monkeypatch.setattr(_mask_join, "deleted_positions_of", lambda *a, **k: positions)
 
     class Plan:
         table, snapshot_id = "main.t", 1
@@ -417,7 +419,7 @@ def test_the_metadata_file_id_is_the_one_computed_on_the_driver(spark, tmp_path)
             self.file = FileRef("file://" + path)
 
     assert sorted((unquote(name), file_id) for name, file_id in reported) == sorted(
-        (os.path.basename(p), _native._file_id(Task(p))) for p in paths
+        (os.path.basename(p), _mask_join._file_id(Task(p))) for p in paths
     )
 
 
@@ -621,7 +623,7 @@ def test_the_reader_refuses_a_file_whose_listed_length_is_not_the_catalogs(
         pytest.skip("the mask join leaves such files to the exact path")
     import dataclasses
 
-    from ducklake_datafusion.spark import _deleted_rows
+    from ducklake_datafusion.spark.parquet import _deleted_rows
 
     real = _deleted_rows._encoded
 
@@ -651,7 +653,7 @@ def test_deleted_rows_travel_sorted_or_as_a_bitmap_whichever_is_smaller(monkeypa
     positions, more than one in 64 rows as a bitmap; both decode to the very positions."""
     import struct
 
-    from ducklake_datafusion.spark import _deleted_rows
+    from ducklake_datafusion.spark.parquet import _deleted_rows
 
     sparse = np.array([0, 63, 64, 9_999], dtype=np.int64)
     dense = np.arange(3, 5_000, 7, dtype=np.int64)

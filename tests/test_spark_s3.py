@@ -17,8 +17,9 @@ from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, ma
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark import _native, read_table
+from ducklake_datafusion.spark import read_table
 from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark.parquet import _mask_join, _scan
 
 pytestmark = pytest.mark.spark
 
@@ -77,15 +78,15 @@ def test_files_of_one_id_on_s3_are_masked_in_separate_scans(s3a, make_lake, monk
     """Equal ids (files of equal length listed in the same second, forced here for every
     file by masking the id to zero bits) give one scan and mask table per file, and the
     answers stay DuckDB's."""
-    monkeypatch.setattr(_native, "_ID_MASK", 0)
-    monkeypatch.setattr(_native, "_ID_SQL", _native._ID_SQL.rsplit("&", 1)[0] + "& 0")
-    _native._built.clear()
+    monkeypatch.setattr(_mask_join, "_ID_MASK", 0)
+    monkeypatch.setattr(_mask_join, "_ID_SQL", _mask_join._ID_SQL.rsplit("&", 1)[0] + "& 0")
+    _scan._built.clear()
     lake = make_lake(S3_LAKE, inline_limit=3)
     deleting_history(lake)
     df = _read(s3a, lake)
     assert _plan(df).count("BroadcastHashJoin") == 3  # three masked files, three scans
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
-    _native._built.clear()
+    _scan._built.clear()
 
 
 def test_a_rewritten_file_on_s3_is_never_read_as_the_catalog_s(s3a, make_lake, s3, deletes_by):
@@ -107,7 +108,7 @@ def test_a_rewritten_file_on_s3_is_never_read_as_the_catalog_s(s3a, make_lake, s
     other = io.BytesIO()
     pq.write_table(original.slice(0, 100), other)  # valid Parquet, other rows, shorter
     client.put_object(Bucket=bucket, Key=data[0], Body=other.getvalue())
-    _native._built.clear()
+    _scan._built.clear()
     # raised while planning (the driver reads the footer) or, if the file went to the
     # data source, by its executor (Spark wraps it, with our class in the text)
     # (pyspark 3.5 / 4.0 have no exact path: the read is refused, naming why)

@@ -24,8 +24,9 @@ pytest.importorskip("pyspark")
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 from ducklake_datafusion.pathres import StorageOptions
-from ducklake_datafusion.spark import _hadoop, _native, read_table
+from ducklake_datafusion.spark import read_table
 from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark.parquet import _hadoop, _mask_join, _scan
 
 pytestmark = pytest.mark.spark
 
@@ -151,16 +152,16 @@ def test_files_of_equal_size_with_deletes(store, make_lake, monkeypatch, mask_jo
     lake.reader_args()  # upload
     sizes = {lake.mirror.fs.get_file_info(lake.mirror.object(o)).size for o in _data_objects(lake)}
     assert len(_data_objects(lake)) == 2 and len(sizes) == 1, sizes
-    _native._built.clear()
+    _scan._built.clear()
     _native_at_every_snapshot(spark, lake)
-    monkeypatch.setattr(_native, "_ID_MASK", 0)
-    monkeypatch.setattr(_native, "_ID_SQL", _native._ID_SQL.rsplit("&", 1)[0] + "& 0")
-    _native._built.clear()
+    monkeypatch.setattr(_mask_join, "_ID_MASK", 0)
+    monkeypatch.setattr(_mask_join, "_ID_SQL", _mask_join._ID_SQL.rsplit("&", 1)[0] + "& 0")
+    _scan._built.clear()
     df = _read(spark, lake)
     plan = _plan(df)
     assert plan.count("BroadcastHashJoin") == 2 and not _source_part(plan), plan
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
-    _native._built.clear()
+    _scan._built.clear()
 
 
 def _rewrite(lake, relative: str, table) -> None:
@@ -184,12 +185,12 @@ def test_a_rewritten_file_is_never_read_as_the_catalog_s(store, make_lake, delet
         original = source.read()
     with lake.mirror.fs.open_output_stream(lake.mirror.object(first)) as out:
         out.write(original)  # the same bytes, written again
-    _native._built.clear()
+    _scan._built.clear()
     df = _read(spark, lake)
     assert not _source_part(_plan(df))
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
     _rewrite(lake, first, pq.read_table(io.BytesIO(original)).slice(0, 100))
-    _native._built.clear()
+    _scan._built.clear()
     # (pyspark 3.5 / 4.0 have no exact path: the read is refused, naming why)
     with pytest.raises(Exception, match=r"table main\.t \(snapshot \d+\)") as info:
         _read(spark, lake).collect()
@@ -198,7 +199,7 @@ def test_a_rewritten_file_is_never_read_as_the_catalog_s(store, make_lake, delet
         assert "UnsupportedFeatureError" in text and "differ" in text, text
     else:
         assert "DataFileCorruptError" in text or "StorageError" in text, text
-    _native._built.clear()
+    _scan._built.clear()
 
 
 @pytest.mark.data_source
@@ -213,7 +214,7 @@ def test_without_the_connector_the_data_source_reads_and_says_so(
     lake = make_lake(spec, inline_limit=0)
     deleting_history(lake)
     _hadoop._said.clear()
-    _native._built.clear()
+    _scan._built.clear()
     with caplog.at_level(logging.WARNING, logger="ducklake_datafusion.spark"):
         for _ in range(2):
             df = _read(spark, lake)
@@ -223,7 +224,7 @@ def test_without_the_connector_the_data_source_reads_and_says_so(
     needs = "gcs-connector" if spec.storage == "gcs" else "hadoop-azure"
     said = [r.getMessage() for r in caplog.records if "Hadoop filesystem" in r.getMessage()]
     assert len(said) == 1 and needs in said[0], said
-    _native._built.clear()
+    _scan._built.clear()
 
 
 @pytest.mark.data_source
@@ -236,7 +237,7 @@ def test_gcs_token_has_no_hadoop_setting_so_the_source_reads(gcs_spark, make_lak
     options = dict(lake.reader_args()["storage_options"], anonymous=False)
     options["google_service_account_token"] = token
     _hadoop._said.clear()
-    _native._built.clear()
+    _scan._built.clear()
     with caplog.at_level(logging.DEBUG, logger="ducklake_datafusion"):
         df = _read(gcs_spark, lake, storage_options=options)
         plan = _plan(df)
@@ -245,7 +246,7 @@ def test_gcs_token_has_no_hadoop_setting_so_the_source_reads(gcs_spark, make_lak
     said = [r.getMessage() for r in caplog.records]
     assert any("no Hadoop equivalent" in m for m in said), said
     assert all(token not in m for m in said) and token not in plan
-    _native._built.clear()
+    _scan._built.clear()
 
 
 def test_the_account_key_is_in_no_plan_log_or_error(abfs_blob_spark, make_lake, caplog):
@@ -256,7 +257,7 @@ def test_the_account_key_is_in_no_plan_log_or_error(abfs_blob_spark, make_lake, 
     lake = make_lake(AZURE, inline_limit=0)
     deleting_history(lake)
     key = lake.reader_args()["storage_options"]["account_key"]
-    _native._built.clear()
+    _scan._built.clear()
     with caplog.at_level(logging.DEBUG, logger="ducklake_datafusion"):
         df = _read(abfs_blob_spark, lake)
         assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
@@ -267,14 +268,14 @@ def test_the_account_key_is_in_no_plan_log_or_error(abfs_blob_spark, make_lake, 
     assert all(key not in r.getMessage() for r in caplog.records)
     wrong = base64.b64encode(b"definitely-the-wrong-account-key-0123456789").decode()
     options = dict(lake.reader_args()["storage_options"], account_key=wrong)
-    _native._built.clear()
+    _scan._built.clear()
     with pytest.raises(Exception, match=r"main\.t") as info:
         _read(abfs_blob_spark, lake, storage_options=options).collect()
     error = info.value
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     assert isinstance(error, errors.StorageError) or "StorageError" in text, text
     assert wrong not in text and key not in text
-    _native._built.clear()
+    _scan._built.clear()
 
 
 def test_azure_on_hadoop_without_blob_mode_is_not_read_natively(abfs_spark, make_lake, monkeypatch):
@@ -285,7 +286,7 @@ def test_azure_on_hadoop_without_blob_mode_is_not_read_natively(abfs_spark, make
     lake = make_lake(AZURE, inline_limit=0)
     deleting_history(lake)
     _hadoop._said.clear()
-    _native._built.clear()
+    _scan._built.clear()
     if not has_data_source():
         with pytest.raises(errors.UnsupportedFeatureError, match=r"main\.t .*az://"):
             _read(abfs_spark, lake)
@@ -294,7 +295,7 @@ def test_azure_on_hadoop_without_blob_mode_is_not_read_natively(abfs_spark, make
     plan = _plan(df)
     assert "FileScan parquet" not in plan and _source_part(plan), plan
     assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
-    _native._built.clear()
+    _scan._built.clear()
 
 
 def test_emulator_options_map_onto_connector_settings():

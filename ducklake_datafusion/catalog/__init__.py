@@ -1,14 +1,60 @@
-"""Catalog access: the only package that runs SQL against a DuckLake catalog database."""
+"""Catalog access: the only package that runs SQL against a DuckLake catalog database.
 
-from . import _metadata as metadata
+The read queries are the public module :mod:`.metadata`; this namespace also exports the
+entries they return and the other names the engine-side packages use (the change
+history, change tokens, the catalog cut, the inlined system columns), so that those
+import them from ``ducklake_datafusion.catalog`` instead of its private modules.
+"""
+
+from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
+from ._change_tokens import ROW_CHANGE_KINDS, ChangeToken, split_quoted_names
 from ._comments import table_column_comments, view_column_comments
+from ._file_cut import CUT_TYPES, ColumnBound, DeletedCut, StatsCut, bounded
+from ._format import INLINED_SYSTEM_COLUMNS
+from ._history import (
+    SnapshotRecord,
+    list_file_rows,
+    list_snapshot_records,
+    table_by_id,
+    table_sizes,
+)
+from ._models import (
+    ColumnEntry,
+    DataFileEntry,
+    NameMappingNode,
+    SnapshotInfo,
+    TableEntry,
+    TableFiles,
+    ViewEntry,
+)
 
 __all__ = [
+    "CUT_TYPES",
+    "INLINED_SYSTEM_COLUMNS",
+    "ROW_CHANGE_KINDS",
+    "ChangeToken",
+    "ColumnBound",
+    "ColumnEntry",
+    "DataFileEntry",
+    "DeletedCut",
     "MetadataBackend",
     "MetadataSession",
+    "NameMappingNode",
+    "SnapshotInfo",
+    "SnapshotRecord",
+    "StatsCut",
+    "TableEntry",
+    "TableFiles",
+    "ViewEntry",
+    "bounded",
+    "list_file_rows",
+    "list_snapshot_records",
     "metadata",
     "open_backend",
+    "split_quoted_names",
+    "table_by_id",
     "table_column_comments",
+    "table_sizes",
     "view_column_comments",
 ]

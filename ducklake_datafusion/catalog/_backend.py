@@ -1,9 +1,9 @@
 """The metadata-backend Protocol and the parser of catalog connection strings.
 
 A backend knows how to open a read-only, consistent view of one catalog database and run
-parameterised SQL in it. The SQL itself is dialect neutral and lives in ``_metadata.py``;
-backends only translate placeholders, decode driver-specific values, and turn driver
-errors into :mod:`ducklake_datafusion.errors`.
+parameterised SQL in it. The SQL itself is dialect neutral and lives in the query modules
+(see ``metadata``); backends only translate placeholders, decode driver-specific values,
+and turn driver errors into :mod:`ducklake_datafusion.errors`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,26 @@ __all__ = ["MetadataBackend", "MetadataSession", "open_backend"]
 
 @runtime_checkable
 class MetadataSession(Protocol):
-    """One read transaction on the catalog database. SQL uses ``?`` placeholders."""
+    """One read transaction on the catalog database. SQL uses ``?`` placeholders.
+
+    Attributes:
+        description: names the catalog for error messages (its backend's ``description``).
+        cache: the backend's ``cache``, shared by all of its sessions: validated settings
+            and the metadata memos (``_session.per_version``, ``_session.per_snapshot``).
+        INTEGER_OF_TEXT: an SQL expression, ``{0}`` standing for a text column, that gives
+            the integer the text spells and NULL for any other text; ``None`` when the
+            database cannot tell them apart safely (then no file is cut by statistics in
+            the catalog query, ``_file_cut.StatsCut``).
+    """
+
+    description: str
+    cache: dict
+    INTEGER_OF_TEXT: str | None
+
+    def lake_version(self) -> tuple[int, int, str | None]:
+        """``(latest snapshot id, number of snapshots, newest snapshot time)`` of the
+        catalog as this session sees it (read once per session): the key of every memo
+        that holds per lake version."""
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         """Run a query and return its rows as tuples of Python values."""

@@ -9,7 +9,7 @@ catalog has no view tags: its views have no column comments.
 from __future__ import annotations
 
 from ._backend import MetadataSession
-from ._metadata import live
+from ._sql import live
 
 __all__ = ["table_column_comments", "view_column_comments"]
 

@@ -28,12 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._backend import MetadataSession
+from ._sql import as_bool, live
 
 __all__ = [
+    "CUT_TYPES",
     "ColumnBound",
     "DeletedCut",
     "FileSummary",
     "StatsCut",
+    "bounded",
     "file_summary",
     "summary_of_rows",
 ]
@@ -64,7 +67,7 @@ class StatsCut:
     @staticmethod
     def usable(session: MetadataSession) -> bool:
         """Whether the catalog database can read statistics text as integers safely."""
-        return getattr(session, "INTEGER_OF_TEXT", None) is not None
+        return session.INTEGER_OF_TEXT is not None
 
     def condition(self, session: MetadataSession, table_id: int, snapshot: int):
         """``(sql, params)``: a condition on ``data_file_id`` keeping the files that may
@@ -149,8 +152,6 @@ def file_summary(session: MetadataSession, table_id: int, snapshot: int) -> File
     booleans. (One ungrouped query: grouping by the flag cost SQLite 35 ms instead of 23 on
     100,000 files.)
     """
-    from ._metadata import _bool, live
-
     row = session.rows(
         "SELECT count(*), sum(record_count), count(encryption_key), count(mapping_id), "
         "max(partial_max), count(DISTINCT path_is_relative), "
@@ -164,13 +165,13 @@ def file_summary(session: MetadataSession, table_id: int, snapshot: int) -> File
         records=int(records or 0),
         encrypted=int(encrypted or 0),
         mapped=int(mapped or 0),
-        all_relative=int(files or 0) == 0 or (int(flags or 0) == 1 and _bool(flag)),
+        all_relative=int(files or 0) == 0 or (int(flags or 0) == 1 and as_bool(flag)),
         partial_max=None if partial is None else int(partial),
     )
 
 
 def summary_of_rows(rows: pa.Table) -> FileSummary:
-    """The :class:`FileSummary` of a memoised file table (``_metadata.FILE_COLUMNS``)."""
+    """The :class:`FileSummary` of a memoised file table (``_sql.FILE_COLUMNS``)."""
     if rows.num_rows == 0:
         return FileSummary(0, 0, 0, 0, True, None)
     relative = rows.column("path_is_relative")

@@ -1,6 +1,6 @@
 """Metadata queries behind time travel, the change feed and the lake-inspection functions.
 
-Same rules as ``_metadata.py``: every function takes an open :class:`MetadataSession`,
+Same rules as the other query modules (``metadata``): every function takes an open :class:`MetadataSession`,
 SQL is dialect neutral (DuckDB, SQLite, PostgreSQL) with ``?`` placeholders, and rows
 come back as frozen dataclasses. Snapshot times are parsed in Python because SQLite
 stores them as text with a variable-length fraction.
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ._backend import MetadataSession
 from ._change_tokens import ChangeToken, parse_changes_made
-from ._metadata import _timestamp, live
 from ._models import TableEntry
+from ._sql import as_bool, as_timestamp, live, opt_int
 
 __all__ = [
     "FileListEntry",
@@ -76,16 +76,6 @@ class FileListEntry:
     delete_footer_size: int | None
 
 
-def _flag(value: object) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "t", "true")
-    return bool(value)
-
-
-def _int(value: object) -> int | None:
-    return None if value is None else int(value)
-
-
 def _text(value: object) -> str | None:
     if value is None:
         return None
@@ -105,7 +95,7 @@ def list_snapshot_records(session: MetadataSession) -> list[SnapshotRecord]:
     return [
         SnapshotRecord(
             snapshot_id=int(r[0]),
-            snapshot_time=_timestamp(r[1]),
+            snapshot_time=as_timestamp(r[1]),
             schema_version=int(r[2]),
             changes=None if r[3] is None else parse_changes_made(_text(r[3])),
             author=_text(r[4]),
@@ -128,7 +118,8 @@ def table_sizes(session: MetadataSession, snapshot: int) -> list[TableSizeEntry]
     """Tables live at the snapshot with their live data and delete files counted.
 
     Like the extension's ``ducklake_table_info``, delete files are counted by table and
-    liveness, so a delete file that outlived its data file (read-path notes, e #13) counts.
+    liveness, so a delete file that outlived its data file (a compaction leaves
+    them behind) counts.
     """
     rows = session.rows(
         "SELECT t.table_name, t.schema_id, t.table_id, t.table_uuid, "
@@ -173,9 +164,9 @@ def table_by_id(session: MetadataSession, snapshot: int, table_id: int) -> Table
         schema_name=r[3],
         table_name=r[4],
         schema_path=r[5],
-        schema_path_is_relative=_flag(r[6]),
+        schema_path_is_relative=as_bool(r[6]),
         path=r[7],
-        path_is_relative=_flag(r[8]),
+        path_is_relative=as_bool(r[8]),
     )
 
 
@@ -193,13 +184,13 @@ def list_file_rows(session: MetadataSession, table_id: int, snapshot: int) -> li
     return [
         FileListEntry(
             path=r[0],
-            path_is_relative=_flag(r[1]),
-            file_size_bytes=_int(r[2]),
-            footer_size=_int(r[3]),
+            path_is_relative=as_bool(r[1]),
+            file_size_bytes=opt_int(r[2]),
+            footer_size=opt_int(r[3]),
             delete_path=r[4],
-            delete_path_is_relative=None if r[4] is None else _flag(r[5]),
-            delete_file_size_bytes=_int(r[6]),
-            delete_footer_size=_int(r[7]),
+            delete_path_is_relative=None if r[4] is None else as_bool(r[5]),
+            delete_file_size_bytes=opt_int(r[6]),
+            delete_footer_size=opt_int(r[7]),
         )
         for r in rows
     ]

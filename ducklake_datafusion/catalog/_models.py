@@ -179,10 +179,10 @@ class TableFiles:
 
     Attributes:
         file_table: live data files with their first live delete file, one row per file,
-            columns ``catalog._metadata.FILE_COLUMNS`` (columnar so 10,000 files plan in
+            columns ``catalog._sql.FILE_COLUMNS`` (columnar so 10,000 files plan in
             milliseconds); :attr:`files` gives the same rows as :class:`DataFileEntry`.
         extra_delete_files: data_file_id -> further live delete files of that data file
-            (rare: see ``catalog._metadata.read_file_table``).
+            (rare: see ``catalog._file_list.read_file_table``).
         inlined_deletes: data_file_id -> sorted deleted positions from
             ``ducklake_inlined_delete_<T>`` (physical positions in the file).
         inlined_rows: one Arrow table per inlined-data table with live rows, paired with
@@ -236,7 +236,7 @@ def _opt_int(value) -> int | None:
 
 
 def delete_file_entry(row: dict) -> DeleteFileEntry:
-    """A :class:`DeleteFileEntry` from a ``ducklake_delete_file`` row (see ``_metadata``)."""
+    """A :class:`DeleteFileEntry` from a ``ducklake_delete_file`` row (see ``_file_list``)."""
     return DeleteFileEntry(
         delete_file_id=int(row["delete_file_id"]),
         path=row["path"],
@@ -251,7 +251,7 @@ def delete_file_entry(row: dict) -> DeleteFileEntry:
     )
 
 
-# ducklake_delete_file column -> its name in a file-table row (catalog._metadata.FILE_COLUMNS)
+# ducklake_delete_file column -> its name in a file-table row (catalog._sql.FILE_COLUMNS)
 _DELETE_OF_FILE_ROW = (
     ("delete_file_id", "delete_file_id"), ("path", "delete_path"),
     ("path_is_relative", "delete_path_is_relative"), ("format", "delete_format"),

@@ -28,19 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._backend import MetadataSession
-from ._metadata import (
-    _DATA_FILES_SCHEMA,
-    _DATA_FILES_SQL,
-    _PARTITION_VALUES_SCHEMA,
-    _STATS_SCHEMA,
-    joined_delete_files,
-    live,
-    read_delete_files,
-    sorted_by_file_id,
-    table_files,
-)
+from ._file_details import table_files
+from ._file_list import joined_delete_files, read_delete_files, sorted_by_file_id
 from ._models import TableFiles
 from ._session import memoised, per_version
+from ._sql import DATA_FILES_SCHEMA, DATA_FILES_SQL, PARTITION_VALUES_SCHEMA, STATS_SCHEMA, live
 
 __all__ = ["can_refresh", "refreshed_table_files"]
 
@@ -74,8 +66,7 @@ def _previous_memo(session, key: tuple):
     """``(old TableFiles, old latest snapshot, old snapshot count)`` memoised by the
     previous lake version for ``key`` read at the new latest snapshot, or None."""
     _, tid, snapshot, stats_columns, with_partitions = key
-    cache = getattr(session, "cache", None)
-    previous = cache.get("previous_version") if cache is not None else None
+    previous = session.cache.get("previous_version")
     if previous is None:
         return None
     (old_latest, old_count, _), memo = previous
@@ -127,7 +118,7 @@ def _refresh(session, old: TableFiles, tid, old_latest, snapshot, next_file_id, 
         "ducklake_file_column_stats",
         tid,
         next_file_id,
-        _STATS_SCHEMA,
+        STATS_SCHEMA,
         stats_columns,
     )
     values = None
@@ -138,7 +129,7 @@ def _refresh(session, old: TableFiles, tid, old_latest, snapshot, next_file_id, 
             "ducklake_file_partition_value",
             tid,
             next_file_id,
-            _PARTITION_VALUES_SCHEMA,
+            PARTITION_VALUES_SCHEMA,
         )
     return table_files(
         session,
@@ -159,7 +150,7 @@ def _refreshed_file_rows(session, old: TableFiles, tid, old_latest, snapshot, ne
     rows changed since, or None when a row is out of this refresh's sight."""
     live_params = [tid, snapshot, snapshot]
     added = session.arrow(
-        _DATA_FILES_SQL + " AND data_file_id >= ?", [*live_params, next_file_id], _DATA_FILES_SCHEMA
+        DATA_FILES_SQL + " AND data_file_id >= ?", [*live_params, next_file_id], DATA_FILES_SCHEMA
     )
     ended = [
         int(r[0])
@@ -169,11 +160,11 @@ def _refreshed_file_rows(session, old: TableFiles, tid, old_latest, snapshot, ne
             [tid, old_latest, snapshot],
         )
     ]
-    kept = old.file_table.select(_DATA_FILES_SCHEMA.names)
+    kept = old.file_table.select(DATA_FILES_SCHEMA.names)
     if ended:
         gone = pc.is_in(kept.column("data_file_id"), value_set=pa.array(ended, pa.int64()))
         kept = kept.filter(pc.invert(gone))
-    data = sorted_by_file_id(pa.concat_tables([kept.cast(_DATA_FILES_SCHEMA), added]))
+    data = sorted_by_file_id(pa.concat_tables([kept.cast(DATA_FILES_SCHEMA), added]))
     count = session.rows(
         f"SELECT count(*) FROM ducklake_data_file WHERE table_id = ? AND {live()}", live_params
     )

@@ -1,8 +1,9 @@
 """What every backend session shares: the lake version, table probes and a shared cache.
 
 ``cache`` is a dict owned by the backend object and shared by all of its sessions. It holds
-the validated global settings and the metadata memos of ``_metadata`` (see
-:func:`per_version` for why they stay correct).
+the validated global settings and the metadata memos of the query modules: per lake
+version (:func:`per_version`) and per snapshot (:func:`per_snapshot`), which say why
+they stay correct.
 
 A query asks several times whether an inlined-data or inlined-delete table exists; the
 catalog's table list is read at most once per lake version, turning those probes into set
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["SessionBase", "file_identity", "per_version"]
+__all__ = ["SessionBase", "file_identity", "memoised", "per_snapshot", "per_version"]
 
 # The newest snapshot time is part of the version so that a catalog replaced by another
 # one (a restore from backup) with the same latest id and count is still told apart.
@@ -28,6 +29,9 @@ class SessionBase:
 
     TABLES_SQL = ""
     COLUMNS_SQL = ""
+    # an integer from statistics text, or None when the database cannot read one safely
+    # (``MetadataSession.INTEGER_OF_TEXT``); every backend sets its own
+    INTEGER_OF_TEXT: str | None = None
 
     def __init__(self, cache: dict, description: str) -> None:
         self.cache = cache
@@ -45,14 +49,13 @@ class SessionBase:
             latest, count, newest = self._read_version()
             newest = None if newest is None else str(newest)
             self._version = (int(latest if latest is not None else -1), int(count), newest)
-            cache = getattr(self, "cache", None)
-            if cache is not None:
-                previous = cache.get("lake_version")
-                if previous is not None and history_replaced(previous, self._version):
-                    cache.pop("per_snapshot", None)
-                    cache.pop("per_version", None)
-                    cache.pop("previous_version", None)
-                cache["lake_version"] = self._version
+            cache = self.cache
+            previous = cache.get("lake_version")
+            if previous is not None and history_replaced(previous, self._version):
+                cache.pop("per_snapshot", None)
+                cache.pop("per_version", None)
+                cache.pop("previous_version", None)
+            cache["lake_version"] = self._version
         return self._version
 
     def _read_version(self) -> tuple:
@@ -92,9 +95,7 @@ def per_version(session, key: tuple, compute):
     one before it is kept as ``previous_version`` (until the next change) for
     ``_refresh``, which builds a table's files from the rows that changed since.
     """
-    cache = getattr(session, "cache", None)
-    if cache is None:
-        return compute()
+    cache = session.cache
     version = session.lake_version()
     held = cache.get("per_version")
     if held is None or held[0] != version or len(held[1]) >= MEMO_ENTRIES:
@@ -110,13 +111,31 @@ def per_version(session, key: tuple, compute):
 
 def memoised(session, key: tuple):
     """What ``per_version`` holds for ``key`` at the session's lake version, or None."""
-    cache = getattr(session, "cache", None)
-    if cache is None:
-        return None
-    held = cache.get("per_version")
+    held = session.cache.get("per_version")
     if held is None or held[0] != session.lake_version():
         return None
     return held[1].get(key)
+
+
+_SNAPSHOT_CACHE_SIZE = 512
+
+
+def per_snapshot(session, key: tuple, compute):
+    """Memoise a lookup whose answer is fixed once its snapshot exists.
+
+    What is live at snapshot S (schemas, tables, columns, inlined-table layouts) never
+    changes after S is committed: later commits only add rows beginning after S or end rows
+    after S. So names are still looked up on every call (the latest snapshot id is read
+    each time), but an unchanged lake costs one small query instead of four. File lists are
+    not memoised here but per lake version (``per_version``): maintenance may move the
+    rows that describe them.
+    """
+    memo = session.cache.setdefault("per_snapshot", {})
+    if key not in memo:
+        if len(memo) >= _SNAPSHOT_CACHE_SIZE:
+            memo.clear()
+        memo[key] = compute()
+    return memo[key]
 
 
 def history_replaced(old: tuple, new: tuple) -> bool:

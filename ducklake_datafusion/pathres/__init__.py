@@ -4,12 +4,25 @@
   string functions.
 * :mod:`._location`: split a resolved path or URL into scheme, bucket and key.
 * :mod:`._options`: user storage options, normalised, hashable and secret-safe.
+* :mod:`._access`: the options resolved for one store (:func:`storage_access`): region,
+  endpoint, addressing, credential; what every reader (pyarrow here, the Rust scan's
+  object_store, Spark's Hadoop connectors) translates, never the options themselves.
 * :mod:`._filesystems`: the cached pyarrow filesystem for a location.
 * :mod:`._errors`: storage ``OSError`` -> this package's errors with a hint.
 """
 
 from __future__ import annotations
 
+from ._access import (
+    DEFAULT_S3_REGION,
+    AzureAccess,
+    Endpoint,
+    GcsAccess,
+    LocalAccess,
+    S3Access,
+    StorageAccess,
+    storage_access,
+)
 from ._errors import translate_storage_error
 from ._filesystems import clear_filesystem_cache, filesystem_for
 from ._location import SUPPORTED_SCHEMES, StorageLocation, parse_location
@@ -18,7 +31,14 @@ from ._paths import join_path, resolve_data_path, resolve_file_path
 
 __all__ = [
     "ACCEPTED_KEYS",
+    "DEFAULT_S3_REGION",
     "SUPPORTED_SCHEMES",
+    "AzureAccess",
+    "Endpoint",
+    "GcsAccess",
+    "LocalAccess",
+    "S3Access",
+    "StorageAccess",
     "StorageLocation",
     "StorageOptions",
     "clear_filesystem_cache",
@@ -27,5 +47,6 @@ __all__ = [
     "parse_location",
     "resolve_data_path",
     "resolve_file_path",
+    "storage_access",
     "translate_storage_error",
 ]

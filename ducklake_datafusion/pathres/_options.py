@@ -45,9 +45,10 @@ client_secret (S)                  azure_client_secret                    AZURE_
 blob_storage_authority             azure_endpoint (host:port or URL)
 =================================  =====================================  =======================
 
-This package itself reads only ``AWS_REGION``/``AWS_DEFAULT_REGION`` (default region,
-else ``us-east-1``) and ``AZURE_STORAGE_ACCOUNT_NAME`` (pyarrow needs the account
-explicitly); the other variables are read, if at all, by the storage SDKs.
+This package itself reads only ``AWS_REGION``/``AWS_DEFAULT_REGION`` (the region when
+none is given; S3 clients that must name one then use ``us-east-1``) and
+``AZURE_STORAGE_ACCOUNT_NAME`` (pyarrow needs the account explicitly), both in
+:mod:`._access`; the other variables are read, if at all, by the storage SDKs.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Pure string rules that turn catalog paths into file locations.
 
 DuckLake stores a root (``data_path``), then a path per schema, table and file, each
-either relative to its parent or absolute (read-path notes, c.1). The writer joins them
+either relative to its parent or absolute (the specification's path rules). The writer joins them
 by plain string concatenation and never URL-encodes them: the only ``%`` signs come from
 hive partition directory names (``p=x%20y``), which are literal parts of the object key.
 So nothing here percent-decodes or encodes; doing so would name a different object.

@@ -7,9 +7,18 @@ not import ``datafusion``.
 """
 
 from ._dataset import DuckLakeDataset
+from ._lake_info import list_files_table, snapshots_table, table_info_table
 from ._table import DuckLakeTable
 
-__all__ = ["DuckLakeCatalog", "DuckLakeDataset", "DuckLakeSchema", "DuckLakeTable"]
+__all__ = [
+    "DuckLakeCatalog",
+    "DuckLakeDataset",
+    "DuckLakeSchema",
+    "DuckLakeTable",
+    "list_files_table",
+    "snapshots_table",
+    "table_info_table",
+]
 
 
 def __getattr__(name: str):

@@ -27,14 +27,13 @@ from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
 from ..catalog import (
     MetadataBackend,
+    SnapshotInfo,
     metadata,
     table_column_comments,
     view_column_comments,
 )
-from ..catalog._models import SnapshotInfo
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
-from ..scan import Lake
-from ..scan._lookup import find_table
+from ..scan import Lake, find_table
 from ._rust import forget_catalog
 from ._table import DuckLakeTable
 from ._views import find_view, plannable_view_names, view_table

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from ..read._executor import execute_tasks, read_request
-from ..scan._plan import ScanPlan, ScanTask
+from ..read import execute_tasks, read_request
+from ..scan import ScanPlan, ScanTask
 
 __all__ = ["DuckLakeDataset", "DuckLakeFragment", "DuckLakeScanner"]
 

@@ -15,10 +15,15 @@ import re
 import stat
 
 from ..pathres import parse_location
-from ..read._file_checks import check_data_file
-from ..read._footers import parsed_fragment, require_regular_file
-from ..read._layouts import FileLayout, file_layout
-from ..read._reader import _FORMAT, _fail
+from ..read import (
+    PARQUET_FORMAT,
+    FileLayout,
+    check_data_file,
+    file_layout,
+    parsed_fragment,
+    read_error,
+    require_regular_file,
+)
 
 __all__ = ["NATIVE_TYPES", "SAFE_PATH", "checked_layout", "native_type", "table_signature"]
 
@@ -79,9 +84,9 @@ def checked_layout(task, plan, columns, signature, what: str) -> FileLayout | No
             require_regular_file(location.path, task.file.url)  # raises, naming the kind
         layout = _LAYOUTS.get(key, _MISSING)
         if layout is _MISSING:
-            fragment = parsed_fragment(task.file, plan.storage, _FORMAT)
+            fragment = parsed_fragment(task.file, plan.storage, PARQUET_FORMAT)
     except Exception as exc:  # translated as the exact reader does
-        raise _fail(exc, what) from exc
+        raise read_error(exc, what) from exc
     if found is not None and task.file.size is not None and found.st_size != task.file.size:
         return None  # not the file the catalog lists: the exact path's checks decide
     if layout is not _MISSING:

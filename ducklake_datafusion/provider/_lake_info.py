@@ -19,13 +19,16 @@ import re
 
 import pyarrow as pa
 
-from ..catalog import metadata
-from ..catalog._change_tokens import ChangeToken, split_quoted_names
-from ..catalog._history import list_file_rows, list_snapshot_records, table_sizes
+from ..catalog import (
+    ChangeToken,
+    list_file_rows,
+    list_snapshot_records,
+    metadata,
+    split_quoted_names,
+    table_sizes,
+)
 from ..pathres import join_path
-from ..scan._lookup import require_table
-from ..scan._planner import table_directory
-from ..scan._timetravel import SnapshotRef, resolve_snapshot_ref
+from ..scan import SnapshotRef, require_table, resolve_snapshot_ref, table_directory
 
 __all__ = [
     "LIST_FILES_SCHEMA",

@@ -5,9 +5,10 @@ the Rust provider reads exactly; DataFusion then calls the provider's ``scan()``
 query's projection, filters and limit (through ``datafusion-ffi``). Normally that
 provider is a ``_rust.LazyProvider`` (``_rust_lazy``): its ``scan()`` asks the planner
 for the files the query's filters cannot exclude and gets a ``LakeProvider`` over those
-(:func:`build_provider`). Tables the catalog's file rows already rule out of that are
+(``_rust_build.build_provider``). Tables the catalog's file rows already rule out of that are
 planned whole here (``_build``) and pruned in Rust. Either way the Python side hands
-over plain facts as Arrow:
+over plain facts as Arrow, in one ``_rust_contract.ProviderSpec`` (the shapes are defined
+there and checked by the extension on arrival):
 
 * the table's Arrow schema;
 * one row per live data file: object-store path, size, footer size, record count and the
@@ -40,31 +41,23 @@ installed major with a clear error instead of crashing.
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..catalog import metadata
-from ..errors import InvalidOptionError, MissingDependencyError, UnsupportedFeatureError
-from ..pathres import parse_location
-from ..pathres._filesystems import _azure_kwargs, _gcs_kwargs, _s3_kwargs
-from ..read._reader import deleted_positions_of
-from ..scan import DataFileTask, InlinedRowsTask, ScanPlan
-from ..scan._conform import default_array
-from ..scan._planner import build_scan_plan
-from ..scan._pruning import FilePruner
-from ._file_layouts import SAFE_PATH, checked_layout, native_type, table_signature
+from ..errors import MissingDependencyError, UnsupportedFeatureError
+from ..scan import (
+    ScanPlan,
+    build_scan_plan,
+)
+from ._file_layouts import native_type, table_signature
 from ._owned_cache import MISSING, OwnedCache
+from ._rust_build import build_provider
 from ._rust_lazy import Resolver, forget_resolved, lazy_parts
 
 __all__ = ["extension", "forget_catalog", "rust_provider", "rust_table"]
-
-# Partitions a Rust scan is split into at least, whatever the session's target_partitions.
-MIN_PARTITIONS = max(2, os.cpu_count() or 2)
 
 _LOCK = threading.Lock()
 _EXTENSION = None
@@ -200,86 +193,6 @@ def readable_columns(table) -> bool:
     )
 
 
-def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None):
-    """A ``_rust.LakeProvider`` over the plan's data files and inlined rows, or ``None``.
-
-    Each file is checked against the catalog (``_file_layouts.checked_layout``). A file the scan would
-    not read exactly (another store, a layout it does not map exactly) makes this return
-    ``None``, unless ``read_rest(plan, tasks)`` is given: then those files are read by it
-    and scanned from memory with the inlined rows. ``bounds``: hand over the files'
-    catalog bounds (from ``files_meta``, the plan's ``TableFiles``), with which ``scan()``
-    prunes (not needed when the plan is already pruned by the query's filter); ``True``
-    for every column, a set of names for those columns only.
-    """
-    files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
-    inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
-    rest = []
-    if read_rest is not None:  # files the Rust store does not read go to read_rest
-        rest = [t for t in files if not _store_readable(t)]
-        files = [t for t in files if _store_readable(t)]
-    storage = _store_options(files, plan)
-    if storage is None:
-        if read_rest is None:
-            return None
-        files, rest, storage = [], rest + files, {"kind": "local"}
-    signature = table_signature(table)
-    native, layouts = [], []
-    for task in files:
-        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        layout = checked_layout(task, plan, table.columns, signature, what)
-        if layout is None:
-            if read_rest is None:
-                return None  # a conversion the scan would not do exactly: the exact path
-            rest.append(task)
-            continue
-        native.append(task)
-        layouts.append(layout)
-    by_id = {}
-    if not all(layout.current for layout in layouts):
-        # older layouts: columns matched by field id, missing ones filled with defaults
-        by_id["field_ids"] = {c.name: c.column_id for c in table.columns}
-        by_id["defaults"] = pa.RecordBatch.from_arrays(
-            [default_array(c, 1).cast(c.arrow_type) for c in table.columns],
-            schema=plan.table_schema,
-        )
-        if any(layout.snapshot_column is not None for layout in layouts):
-            by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
-    file_table = _file_table(plan, native)
-    if bounds:
-        columns = table.columns
-        if bounds is not True:
-            columns = [c for c in columns if c.name in bounds]
-        bounds_table = _bounds_table(columns, files_meta, native)
-    else:
-        bounds_table = pa.RecordBatch.from_pydict({"_": pa.nulls(len(native), pa.int8())})
-    names = [c.name for c in table.columns]
-    batches = []
-    for task in inlined:
-        rows = task.rows.select(names).cast(plan.table_schema)
-        batches.extend(rows.to_batches())
-    if rest:
-        batches.extend(read_rest(plan, rest))
-    try:
-        return rust.LakeProvider(
-            plan.table,
-            plan.table_schema,
-            file_table,
-            bounds_table,
-            batches,
-            storage,
-            MIN_PARTITIONS,
-            **by_id,
-            pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
-            read_exactly=len(rest),
-        )
-    except rust.StoreConfigError as exc:  # the message names no option value
-        raise InvalidOptionError(
-            f"table {plan.table} (snapshot {plan.snapshot_id}) of {plan.catalog}: {exc}; "
-            "check the lake's storage options (an access key id needs its secret key, an "
-            "Azure account key is base64 text)"
-        ) from None
-
-
 def _full_plan(table) -> tuple[ScanPlan, object]:
     """The unfiltered plan of the snapshot, with the statistics of every column (the
     provider prunes with them at scan time) and the partition values."""
@@ -304,200 +217,3 @@ def _full_plan(table) -> tuple[ScanPlan, object]:
     return plan, files
 
 
-def _store_options(files, plan: ScanPlan) -> dict[str, str] | None:
-    """The provider's store: local files, or one bucket of S3 or GCS, or one Azure
-    container; ``None`` if several, or a file the provider does not read (encrypted,
-    name-mapped)."""
-    locations = set()
-    for task in files:
-        if not _store_readable(task):
-            return None
-        location = parse_location(task.file.url)
-        locations.add((location.scheme, location.authority, location.account))
-    return _options(locations, plan.storage)
-
-
-def _store_readable(task: DataFileTask) -> bool:
-    """Whether the Rust store reads the file as it is: not encrypted, not name-mapped, at
-    a path object-store paths spell as it is."""
-    if task.encryption_key is not None or task.name_mapping is not None:
-        return False
-    return plain_location(task.file.url)
-
-
-def plain_location(url: str) -> bool:
-    """Whether object-store paths spell ``url``'s path as it is (``SAFE_PATH``)."""
-    return bool(SAFE_PATH.match("/" + parse_location(url).path.lstrip("/")))
-
-
-def store_kind(url: str, storage) -> dict[str, str] | None:
-    """The provider's store for files under ``url`` (as :func:`_store_options`)."""
-    location = parse_location(url)
-    return _options({(location.scheme, location.authority, location.account)}, storage)
-
-
-def _options(locations: set, storage) -> dict[str, str] | None:
-    """Store options for files at ``locations`` (scheme, bucket or container, account);
-    ``None`` where the Rust store would not authenticate as the exact path does (ambient
-    credentials, anonymous S3, service principals): those tables take the next path."""
-    schemes = {scheme for scheme, _, _ in locations}
-    if not schemes or schemes == {"file"}:
-        return {"kind": "local"}
-    if len(locations) != 1:
-        return None
-    scheme, bucket, account = next(iter(locations))
-    if scheme == "s3":
-        return _s3_options(bucket, storage)
-    if scheme == "gs":
-        return _gcs_options(bucket, storage)
-    if scheme == "az":
-        return _azure_options(bucket, account, storage)
-    return None
-
-
-def _s3_options(bucket: str, storage) -> dict[str, str] | None:
-    kwargs = _s3_kwargs(storage)
-    if kwargs.get("anonymous") or kwargs.get("force_virtual_addressing"):
-        return None
-    if not kwargs.get("access_key"):
-        return None  # ambient credentials: the exact path resolves them as pyarrow does
-    options = {"kind": "s3", "bucket": bucket, "region": kwargs["region"]}
-    if "endpoint_override" in kwargs:
-        options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
-        if kwargs["scheme"] == "http":
-            options["allow_http"] = "true"
-    elif kwargs.get("scheme") == "http":
-        return None
-    for ours, theirs in (
-        ("access_key_id", "access_key"),
-        ("secret_access_key", "secret_key"),
-        ("session_token", "session_token"),
-    ):
-        if kwargs.get(theirs):
-            options[ours] = kwargs[theirs]
-    return options
-
-
-def _gcs_options(bucket: str, storage) -> dict[str, str] | None:
-    kwargs = _gcs_kwargs(storage)
-    options = {"kind": "gcs", "bucket": bucket}
-    if kwargs.get("access_token"):
-        options["token"] = kwargs["access_token"]
-    elif kwargs.get("anonymous"):
-        options["anonymous"] = "true"
-    else:
-        return None  # ambient credentials: the exact path resolves them as pyarrow does
-    if "endpoint_override" in kwargs:
-        options["endpoint"] = f"{kwargs['scheme']}://{kwargs['endpoint_override']}"
-        if kwargs["scheme"] == "http":
-            options["allow_http"] = "true"
-    return options
-
-
-def _azure_options(container: str, account: str, storage) -> dict[str, str] | None:
-    from ..pathres import StorageLocation
-
-    location = StorageLocation("az", container, container, f"az://{container}", account)
-    kwargs = _azure_kwargs(location, storage)
-    options = {"kind": "azure", "container": container, "account": kwargs["account_name"]}
-    if kwargs.get("account_key"):
-        options["access_key"] = kwargs["account_key"]
-    elif kwargs.get("sas_token"):
-        options["sas_token"] = kwargs["sas_token"]
-    else:
-        return None  # service principals, managed identities: the exact path
-    if "blob_storage_authority" in kwargs:
-        scheme, host = kwargs["blob_storage_scheme"], kwargs["blob_storage_authority"]
-        account_name = options["account"]
-        # an emulator (Azurite) names the account in the path; a cloud endpoint in the host
-        path_style = not host.startswith(account_name + ".")
-        options["endpoint"] = f"{scheme}://{host}" + (f"/{account_name}" if path_style else "")
-        if scheme == "http":
-            options["allow_http"] = "true"
-    return options
-
-
-def _object_path(url: str) -> str:
-    """The file's path in the provider's store: the local path without its leading
-    slash, or the key within the bucket."""
-    location = parse_location(url)
-    if location.scheme in ("s3", "gs", "az"):
-        return location.path[len(location.authority) + 1 :]
-    return location.path.lstrip("/")
-
-
-def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
-    deleted = []
-    for task in files:
-        if task.deletes is None:
-            deleted.append(None)
-            continue
-        positions = deleted_positions_of(task, plan.table, plan.snapshot_id, plan.storage)
-        deleted.append(positions if len(positions) else None)
-    return pa.RecordBatch.from_pydict(
-        {
-            "path": pa.array([_object_path(t.file.url) for t in files], pa.string()),
-            "url": pa.array([t.file.url for t in files], pa.string()),
-            "size": pa.array([t.file.size for t in files], pa.int64()),
-            "footer_size": pa.array([t.file.footer_size for t in files], pa.int64()),
-            "record_count": pa.array([t.record_count for t in files], pa.int64()),
-            "deleted": pa.array(
-                [None if d is None else np.asarray(d, dtype=np.int64) for d in deleted],
-                pa.list_(pa.int64()),
-            ),
-        }
-    )
-
-
-def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch:
-    """``min:``/``max:``/``nulls:`` per column, one row per file of ``files``: the
-    planner's safe statistics, narrowed by partition values."""
-    pruner = FilePruner(None, columns, files_meta)
-    order = pc.index_in(
-        pa.array([t.data_file_id for t in files], pa.int64()), value_set=pruner.file_ids
-    )
-    arrays, names = [], []
-    for column in columns:
-        if column.children:
-            continue
-        parts = []
-        if files_meta.stats is not None and files_meta.stats.num_rows:
-            parts.append(pruner._stat_bounds(column))
-        if files_meta.partition_values is not None and files_meta.partition_values.num_rows:
-            parts.append(pruner._partition_bounds(column))
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            continue
-        try:
-            low, high, nulls = _narrowed(parts, column.arrow_type)
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
-            continue  # no bounds is always correct
-        if low is None:
-            continue
-        names += [f"min:{column.name}", f"max:{column.name}", f"nulls:{column.name}"]
-        arrays += [_array(low.take(order)), _array(high.take(order)), _array(nulls.take(order))]
-    if not arrays:
-        return pa.RecordBatch.from_pydict({"_": pa.nulls(len(files), pa.int8())})
-    return pa.RecordBatch.from_arrays(arrays, names=names)
-
-
-def _array(values) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-
-
-def _narrowed(parts, wanted: pa.DataType):
-    """The tightest of several safe bounds (each null where unknown), in the column's own
-    type; ``(None, None, None)`` when a bound cannot be given in that type exactly."""
-    low = high = None
-    nulls = None
-    for part in parts:
-        lo, hi = part.low, part.high
-        if lo.type != wanted:
-            if not (pa.types.is_string(lo.type) and pa.types.is_large_string(wanted)):
-                return None, None, None  # e.g. FLOAT bounds decoded as double: not exact
-            lo, hi = lo.cast(wanted), hi.cast(wanted)
-        low = lo if low is None else pc.max_element_wise(low, lo, skip_nulls=True)
-        high = hi if high is None else pc.min_element_wise(high, hi, skip_nulls=True)
-        count = pa.array(part.nulls, pa.float64(), from_pandas=True)  # NaN -> null
-        nulls = count if nulls is None else pc.coalesce(nulls, count)
-    return low, high, nulls.cast(pa.int64())

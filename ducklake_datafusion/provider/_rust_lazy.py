@@ -27,18 +27,22 @@ query, without reading a file row or opening a file, and keep the eager provider
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import metadata
-from ..catalog._file_cut import DeletedCut
-from ..read import execute_plan
-from ..read._reader import deleted_positions_of
-from ..scan import DataFileTask
-from ..scan._planner import table_directory
+from ..catalog import DeletedCut, metadata
+from ..read import deleted_positions_of, execute_plan
+from ..scan import DataFileTask, conform_inlined_rows, kept_tasks, table_directory
+from . import _rust_build
 from ._owned_cache import MISSING, OwnedCache
+from ._rust_stores import plain_location, store_kind
+
+if TYPE_CHECKING:
+    from .._rust import Predicate
 
 __all__ = ["Resolver", "catalog_count", "forget_resolved", "lazy_parts", "predicate_filter"]
 
@@ -55,18 +59,18 @@ def forget_resolved(backend) -> None:
     _resolved.forget(backend)
 
 
-def predicate_filter(predicates) -> pc.Expression | None:
+def predicate_filter(predicates: Iterable[Predicate]) -> pc.Expression | None:
     """The predicates ``rust/src/lazy.rs`` sends, as one ``pyarrow`` filter (or None).
 
-    Each is ``("cmp", column, op, value)``, ``("between", column, low, high)``,
-    ``("in", column, values)``, ``("null", column)`` or ``("not_null", column)``; values are
-    one-element pyarrow arrays. The filter only prunes files: DataFusion applies the
-    query's own filters to every row the scan returns.
+    Each is a ``_rust.Predicate`` (``rust/src/predicates.rs``): ``kind`` ``"cmp"`` (with
+    ``op``), ``"between"``, ``"in"``, ``"null"`` or ``"not_null"``, a ``column`` and its
+    ``values``, one-element pyarrow arrays. The filter only prunes files: DataFusion applies
+    the query's own filters to every row the scan returns.
     """
     parts = []
     for predicate in predicates:
         try:
-            parts.append(_predicate(*predicate))
+            parts.append(_predicate(predicate))
         except (pa.ArrowException, TypeError, ValueError, KeyError, IndexError):
             continue  # a predicate that cannot be spelled prunes nothing: still correct
     if not parts:
@@ -77,16 +81,15 @@ def predicate_filter(predicates) -> pc.Expression | None:
     return expr
 
 
-def _predicate(kind: str, name: str, *args) -> pc.Expression:
-    field = pc.field(name)
+def _predicate(predicate: Predicate) -> pc.Expression:
+    field = pc.field(predicate.column)
+    kind, values = predicate.kind, predicate.values
     if kind == "cmp":
-        op, value = args
-        return _COMPARISONS[op](field, value[0])
+        return _COMPARISONS[predicate.op](field, values[0][0])
     if kind == "between":
-        low, high = args
+        low, high = values
         return (field >= low[0]) & (field <= high[0])
     if kind == "in":
-        (values,) = args
         # SQL's IN never matches a NULL row, whatever the list holds: nulls skipped
         value_set = pa.concat_arrays([v.cast(values[0].type) for v in values])
         return pc.is_in(field, value_set=value_set, skip_nulls=True)
@@ -97,6 +100,7 @@ def _predicate(kind: str, name: str, *args) -> pc.Expression:
     raise ValueError(f"unknown predicate {kind!r}")
 
 
+# by ``_rust.Predicate.COMPARISONS`` (tests/test_rust_contract.py)
 _COMPARISONS = {
     "==": lambda f, v: f == v,
     "!=": lambda f, v: f != v,
@@ -107,22 +111,16 @@ _COMPARISONS = {
 }
 
 
-def _key(predicates) -> tuple:
+def _key(predicates: Iterable[Predicate]) -> tuple:
     """A hashable spelling of the predicates (values with their types)."""
-
-    def value(v):
-        return (str(v.type), tuple(v.to_pylist()))
-
     return tuple(
-        tuple(
-            value(p)
-            if isinstance(p, pa.Array)
-            else tuple(value(v) for v in p)
-            if isinstance(p, list)
-            else p
-            for p in predicate
+        (
+            p.kind,
+            p.column,
+            p.op,
+            tuple((str(v.type), tuple(v.to_pylist())) for v in p.values),
         )
-        for predicate in predicates
+        for p in predicates
     )
 
 
@@ -136,7 +134,7 @@ class Resolver:
         self._table = table
         self._table_key = table_key  # the snapshot's key among the memoised providers
 
-    def __call__(self, predicates, count_only: bool):
+    def __call__(self, predicates: list[Predicate], count_only: bool):
         if count_only:
             rows = catalog_count(self._table)
             if rows is not None:
@@ -146,12 +144,10 @@ class Resolver:
         found = _resolved.get(backend, key)
         if found is not MISSING:
             return found
-        from ._rust import build_provider  # _rust imports this module
-
         table = self._table
         plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates))
         looked_up = _looked_up_columns(predicates, table.columns)
-        provider = build_provider(
+        provider = _rust_build.build_provider(
             self._rust,
             table,
             plan,
@@ -171,9 +167,9 @@ def _looked_up_columns(predicates, columns) -> set[str]:
     reads integer bounds only)."""
     integers = {c.name for c in columns if pa.types.is_integer(c.arrow_type)}
     return {
-        p[1]
+        p.column
         for p in predicates
-        if p[1] in integers and (p[0] == "in" or (p[0] == "cmp" and p[2] == "=="))
+        if p.column in integers and (p.kind == "in" or (p.kind == "cmp" and p.op == "=="))
     }
 
 
@@ -210,8 +206,6 @@ def lazy_parts(table) -> tuple[str, pa.Schema] | None:
         return None  # encrypted or name-mapped files: the eager checks decide
     if not summary.all_relative:
         return None  # files outside the table's directory: the eager checks decide
-    from ._rust import plain_location, store_kind
-
     directory = table_directory(table.lake.data_path(settings), table.entry)
     if store_kind(directory, table.lake.storage) is None or not plain_location(directory):
         return None  # every file would be read exactly: the eager checks decide
@@ -227,9 +221,6 @@ def catalog_count(table) -> int | None:
     The files' row counts come summed by the catalog; only the files with deletes are
     read as rows (``DeletedCut``), and their deleted positions counted.
     """
-    from ..scan._inlined import conform_inlined_rows
-    from ..scan._planner import _kept_tasks  # the planner's tasks of these file rows, memoised
-
     backend = table.lake.backend
     snapshot = table.snapshot_id
     with backend.session() as session:
@@ -252,7 +243,7 @@ def catalog_count(table) -> int | None:
         directory = table_directory(table.lake.data_path(settings), table.entry)
         stable_since = max((c.begin_snapshot for c in table.column_entries), default=0)
         name = f"{table.entry.schema_name}.{table.entry.table_name}"
-        for task in _kept_tasks(sorted(indices), directory, files, stable_since):
+        for task in kept_tasks(sorted(indices), directory, files, stable_since):
             assert isinstance(task, DataFileTask)
             if task.deletes is not None:
                 total -= len(deleted_positions_of(task, name, snapshot, table.lake.storage))

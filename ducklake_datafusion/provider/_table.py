@@ -63,7 +63,7 @@ class DuckLakeTable(LakeTable):
     def files(self) -> pa.Table:
         """Data files live at this table's snapshot with their delete files
         (``ducklake_list_files()``)."""
-        from ..scan._timetravel import SnapshotRef
+        from ..scan import SnapshotRef
         from ._lake_info import list_files_table
 
         ref = SnapshotRef(snapshot_id=self.snapshot_id)

@@ -28,10 +28,9 @@ import re
 from datafusion import SessionConfig, SessionContext, col
 from datafusion.catalog import Table
 
-from ..catalog import metadata
-from ..catalog._models import ViewEntry
+from ..catalog import ViewEntry, metadata
 from ..errors import DuckLakeError, UnsupportedFeatureError
-from ..scan._timetravel import resolve_snapshot_ref, split_table_suffix
+from ..scan import resolve_snapshot_ref, split_table_suffix
 from ._threads import on_own_thread
 
 __all__ = ["VIEW_CATALOG", "datafusion_sql", "find_view", "plannable_view_names", "view_table"]

@@ -5,6 +5,30 @@ file checks, encrypted files, and the row diff of the change feed. Spark executo
 run ``execute_tasks``, so nothing here imports ``datafusion`` or ``pyspark``.
 """
 
+from ._changes import differing_rows, plan_changes, table_changes
 from ._executor import execute_plan, execute_tasks, read_request
+from ._file_checks import check_data_file, files_unchanged, reads_by_name
+from ._footers import parsed_fragment, require_regular_file
+from ._layouts import FileLayout, file_layout
+from ._reader import PARQUET_FORMAT, ROW_ID, deleted_positions_of, read_data_file, read_error
 
-__all__ = ["execute_plan", "execute_tasks", "read_request"]
+__all__ = [
+    "PARQUET_FORMAT",
+    "ROW_ID",
+    "FileLayout",
+    "check_data_file",
+    "deleted_positions_of",
+    "differing_rows",
+    "execute_plan",
+    "execute_tasks",
+    "file_layout",
+    "files_unchanged",
+    "parsed_fragment",
+    "plan_changes",
+    "read_data_file",
+    "read_error",
+    "read_request",
+    "reads_by_name",
+    "require_regular_file",
+    "table_changes",
+]

@@ -7,7 +7,7 @@ Output is DuckDB's ``ducklake_table_changes``: ``snapshot_id``, ``rowid``,
 ``change_type`` (``insert``, ``delete``, ``update_preimage``, ``update_postimage``), then
 the table's columns as of the end snapshot.
 
-Derivation (read-path notes, section d): a *state difference keyed by rowid*. For every
+Derivation: a *state difference keyed by rowid*. For every
 existing snapshot ``s`` in the range whose changes row names the table, the table is read
 at ``s`` and at its predecessor ``p``, both through the end snapshot's columns, and rowids
 only in ``s`` are inserts, only in ``p`` deletes, in both with other values an update
@@ -36,23 +36,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import MetadataSession, metadata
-from ..catalog._history import list_snapshot_records, table_by_id
-from ..catalog._models import ColumnEntry, DataFileEntry
+from ..catalog import (
+    ColumnEntry,
+    DataFileEntry,
+    MetadataSession,
+    list_snapshot_records,
+    metadata,
+    table_by_id,
+)
 from ..errors import DuckLakeError
-from ..scan import Lake
-from ..scan._changes import (
+from ..scan import (
     CHANGE_TYPES,
     ChangePlan,
     ChangeStep,
+    DataFileTask,
+    FileRef,
+    Lake,
+    ScanPlan,
+    build_scan_plan,
     change_schema,
     change_steps,
+    require_table,
     resolve_bound,
+    snapshot_bounds,
 )
-from ..scan._lookup import require_table
-from ..scan._plan import DataFileTask, FileRef, ScanPlan
-from ..scan._planner import build_scan_plan
-from ..scan._timetravel import snapshot_bounds
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._deletes import deleted_positions
 from ._executor import execute_plan

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DataFileMissingError, DeleteFileError, UnsupportedFeatureError
 from ..pathres import translate_storage_error
-from ..scan._plan import DeleteFile, DeleteSource
+from ..scan import DeleteFile, DeleteSource
 from ._encrypted import read_encrypted_bytes
 
 __all__ = ["deleted_positions", "keep_mask"]

@@ -42,11 +42,11 @@ from ..errors import (
     UnsupportedFeatureError,
 )
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
-from ..scan._conform import conform_duckdb_export
-from ..scan._plan import DataFileTask, FileRef
+from ..scan import DataFileTask, FileRef, conform_duckdb_export
 from ..types import ColumnSpec, duckdb_type_for
 from ._file_columns import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID
 from ._footers import require_regular_file
+from ._request import ROW_ID
 
 __all__ = ["read_encrypted_bytes", "read_encrypted_file", "read_encrypted_table"]
 
@@ -147,7 +147,6 @@ def _schema_map(columns: tuple[ColumnSpec, ...]) -> str:
 
 def read_encrypted_file(task: DataFileTask, request, deleted: np.ndarray, what: str):
     """The visible rows of one encrypted data file, shaped by ``request``."""
-    from ._reader import ROW_ID  # (import cycle: the reader dispatches here)
 
     if task.name_mapping is not None:
         raise UnsupportedFeatureError(

@@ -15,15 +15,18 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..pathres import parse_location
-from ..scan._filters import (
+from ..scan import (
+    DataFileTask,
+    InlinedRowsTask,
     NotRebuildable,
+    ScanPlan,
+    ScanTask,
     decode_expression,
     nan_ordered,
     referenced_columns,
+    refusal,
     to_expression,
 )
-from ..scan._inlined import refusal
-from ..scan._plan import DataFileTask, InlinedRowsTask, ScanPlan, ScanTask
 from ._reader import ROW_ID, ReadRequest, deleted_rows, read_data_file, scan_clean_files
 
 __all__ = ["execute_plan", "execute_tasks", "read_request"]

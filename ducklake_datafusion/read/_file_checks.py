@@ -24,8 +24,7 @@ import pyarrow as pa
 
 from ..errors import DataFileCorruptError
 from ..pathres import parse_location
-from ..scan._conform import field_id
-from ..scan._plan import DataFileTask
+from ..scan import DataFileTask, field_id
 from ..types import ColumnSpec
 
 __all__ = ["check_data_file", "files_unchanged", "legacy_positional", "reads_by_name"]

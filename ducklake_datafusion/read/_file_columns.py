@@ -10,7 +10,6 @@ embedded row ids. :func:`file_columns` resolves all of that once per file into a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import numpy as np
@@ -22,13 +21,10 @@ from ..errors import (
     UnsupportedFeatureError,
     UnsupportedTypeError,
 )
-from ..scan._conform import conform, default_array, field_id, with_field_id
-from ..scan._plan import DataFileTask
+from ..scan import DataFileTask, conform, default_array, field_id, with_field_id
 from ..types import ColumnSpec
 from ._file_checks import legacy_positional
-
-if TYPE_CHECKING:
-    from ._reader import ReadRequest
+from ._request import ReadRequest
 
 __all__ = [
     "ROW_ID_FIELD_ID",

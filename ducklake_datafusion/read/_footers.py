@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 
 from ..errors import DataFileCorruptError
 from ..pathres import StorageOptions, filesystem_for, parse_location
-from ..scan._plan import FileRef
+from ..scan import FileRef
 
 __all__ = ["FOOTER_CACHE_BYTES", "parsed_fragment", "parsed_fragments", "require_regular_file"]
 

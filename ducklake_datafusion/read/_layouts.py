@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..scan._conform import field_id
+from ..scan import field_id
 from ..types import ColumnSpec
 from ._file_columns import SNAPSHOT_FIELD_ID
 

@@ -14,7 +14,6 @@ Two readers:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -25,14 +24,13 @@ from pyarrow import acero
 
 from ..errors import DataFileCorruptError, DataFileError, DuckLakeError
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
-from ..scan._conform import field_id
-from ..scan._plan import DataFileTask, FileRef
-from ..types import ColumnSpec
+from ..scan import DataFileTask, FileRef, field_id
 from ._deletes import deleted_positions, keep_mask
 from ._encrypted import read_encrypted_file
 from ._file_checks import check_data_file, reads_by_name
 from ._file_columns import FileColumns, file_columns, physical_fields
 from ._footers import parsed_fragment, require_regular_file
+from ._request import ROW_ID, ReadRequest
 
 __all__ = [
     "ROW_ID",
@@ -43,36 +41,9 @@ __all__ = [
     "scan_clean_files",
 ]
 
-ROW_ID = "rowid"
-_FORMAT = ds.ParquetFileFormat(
+PARQUET_FORMAT = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
 )
-
-
-@dataclass(frozen=True)
-class ReadRequest:
-    """What one execution wants from its tasks.
-
-    Attributes:
-        columns: table columns to materialise (output plus filter columns).
-        output: output column names in order (may be empty, e.g. for ``count(*)``).
-        filter: applied exactly after deletes; ``None`` for no filter.
-        filter_columns: top-level column names the filter reads.
-        with_row_ids: append a ``rowid`` column (for the change feed).
-        table_columns: every column of the table at the snapshot, in table order: how a
-            file that DuckDB reads by position maps (``_file_checks.legacy_positional``).
-    """
-
-    table: str
-    snapshot: int
-    columns: tuple[ColumnSpec, ...]
-    output: tuple[str, ...]
-    filter: pc.Expression | None
-    filter_columns: frozenset[str]
-    storage: StorageOptions
-    with_row_ids: bool = False
-    batch_size: int = 131_072
-    table_columns: tuple[ColumnSpec, ...] = ()
 
 
 def open_file(ref: FileRef, storage: StorageOptions):
@@ -82,7 +53,7 @@ def open_file(ref: FileRef, storage: StorageOptions):
     return filesystem_for(location, storage).open_input_file(location.path)
 
 
-def _fail(exc: Exception, what: str) -> DuckLakeError:
+def read_error(exc: Exception, what: str) -> DuckLakeError:
     """``exc`` as our typed error naming the file, table and snapshot (``what``)."""
     if isinstance(exc, DuckLakeError):
         return _in_context(exc, what)
@@ -115,10 +86,10 @@ def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterato
     for task in tasks:
         what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
         try:
-            fragment = parsed_fragment(task.file, request.storage, _FORMAT)
+            fragment = parsed_fragment(task.file, request.storage, PARQUET_FORMAT)
             physical = fragment.physical_schema
         except Exception as exc:
-            raise _fail(exc, what) from exc
+            raise read_error(exc, what) from exc
         check_data_file(task, fragment.metadata, physical, request.columns, what)
         if reads_by_name(physical, request.columns):
             fragments.append(fragment)
@@ -134,7 +105,7 @@ def _scan_fragments(fragments: list, request: ReadRequest) -> Iterator[pa.Record
     what = f"data files of table {request.table} (snapshot {request.snapshot})"
     try:
         schema = pa.schema([pa.field(c.name, c.arrow_type) for c in request.columns])
-        dataset = ds.FileSystemDataset(fragments, schema, _FORMAT, fragments[0].filesystem)
+        dataset = ds.FileSystemDataset(fragments, schema, PARQUET_FORMAT, fragments[0].filesystem)
         scanner = dataset.scanner(
             columns=list(request.output),
             filter=request.filter,
@@ -145,7 +116,7 @@ def _scan_fragments(fragments: list, request: ReadRequest) -> Iterator[pa.Record
             if batch.num_rows:
                 yield batch
     except Exception as exc:
-        raise _fail(exc, what) from exc
+        raise read_error(exc, what) from exc
 
 
 def _row_groups(fragment, parquet: pq.ParquetFile, request: ReadRequest, physical) -> list[int]:
@@ -175,7 +146,7 @@ def read_data_file(
     try:
         yield from _read(task, request, what, positions)
     except Exception as exc:
-        raise _fail(exc, what) from exc
+        raise read_error(exc, what) from exc
 
 
 def deleted_rows(task: DataFileTask, request: ReadRequest) -> np.ndarray:
@@ -200,7 +171,7 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
     if task.encryption_key is not None:
         yield from read_encrypted_file(task, request, deleted, what)
         return
-    fragment = parsed_fragment(task.file, request.storage, _FORMAT)
+    fragment = parsed_fragment(task.file, request.storage, PARQUET_FORMAT)
     metadata = fragment.metadata
     parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
     check_data_file(task, metadata, parquet.schema_arrow, request.columns, what)

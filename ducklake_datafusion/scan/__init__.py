@@ -8,8 +8,26 @@ its rows (hence the schema-mapping helpers they need live here too). Nothing her
 """
 
 from ._arrays import zero_based
+from ._changes import (
+    CHANGE_TYPES,
+    ChangePlan,
+    ChangeStep,
+    change_schema,
+    change_steps,
+    resolve_bound,
+)
+from ._conform import conform, conform_duckdb_export, default_array, field_id, with_field_id
+from ._filters import (
+    NotRebuildable,
+    decode_expression,
+    nan_ordered,
+    referenced_columns,
+    to_expression,
+)
 from ._hugeint import WIDE_INTEGER_TYPE
+from ._inlined import conform_inlined_rows, refusal
 from ._lake import Lake, LakeTable
+from ._lookup import find_table, require_table
 from ._plan import (
     DataFileTask,
     DeleteFile,
@@ -19,19 +37,59 @@ from ._plan import (
     PlanStats,
     ScanPlan,
     ScanTask,
+    balanced_groups,
+)
+from ._planner import build_scan_plan, kept_tasks, table_directory
+from ._pruning import FilePruner
+from ._timetravel import (
+    SnapshotRef,
+    parse_snapshot_ref,
+    resolve_snapshot_ref,
+    snapshot_bounds,
+    split_table_suffix,
 )
 
 __all__ = [
+    "CHANGE_TYPES",
     "WIDE_INTEGER_TYPE",
+    "ChangePlan",
+    "ChangeStep",
     "DataFileTask",
     "DeleteFile",
     "DeleteSource",
+    "FilePruner",
     "FileRef",
     "InlinedRowsTask",
     "Lake",
     "LakeTable",
+    "NotRebuildable",
     "PlanStats",
     "ScanPlan",
     "ScanTask",
+    "SnapshotRef",
+    "balanced_groups",
+    "build_scan_plan",
+    "change_schema",
+    "change_steps",
+    "conform",
+    "conform_duckdb_export",
+    "conform_inlined_rows",
+    "decode_expression",
+    "default_array",
+    "field_id",
+    "find_table",
+    "kept_tasks",
+    "nan_ordered",
+    "parse_snapshot_ref",
+    "referenced_columns",
+    "refusal",
+    "require_table",
+    "resolve_bound",
+    "resolve_snapshot_ref",
+    "snapshot_bounds",
+    "split_table_suffix",
+    "table_directory",
+    "to_expression",
+    "with_field_id",
     "zero_based",
 ]

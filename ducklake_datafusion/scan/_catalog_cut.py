@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog._file_cut import CUT_TYPES, ColumnBound, StatsCut, bounded
+from ..catalog import CUT_TYPES, ColumnBound, StatsCut, bounded
 from ..types import ColumnSpec
 from ._filters import Call, Field, Literal, Node, decode_expression
 from ._pruning import _FLIP, in_values

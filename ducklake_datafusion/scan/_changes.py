@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..catalog._change_tokens import ROW_CHANGE_KINDS
-from ..catalog._history import SnapshotRecord
+from ..catalog import ROW_CHANGE_KINDS, SnapshotRecord
 from ..errors import InvalidOptionError, SnapshotNotFoundError
 from ..types import ColumnSpec, arrow_schema
 from ._plan import ScanPlan

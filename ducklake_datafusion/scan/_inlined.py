@@ -13,8 +13,7 @@ from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 
-from ..catalog._format import INLINED_SYSTEM_COLUMNS
-from ..catalog._models import ColumnEntry
+from ..catalog import INLINED_SYSTEM_COLUMNS, ColumnEntry
 from ..errors import UnsupportedTypeError
 from ..types import ColumnSpec, build_column_tree, duckdb_type_for
 from ._conform import _duckdb, annotate_by_names, conform, default_array

@@ -23,8 +23,15 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import MetadataBackend, metadata, open_backend
-from ..catalog._models import ColumnEntry, SnapshotInfo, TableEntry, TableFiles
+from ..catalog import (
+    ColumnEntry,
+    MetadataBackend,
+    SnapshotInfo,
+    TableEntry,
+    TableFiles,
+    metadata,
+    open_backend,
+)
 from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
 from ..pathres import StorageOptions, resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree

@@ -7,8 +7,7 @@ unquoted identifiers) and the error message exist once.
 
 from __future__ import annotations
 
-from ..catalog import MetadataSession, metadata
-from ..catalog._models import TableEntry
+from ..catalog import MetadataSession, TableEntry, metadata
 from ..errors import TableNotFoundError, UnsupportedFeatureError
 
 __all__ = ["find_table", "require_table"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog._models import NameMappingNode
+from ..catalog import NameMappingNode
 from ..pathres import StorageOptions
 from ..types import ColumnSpec
 

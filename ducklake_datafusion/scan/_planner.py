@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow.compute as pc
 
-from ..catalog._models import ColumnEntry, TableEntry, TableFiles
+from ..catalog import ColumnEntry, TableEntry, TableFiles
 from ..pathres import StorageOptions, join_path
 from ..types import ColumnSpec
 from ._filters import decode_expression, referenced_columns
@@ -34,7 +34,7 @@ log = logging.getLogger("ducklake_datafusion")
 
 
 def table_directory(data_path: str, table: TableEntry) -> str:
-    """data_path -> schema dir -> table dir (read-path notes, c.1)."""
+    """data_path -> schema dir -> table dir (the specification's path rules)."""
     schema_dir = join_path(data_path, table.schema_path, table.schema_path_is_relative)
     return join_path(schema_dir, table.path, table.path_is_relative)
 
@@ -63,7 +63,7 @@ def build_scan_plan(
     kept = files.file_table
     if not keep.all():
         kept = kept.take(np.flatnonzero(keep))
-    tasks: list = _kept_tasks(np.flatnonzero(keep), table_dir, files, stable_since)
+    tasks: list = kept_tasks(np.flatnonzero(keep), table_dir, files, stable_since)
     with_deletes = sum(t.deletes is not None for t in tasks)
     scanned_bytes = int(pc.sum(kept.column("file_size_bytes")).as_py() or 0) if kept.num_rows else 0
     inlined = 0
@@ -115,7 +115,7 @@ _TASK_COLUMNS = (
 )  # fmt: skip
 
 
-def _kept_tasks(kept: np.ndarray, table_dir: str, files: TableFiles, stable_since: int) -> list:
+def kept_tasks(kept: np.ndarray, table_dir: str, files: TableFiles, stable_since: int) -> list:
     """Tasks of the kept file rows; each task is built once per ``TableFiles`` and reused."""
     built = files.derived.setdefault(("tasks", table_dir, stable_since), {})
     missing = [int(i) for i in kept if int(i) not in built]

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog._models import TableFiles
+from ..catalog import TableFiles
 from ..types import ColumnSpec
 from ._filters import Call, Field, Literal, Node, decode_expression, referenced_columns
 
@@ -114,11 +114,11 @@ class FilePruner:
             memo[key] = compute()
         return memo[key]
 
-    def _stat_bounds(self, column: ColumnSpec) -> _Bounds | None:
+    def stat_bounds(self, column: ColumnSpec) -> _Bounds | None:
         key = ("stats", column.column_id, column.type_name)
         return self._derived(key, lambda: self._decode_stat_bounds(column))
 
-    def _partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
+    def partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
         key = ("partition", column.column_id, column.type_name)
         return self._derived(key, lambda: self._decode_partition_bounds(column))
 
@@ -140,10 +140,10 @@ class FilePruner:
             return everything, everything
         by_stats = everything
         if self.files.stats is not None and self.files.stats.num_rows:
-            by_stats = self._might_match(self.node, self._stat_bounds)
+            by_stats = self._might_match(self.node, self.stat_bounds)
         by_partition = everything
         if self.files.partition_values is not None and self.files.partition_values.num_rows:
-            by_partition = self._might_match(self.node, self._partition_bounds)
+            by_partition = self._might_match(self.node, self.partition_bounds)
         return by_stats, by_partition
 
     # -- bounds -------------------------------------------------------------------------

@@ -17,8 +17,7 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 
-from ..catalog import MetadataSession, metadata
-from ..catalog._models import SnapshotInfo
+from ..catalog import MetadataSession, SnapshotInfo, metadata
 from ..errors import SnapshotNotFoundError
 
 __all__ = [

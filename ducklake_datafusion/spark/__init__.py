@@ -19,26 +19,25 @@
     >>> register_spark_views(spark, "lake.ducklake")               # lake_main_orders ...
     >>> spark.sql("SELECT count(*) FROM lake_main_orders")
 
-``read_table`` reads the data files with Spark's own Parquet reader, older layouts
-projected by field id and deletes applied inside that reader by the package's jar
-(``spark.jars`` = :func:`spark_jar`; ``_deleted_rows.py``) or, without it, by a broadcast
-join of bit masks (``_native.py``; object stores through Hadoop connectors,
-``_hadoop.py``), inlined rows
-as a local DataFrame, and unions the rest, read by the ``ducklake`` data source; its
-``where=`` prunes files by catalog statistics first (``_where.py``). For the data source,
-the driver plans the scan once (catalog metadata, files pruned with the filters Spark
+``read_table`` reads the data files with Spark's own Parquet reader (``parquet/``), older
+layouts projected by field id and deletes applied inside that reader by the package's jar
+(``spark.jars`` = :func:`spark_jar`) or, without it, by a broadcast join of bit masks
+(object stores through Hadoop connectors), inlined rows as a local DataFrame, and unions
+the rest, read by the ``ducklake`` data source (``source/``); its ``where=`` prunes files
+by catalog statistics first. For the data source, the driver plans the scan once (catalog metadata, files pruned with the filters Spark
 pushes down) and ships task groups of about ``partition_bytes`` each to the executors,
 which read Parquet with the very executor DataFusion uses: positional deletes, inlined
 rows and schema evolution included. Executors never open the catalog. Filter pushdown is
 on in ``read_table`` and opt-in on the format (``.option("pushdown", "true")``), because of
-a pyspark 4.1 bug that ``read_table`` works around (see ``_reader.py``). ``read_changes``
-computes the change feed in Spark: executor scans of the states that differ, joined on
-rowid (see ``_change_feed.py``); the format's ``read_changes`` option computes it in the
-planning worker with ``table_changes`` and ships it as Arrow batches (``_changes.py``).
+a pyspark 4.1 bug that ``read_table`` works around (see ``source/_table_reader.py``).
+``read_changes`` computes the change feed in Spark: executor scans of the states that
+differ, joined on rowid (see ``changes/``); the format's ``read_changes`` option computes
+it in the planning worker with ``table_changes`` and ships it as Arrow batches
+(``source/_changes_reader.py``).
 
 On pyspark 3.5 and 4.0, which lack the Python data source API, ``read_table`` and
-``register_spark_views`` read what the native path reads exactly (tables of other types,
-encrypted or name-mapped files raise :class:`UnsupportedFeatureError` saying so),
+``register_spark_views`` read what Spark's Parquet reader reads exactly (tables of other
+types, encrypted or name-mapped files raise :class:`UnsupportedFeatureError` saying so),
 ``read_changes`` computes the feed on the driver, and the ``ducklake`` format with the
 classes behind it (``DuckLakeDataSource``, ``DuckLakeReader``, ...) needs pyspark 4.1+.
 
@@ -51,22 +50,23 @@ from ._versions import require_supported_pyspark
 
 require_supported_pyspark()
 
-from ._change_range import changes_schema
-from ._deleted_rows import spark_jar
 from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
 from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
 from ._types import spark_schema, spark_type
-from ._versions import has_data_source
+from ._versions import has_data_source, require_data_source
 from ._views import register_spark_views
+from .changes import changes_schema
+from .parquet import spark_jar
 
-# The data source's classes, imported on first use: pyspark 3.5 / 4.0 cannot import them.
-_DATA_SOURCE_CLASSES = {
-    "ChangesPartition": "_changes",
-    "DuckLakeChangesReader": "_changes",
-    "DuckLakeDataSource": "_source",
-    "DuckLakeReader": "_reader",
-    "ScanPartition": "_reader",
-}
+# The data source's classes (``source``), imported on first use: pyspark 3.5 / 4.0 cannot
+# import them.
+_DATA_SOURCE_CLASSES = (
+    "ChangesPartition",
+    "DuckLakeChangesReader",
+    "DuckLakeDataSource",
+    "DuckLakeReader",
+    "ScanPartition",
+)
 
 __all__ = [
     "DEFAULT_PARTITION_BYTES",
@@ -86,12 +86,9 @@ if has_data_source():
 
 
 def __getattr__(name: str):
-    module = _DATA_SOURCE_CLASSES.get(name)
-    if module is None:
+    if name not in _DATA_SOURCE_CLASSES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    from ._versions import require_data_source
-
     require_data_source(f"ducklake_datafusion.spark.{name}")
-    return getattr(import_module(f".{module}", __name__), name)
+    from . import source  # pyspark 4.1+: the data source API
+
+    return getattr(source, name)

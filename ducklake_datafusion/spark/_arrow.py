@@ -28,7 +28,13 @@ import pyarrow.compute as pc
 from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..scan import WIDE_INTEGER_TYPE, zero_based
 
-__all__ = ["INTERVAL_STRUCT", "check_castable", "to_spark_batch", "to_spark_table"]
+__all__ = [
+    "INTERVAL_STRUCT",
+    "check_castable",
+    "interval_struct",
+    "to_spark_batch",
+    "to_spark_table",
+]
 
 # An INTERVAL in Spark, with pyarrow's MonthDayNano field names.
 INTERVAL_STRUCT = pa.struct(
@@ -90,7 +96,7 @@ def _rewrite(array: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_timestamp(t):
         return pc.floor_temporal(array, unit="microsecond")
     if pa.types.is_interval(t):
-        return _interval_struct(array)
+        return interval_struct(array)
     mask = array.is_null() if array.null_count else None
     if pa.types.is_struct(t):
         children = [
@@ -108,7 +114,7 @@ def _rewrite(array: pa.Array, target: pa.DataType) -> pa.Array:
     return build.from_arrays(offsets, values, mask=mask)
 
 
-def _interval_struct(array: pa.Array) -> pa.Array:
+def interval_struct(array: pa.Array) -> pa.Array:
     """month_day_nano_interval -> ``{months, days, nanoseconds}`` (zero under NULLs)."""
     buffer = array.buffers()[1]
     if buffer is None or len(array) == 0:

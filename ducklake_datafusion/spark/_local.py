@@ -14,13 +14,13 @@ import functools
 
 import pyarrow as pa
 
+from ._versions import pyspark_at_least
+
 __all__ = ["local_frame"]
 
 
 @functools.cache
 def _takes_arrow() -> bool:
-    from ._versions import pyspark_at_least
-
     return pyspark_at_least(4, 0)
 
 

@@ -5,12 +5,19 @@ keys are errors (a mistyped credential would otherwise surface much later as "ac
 denied"): a key is either one of :data:`SOURCE_KEYS` or a storage option accepted by
 :class:`~ducklake_datafusion.pathres.StorageOptions` (same names as the ``storage_options``
 of ``DuckLakeCatalog``).
+
+One more key is not an option for users: ``read_table`` tells the data source which
+files and rows Spark's own Parquet reader already reads beside it (:class:`AlreadyRead`)
+under :data:`ALREADY_READ_OPTION`. Spark passes a data source nothing but its options, so
+the hand-over travels as one; it is never listed among the options, and its value is
+read only as ``read_table`` writes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,16 +26,18 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidOptionError
 from ..pathres import ACCEPTED_KEYS, StorageOptions
-from ..scan._timetravel import SnapshotRef, parse_snapshot_ref
+from ..scan import Lake, SnapshotRef, parse_snapshot_ref
 
 if TYPE_CHECKING:
-    from ..scan import Lake, LakeTable
+    from ..scan import LakeTable
 
 __all__ = [
+    "ALREADY_READ_OPTION",
     "DEFAULT_PARTITION_BYTES",
     "GUARD_COLUMN",
     "GUARD_OPTION",
     "SOURCE_KEYS",
+    "AlreadyRead",
     "OpenTable",
     "SourceOptions",
     "guard_field",
@@ -36,7 +45,7 @@ __all__ = [
 ]
 
 DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
-GUARD_OPTION = "scan_guard"  # set by read_table(); see _reader.py
+GUARD_OPTION = "scan_guard"  # set by read_table(); see source/_table_reader.py
 GUARD_COLUMN = "__ducklake_scan_guard"
 SOURCE_KEYS = (
     "path",
@@ -46,8 +55,6 @@ SOURCE_KEYS = (
     "snapshot_time",
     "data_path",
     "metadata_schema",
-    "skip_files",
-    "skip_inlined",
     "partition_bytes",
     "min_partitions",
     "pushdown",
@@ -57,6 +64,8 @@ SOURCE_KEYS = (
     GUARD_OPTION,
 )
 CHANGE_KEYS = ("read_changes", "changes_start", "changes_end")
+# read_table -> data source only (see the module docstring); not one of SOURCE_KEYS.
+ALREADY_READ_OPTION = "__ducklake_internal_already_read"
 
 
 def guard_field():
@@ -83,6 +92,49 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 
 
 @dataclass(frozen=True)
+class AlreadyRead:
+    """What ``read_table``'s Spark Parquet part reads beside the data source, which skips it.
+
+    Attributes:
+        data_file_ids: the data files Spark's own reader reads.
+        inlined: the inlined rows are read too (as a local DataFrame).
+    """
+
+    data_file_ids: frozenset[int] = frozenset()
+    inlined: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.data_file_ids) or self.inlined
+
+    def option(self) -> dict[str, str]:
+        """The option that hands this to the data source."""
+        value = {"data_file_ids": sorted(self.data_file_ids), "inlined": self.inlined}
+        return {ALREADY_READ_OPTION: json.dumps(value, separators=(",", ":"))}
+
+    @classmethod
+    def from_option(cls, text: str | None) -> AlreadyRead:
+        """Read the option back (absent: nothing is read beside the source).
+
+        Raises:
+            InvalidOptionError: a value ``option()`` did not write.
+        """
+        if text is None:
+            return cls()
+        try:
+            value = json.loads(str(text))
+            ids = frozenset(int(i) for i in value["data_file_ids"])
+            inlined = value["inlined"]
+            if not isinstance(inlined, bool):
+                raise TypeError(inlined)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InvalidOptionError(
+                f"{ALREADY_READ_OPTION!r} is internal to read_table, not an option of format "
+                f"'ducklake'; got {text!r}"
+            ) from exc
+        return cls(ids, inlined)
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     """What one ``load()`` reads: which lake, table and snapshot, and how to split it.
 
@@ -97,8 +149,7 @@ class SourceOptions:
     snapshot_time: _dt.datetime | None = None
     data_path: str | None = None
     metadata_schema: str | None = None
-    skip_files: frozenset[int] = frozenset()  # read natively by Spark (read_table)
-    skip_inlined: bool = False  # inlined rows read natively, as a local frame (read_table)
+    already_read: AlreadyRead = dataclasses.field(default_factory=AlreadyRead)  # read_table
     storage: StorageOptions = dataclasses.field(default_factory=StorageOptions)
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     min_partitions: int = 1
@@ -115,6 +166,7 @@ class SourceOptions:
             InvalidOptionError: a missing or malformed option, or an unknown key.
         """
         values = {str(k).lower(): v for k, v in options.items() if v is not None}
+        already_read = AlreadyRead.from_option(values.pop(ALREADY_READ_OPTION, None))
         storage = {k: v for k, v in values.items() if k not in SOURCE_KEYS}
         unknown = [k for k in storage if k not in ACCEPTED_KEYS]
         if unknown:
@@ -155,8 +207,7 @@ class SourceOptions:
             snapshot_time=snapshot_time,
             data_path=values.get("data_path") or None,
             metadata_schema=values.get("metadata_schema") or None,
-            skip_files=_file_ids(values.get("skip_files")),
-            skip_inlined=_flag(values, "skip_inlined"),
+            already_read=already_read,
             storage=StorageOptions.from_user(storage),
             partition_bytes=_size(values.get("partition_bytes")),
             min_partitions=_count(values.get("min_partitions")),
@@ -185,8 +236,6 @@ class SourceOptions:
 
     def lake(self) -> Lake:
         """The lake (pinned if ``snapshot``/``snapshot_time`` are set); see :meth:`open_lake`."""
-        from ..scan import Lake
-
         return Lake.open(
             self.metadata,
             data_path=self.data_path,
@@ -377,18 +426,6 @@ def _count(text: str | None) -> int:
             f"option 'min_partitions' must be a positive integer, got {text!r}"
         )
     return value
-
-
-def _file_ids(text: str | None) -> frozenset[int]:
-    """``skip_files``: comma-separated data_file_ids (set by ``read_table``)."""
-    if not text:
-        return frozenset()
-    try:
-        return frozenset(int(part) for part in str(text).split(",") if part.strip())
-    except ValueError as exc:
-        raise InvalidOptionError(
-            f"option 'skip_files' must be comma-separated data file ids, got {text!r}"
-        ) from exc
 
 
 def _flag(values: Mapping[str, str], key: str) -> bool:

@@ -1,9 +1,10 @@
 """The Spark entry points: ``register_spark``, ``read_table`` and ``read_changes``.
 
-They run on every supported pyspark (3.5 to 4.3, ``_versions``): the native part of a
-read (Spark's own Parquet reader, ``_native``) needs nothing newer, and the ``ducklake``
-Python data source is imported and registered only when a read needs it, which on
-pyspark 3.5 and 4.0 raises :class:`UnsupportedFeatureError` naming the table and why.
+They run on every supported pyspark (3.5 to 4.3, ``_versions``): the part of a read done
+by Spark's own Parquet reader (``parquet``) needs nothing newer, and the ``ducklake``
+Python data source (``source``) is imported and registered only when a read needs it,
+which on pyspark 3.5 and 4.0 raises :class:`UnsupportedFeatureError` naming the table and
+why.
 """
 
 from __future__ import annotations
@@ -15,10 +16,17 @@ from pyspark.sql.types import StructType
 
 from ..errors import InvalidOptionError
 from . import _workers
-from ._native import native_scan
-from ._options import CHANGE_KEYS, GUARD_COLUMN, GUARD_OPTION, SourceOptions, guard_field
+from ._options import (
+    CHANGE_KEYS,
+    GUARD_COLUMN,
+    GUARD_OPTION,
+    AlreadyRead,
+    SourceOptions,
+    guard_field,
+)
 from ._versions import has_data_source, require_data_source
-from ._where import pruning_filter
+from .changes import driver_changes_frame, read_changes_frame
+from .parquet import parquet_scan, pruning_filter
 
 __all__ = ["PUSHDOWN_CONF", "read_changes", "read_table", "register_spark"]
 
@@ -39,7 +47,7 @@ def register_spark(spark, *, check_workers: bool = True) -> None:
             ``_workers``).
     """
     require_data_source('the "ducklake" format (spark.read.format("ducklake"))')
-    from ._source import DuckLakeDataSource
+    from .source import DuckLakeDataSource  # pyspark 4.1+: the data source API
 
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(DuckLakeDataSource)
@@ -84,17 +92,18 @@ def read_table(
         schema: a Spark schema (``StructType`` or DDL) selecting the columns to read.
         pushdown: push filters down to the scan (default true).
         native: read the data files with Spark's own Parquet reader (older layouts by
-            field id, deletes applied by a broadcast join of bit masks), inlined rows as a
-            local DataFrame, and the rest (name-mapped or encrypted files, stores without a
-            connector, types Spark's reader would change) through the data source, unioned
-            (see ``_native``). On by default: 2.3-3.7x faster than the data source on the
-            benchmark lake. ``False`` reads everything through the data source. Only
+            field id, deletes applied inside that reader by the package's jar or by a
+            broadcast join of bit masks), inlined rows as a local DataFrame, and the rest
+            (name-mapped or encrypted files, stores without a connector, types Spark's
+            reader would change) through the data source, unioned (see ``parquet``). On by
+            default: Spark's reader is faster than the data source (README, Spark
+            performance). ``False`` reads everything through the data source. Only
             without ``schema`` (a schema reads through the data source).
         where: a Spark SQL condition on the table's columns, applied to the rows and,
             before Spark lists any file, used to leave out the files whose catalog
-            statistics show they cannot match (``_where``). A filter on the returned
-            DataFrame instead prunes row groups only on the native path (Spark opens every
-            file it is given), and files too on the data source.
+            statistics show they cannot match (``parquet/_where``). A filter on the
+            returned DataFrame instead prunes row groups only in Spark's Parquet reader
+            (Spark opens every file it is given), and files too on the data source.
 
     Raises:
         InvalidOptionError: a change-feed option was passed (use :func:`read_changes`), or
@@ -102,8 +111,8 @@ def read_table(
         UnsupportedFeatureError: pyspark 3.5 or 4.0, and part of the table needs the data
             source (the message says which part and why).
         MissingDependencyError: part of the table needs the data source and Spark's
-            Python workers cannot run this package. A table read wholly natively needs
-            nothing of ours on the executors, only Spark.
+            Python workers cannot run this package. A table read wholly by Spark's Parquet
+            reader needs nothing of ours on the executors, only Spark.
     """
     passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
     if passed:
@@ -122,23 +131,23 @@ def read_table(
         "min_partitions": min_partitions or _default_parallelism(spark),
         GUARD_OPTION: True,
     }
-    native_frame = None
+    parquet_frame = None
     if native and schema is None:
-        scan, table = _native_part(spark, values, storage_options, options, table, where)
-        native_frame = scan.frame
-        if scan.complete:  # every file and inlined row read natively: no data source part
-            return _filtered(native_frame, where, name)
-        if native_frame is not None:  # the source reads exactly what the native part does not
-            values["skip_files"] = ",".join(str(i) for i in scan.data_file_ids)
-            values["skip_inlined"] = scan.inlined_tasks > 0
+        scan, table = _parquet_part(spark, values, storage_options, options, table, where)
+        parquet_frame = scan.frame
+        if scan.complete:  # every file and inlined row read by Spark: no data source part
+            return _filtered(parquet_frame, where, name)
+        if parquet_frame is not None:  # the source reads exactly what Spark's reader does not
+            already = AlreadyRead(frozenset(scan.data_file_ids), scan.inlined_tasks > 0)
+            values.update(already.option())
         why = "; ".join(scan.left_over)
     else:
         why = "native=False was passed" if not native else "a schema was passed"
     pinned = values["snapshot"] if values["snapshot"] is not None else "latest"
     require_data_source(f"reading table {name} (snapshot {pinned})", why)  # 3.5 / 4.0
     register_spark(spark, check_workers=False)  # the workers are checked just below
-    # The data source's executors run our reader: their Python needs this package (a
-    # native-only read needs nothing but Spark there).
+    # The data source's executors run our reader: their Python needs this package (a read
+    # wholly by Spark's Parquet reader needs nothing but Spark there).
     _workers.check_workers(spark, needed_for=f"reading table {name} through the data source")
     reader = _reader(spark, values, storage_options, options)
     if isinstance(schema, str):
@@ -148,8 +157,8 @@ def read_table(
     from pyspark.sql import functions as F
 
     frame = reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
-    if native_frame is not None:
-        frame = native_frame.unionByName(frame)
+    if parquet_frame is not None:
+        frame = parquet_frame.unionByName(frame)
     return _filtered(frame, where, name)
 
 
@@ -168,10 +177,10 @@ def _filtered(frame, where: str | None, table: str):
         ) from exc
 
 
-def _native_part(spark, values: dict, storage_options, options: dict, table: str, where):
-    """Pin the snapshot in ``values`` and read the files Spark can read itself (_native).
+def _parquet_part(spark, values: dict, storage_options, options: dict, table: str, where):
+    """Pin the snapshot in ``values`` and read the files Spark can read itself (``parquet``).
 
-    Returns ``(the native scan, the table name for the source part)``; the name loses
+    Returns ``(the Parquet scan, the table name for the source part)``; the name loses
     any ``@`` suffix, the snapshot being pinned in ``values``. With ``where``, only files
     that may match are read.
     """
@@ -181,7 +190,7 @@ def _native_part(spark, values: dict, storage_options, options: dict, table: str
         resolved = lake.table(parsed.schema_name, parsed.table_name)
         values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
         prune = None if where is None else pruning_filter(spark, resolved, where)
-        scan = native_scan(spark, resolved, parsed.storage, prune)
+        scan = parquet_scan(spark, resolved, parsed.storage, prune)
     return scan, _quoted(parsed.schema_name, parsed.table_name)
 
 
@@ -211,13 +220,13 @@ def read_changes(
     ``delete``, ``update_preimage``, ``update_postimage``), then the table's columns as of
     the end snapshot, in ``table_changes``' order. Spark computes it: the executors read
     the states that differ, Spark joins them on rowid and classifies the rows (see
-    ``_change_feed``); the driver reads only metadata, so the feed may exceed its memory.
+    ``changes/_feed``); the driver reads only metadata, so the feed may exceed its memory.
     Filters are applied by Spark on top (no pushdown). (The format's ``read_changes``
     option instead computes the feed in the planning worker: a data source cannot hold a
     join.) On pyspark 3.5 and 4.0, which lack the data source API, the driver computes
     the feed with the core's ``table_changes`` and hands it to Spark as a local DataFrame
-    (``_driver_feed``): it must fit in the driver's memory, and only tables whose columns
-    Spark's own reader returns exactly are taken.
+    (``changes/_driver_feed``): it must fit in the driver's memory, and only tables whose
+    columns Spark's own reader returns exactly are taken.
 
     Args:
         spark: the ``SparkSession``.
@@ -252,12 +261,8 @@ def read_changes(
     merged = {**values, **(storage_options or {}), **options}
     texts = {k: _option_text(v) for k, v in merged.items() if v is not None}
     if not has_data_source():  # pyspark 3.5 / 4.0: computed on the driver
-        from ._driver_feed import driver_changes_frame
-
         return driver_changes_frame(spark, table, texts, schema)
     register_spark(spark)
-    from ._change_feed import read_changes_frame
-
     return read_changes_frame(spark, table, texts, schema)
 
 

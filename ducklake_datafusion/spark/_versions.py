@@ -1,9 +1,9 @@
 """Which pyspark releases this subpackage runs on, and what each of them can do.
 
-Two paths read a table (see ``_native`` and ``_reader``):
+Two paths read a table (see ``parquet`` and ``source``):
 
-* the *native* path, Spark's own Parquet reader with deletes applied inside it (the
-  package's jar, one build per Scala version) or by a join of bit masks, needs row
+* *Spark's own Parquet reader*, with deletes applied inside it (the package's jar, one
+  build per Scala version) or by a join of bit masks, needs row
   positions (``_metadata.row_index``, Spark 3.4+) and reads field ids (3.3+): it runs on
   every supported release, 3.5 to 4.3;
 * the ``ducklake`` *Python data source* (``pyspark.sql.datasource``) needs pyspark 4.1+:
@@ -82,7 +82,7 @@ def require_data_source(what: str, why: str | None = None) -> None:
 
     Args:
         what: what needs it, naming the table (``"reading table main.t (snapshot 4)"``).
-        why: why the native path cannot do it (``"2 files are encrypted"``).
+        why: why Spark's Parquet reader cannot do it (``"2 files are encrypted"``).
     """
     if has_data_source():
         return

@@ -28,11 +28,12 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::deletes::RowGroupSelections;
+use crate::errors::{self, ErrorClass};
 
 /// Files whose footer showed no page index (DuckDB writes none). DataFusion's metadata
 /// cache treats a cached footer without page index as incomplete: on every open it copied
-/// the whole footer and looked for the index again (~0.5-0.9 ms per file and query,
-/// measured with `EXPLAIN ANALYZE`'s `metadata_load_time`). A file never changes in place
+/// the whole footer and looked for the index again (docs/benchmarks.md has the cost, from
+/// `EXPLAIN ANALYZE`'s `metadata_load_time`). A file never changes in place
 /// (DuckLake writes new names), so once is enough. Bounded: cleared when it grows large.
 fn files_without_page_index() -> &'static Mutex<HashSet<Path>> {
     static FILES: OnceLock<Mutex<HashSet<Path>>> = OnceLock::new();
@@ -141,9 +142,8 @@ struct CheckedReader {
 ///
 /// `LocalFileSystem` hands every read to its runtime's blocking pool and wakes the
 /// decoding thread when it is done: on two cores that third thread competes with both
-/// decoders, and each hand-off leaves a decoder waiting. Reading in place made full scans
-/// of `bench/scan.py`'s lakes 8-15% faster (one process, alternating: `t` full aggregate
-/// 158 -> 136 ms, `p` 123 -> 104 ms). A file in the page cache is a copy; a cold file
+/// decoders, and each hand-off leaves a decoder waiting; reading in place made full scans
+/// faster (docs/benchmarks.md). A file in the page cache is a copy; a cold file
 /// blocks this one decoder, which would otherwise wait for the same read.
 struct LocalRanges {
     path: std::path::PathBuf,
@@ -204,8 +204,8 @@ impl LocalRanges {
     }
 }
 
-fn failed(class: &str, message: String) -> ParquetError {
-    ParquetError::General(format!("{class}: {message}"))
+fn failed(class: ErrorClass, message: String) -> ParquetError {
+    ParquetError::General(errors::class_text(class, &message))
 }
 
 impl CheckedReader {
@@ -220,11 +220,14 @@ impl CheckedReader {
             };
             if error.kind() == std::io::ErrorKind::NotFound {
                 failed(
-                    "DataFileMissingError",
+                    ErrorClass::DataFileMissing,
                     format!("{what} is missing from storage; restore it from a backup"),
                 )
             } else {
-                failed("StorageError", format!("{what} cannot be read: {error}"))
+                failed(
+                    ErrorClass::Storage,
+                    format!("{what} cannot be read: {error}"),
+                )
             }
         })
     }
@@ -278,7 +281,7 @@ impl AsyncFileReader for CheckedReader {
                     Ok(size) if size == expected.size => {}
                     Ok(size) => {
                         return Err(failed(
-                            "DataFileCorruptError",
+                            ErrorClass::DataFileCorrupt,
                             format!(
                                 "{what} has {} bytes but the catalog records {}; the file was \
                                  replaced. Restore it from a backup (DuckLake never rewrites a \
@@ -289,13 +292,13 @@ impl AsyncFileReader for CheckedReader {
                     }
                     Err(object_store::Error::NotFound { .. }) => {
                         return Err(failed(
-                            "DataFileMissingError",
+                            ErrorClass::DataFileMissing,
                             format!("{what} is missing from storage; restore it from a backup"),
                         ))
                     }
                     Err(error) => {
                         return Err(failed(
-                            "StorageError",
+                            ErrorClass::Storage,
                             format!("{what} cannot be read: {error}"),
                         ))
                     }
@@ -306,7 +309,7 @@ impl AsyncFileReader for CheckedReader {
             let rows = metadata.file_metadata().num_rows();
             if u64::try_from(rows).ok() != Some(expected.record_count) {
                 return Err(failed(
-                    "DataFileCorruptError",
+                    ErrorClass::DataFileCorrupt,
                     format!(
                         "{what} has {rows} rows but the catalog records {}; the file was \
                          replaced or truncated. Restore it from a backup (DuckLake never \

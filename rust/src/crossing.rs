@@ -14,10 +14,8 @@
 //! environment anyway (the caller's memory pool and object stores never reach a foreign
 //! plan), and the scan reads through its own store (`stores`).
 //!
-//! Measured in one process, alternating with and without (ten rounds of 20 queries): CPU
-//! per query -1.2 to -2.0 ms, wall -8% to -15% on the selective queries of
-//! `bench/scan.py` (0.5% range 11.3 -> 10.1 ms, point lookup 10.4 -> 9.5 ms, one-month
-//! partition 8.0 -> 6.7 ms); full scans unchanged.
+//! What it saves per query is in docs/benchmarks.md ("boundary crossings and copies"):
+//! selective queries gain, full scans are unchanged.
 //!
 //! `datafusion-ffi` passes a `ForeignExecutionPlan` on as the FFI struct inside it (its
 //! `FFI_ExecutionPlan::new` unwraps one with `clone`), so the guard hands the caller that

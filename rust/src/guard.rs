@@ -6,8 +6,8 @@
 //! across the boundary, so the caller's `EnsureCooperative` wrapped the scan's inner
 //! `DataSourceExec` (a child it could see) in a `CooperativeExec` of its own: every
 //! partition then crossed the boundary three times (our guard, the caller's wrapper, our
-//! scan), and each crossing rebuilt the session's task context with every function
-//! (~0.3 ms each: a point lookup spent ~1.2 ms of its ~11 ms there). As a leaf, the caller
+//! scan), and each crossing rebuilt the session's task context with every function (a
+//! tenth of a point lookup's time, docs/benchmarks.md). As a leaf, the caller
 //! wraps the guard itself, and a partition crosses once. The caller's optimizer had
 //! nothing to do inside anyway: projection, filters and limit reach `scan()`, and
 //! `datafusion-ffi` passes no filter pushdown through a plan. `EXPLAIN` shows the guard's

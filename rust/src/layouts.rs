@@ -133,3 +133,85 @@ impl PhysicalExprAdapter for FieldIdAdapter {
         .data()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::DataType;
+    use datafusion::physical_expr::expressions::CastExpr;
+
+    fn with_id(name: &str, data_type: DataType, id: i64) -> Field {
+        Field::new(name, data_type, true)
+            .with_metadata(HashMap::from([(FIELD_ID_KEY.to_string(), id.to_string())]))
+    }
+
+    /// The table: `a` (id 1), `b` (id 2, default 7), `c` (id 3, no default); a file of an
+    /// older layout: `a` was `old_a` and narrower, `b` and `c` were added since, and the
+    /// file has a column of no table column.
+    fn adapter() -> Arc<dyn PhysicalExprAdapter> {
+        let table = Arc::new(Schema::new(vec![
+            with_id("a", DataType::Int64, 1),
+            with_id("b", DataType::Int64, 2),
+            with_id("c", DataType::Int64, 3),
+        ]));
+        let file = Arc::new(Schema::new(vec![
+            with_id("dropped", DataType::Utf8, 9),
+            with_id("old_a", DataType::Int32, 1),
+        ]));
+        let ids = FieldIds::new(
+            HashMap::from([("a".into(), 1), ("b".into(), 2), ("c".into(), 3)]),
+            HashMap::from([
+                ("b".into(), ScalarValue::Int64(Some(7))),
+                ("c".into(), ScalarValue::Int64(None)),
+            ]),
+        );
+        field_id_adapter(ids).create(table, file).unwrap()
+    }
+
+    fn column(name: &str, index: usize) -> Arc<dyn PhysicalExpr> {
+        Arc::new(Column::new(name, index))
+    }
+
+    #[test]
+    fn a_renamed_and_widened_column_is_read_by_field_id() {
+        let rewritten = adapter().rewrite(column("a", 0)).unwrap();
+        let cast = rewritten
+            .downcast_ref::<CastExpr>()
+            .unwrap_or_else(|| panic!("not a cast: {rewritten}"));
+        assert_eq!(cast.cast_type(), &DataType::Int64);
+        let inner = cast.expr().downcast_ref::<Column>().unwrap();
+        // the file's own name and position, so that it evaluates against the file's batches
+        assert_eq!((inner.name(), inner.index()), ("old_a", 1));
+    }
+
+    #[test]
+    fn a_column_added_since_is_its_initial_default() {
+        let rewritten = adapter().rewrite(column("b", 1)).unwrap();
+        let literal = rewritten
+            .downcast_ref::<Literal>()
+            .unwrap_or_else(|| panic!("not a literal: {rewritten}"));
+        assert_eq!(literal.value(), &ScalarValue::Int64(Some(7)));
+    }
+
+    #[test]
+    fn a_column_added_since_without_a_default_is_null() {
+        let rewritten = adapter().rewrite(column("c", 2)).unwrap();
+        let literal = rewritten
+            .downcast_ref::<Literal>()
+            .unwrap_or_else(|| panic!("not a literal: {rewritten}"));
+        assert!(literal.value().is_null());
+        assert_eq!(literal.value().data_type(), DataType::Int64);
+    }
+
+    #[test]
+    fn a_file_of_the_current_layout_is_read_as_it_is() {
+        let table = Arc::new(Schema::new(vec![with_id("a", DataType::Int64, 1)]));
+        let ids = FieldIds::new(HashMap::from([("a".into(), 1)]), HashMap::new());
+        let adapter = field_id_adapter(ids)
+            .create(Arc::clone(&table), table)
+            .unwrap();
+        let rewritten = adapter.rewrite(column("a", 0)).unwrap();
+        let same = rewritten.downcast_ref::<Column>().unwrap();
+        assert_eq!((same.name(), same.index()), ("a", 0));
+    }
+}

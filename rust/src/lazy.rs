@@ -8,28 +8,25 @@
 //! exclude, and scans them with the `LakeProvider` the planner returns. For `count(*)`
 //! (no column, no filter) the planner may answer with the count itself, from the catalog.
 //!
-//! Predicates are only a first cut: every filter is declared `Inexact`, so DataFusion
-//! applies all of them again, and a filter this module cannot translate simply prunes
-//! nothing.
+//! Predicates (their shapes: `predicates`) are only a first cut: every filter is declared
+//! `Inexact`, so DataFusion applies all of them again, and a filter that translates to no
+//! predicate simply prunes nothing.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::SchemaRef;
-use arrow_pyarrow::ToPyArrow;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{DataFusionError, Result, ScalarValue};
-use datafusion::logical_expr::expr::{Between, InList};
+use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::utils::split_conjunction;
-use datafusion::logical_expr::{
-    BinaryExpr, Expr, Operator, TableProviderFilterPushDown, TableType,
-};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
 use crate::guard::GuardExec;
+use crate::predicates::{translate, Predicate};
 use crate::provider::{count_only, LakeProvider, ScanReport};
 
 /// What the Python planner answered for one scan.
@@ -88,8 +85,11 @@ impl LazyProvider {
             let predicates = PyList::empty(py);
             for filter in filters {
                 for conjunct in split_conjunction(filter) {
-                    if let Some(predicate) = predicate(py, conjunct)? {
-                        predicates.append(predicate)?;
+                    let Some(translated) = translate(conjunct) else {
+                        continue;
+                    };
+                    if let Some(predicate) = Predicate::from_translated(py, translated)? {
+                        predicates.append(Py::new(py, predicate)?)?;
                     }
                 }
             }
@@ -141,129 +141,9 @@ fn python_error(table: &str, error: PyErr) -> DataFusionError {
             .str()
             .map(|s| s.to_string())
             .unwrap_or_default();
-        format!("{class}: {message}")
+        crate::errors::text(&class, &message)
     });
     DataFusionError::External(format!("planning the scan of {table}: {text}").into())
-}
-
-/// One conjunct as a predicate the Python planner prunes with, or `None`:
-/// `("cmp", column, op, value)`, `("between", column, low, high)`, `("in", column, [values])`,
-/// `("null", column)`, `("not_null", column)`. Values are one-element pyarrow arrays of
-/// the literal's own type; null literals are left out.
-fn predicate<'py>(py: Python<'py>, expr: &Expr) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    match expr {
-        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            let (name, op, value) = match (left.as_ref(), right.as_ref()) {
-                (Expr::Column(c), Expr::Literal(v, _)) => (&c.name, *op, v),
-                (Expr::Literal(v, _), Expr::Column(c)) => match op.swap() {
-                    Some(op) => (&c.name, op, v),
-                    None => return Ok(None),
-                },
-                _ => return Ok(None),
-            };
-            let op = match op {
-                Operator::Eq => "==",
-                Operator::NotEq => "!=",
-                Operator::Lt => "<",
-                Operator::LtEq => "<=",
-                Operator::Gt => ">",
-                Operator::GtEq => ">=",
-                _ => return Ok(None),
-            };
-            let Some(value) = literal(py, value)? else {
-                return Ok(None);
-            };
-            Ok(Some(PyTuple::new(
-                py,
-                [
-                    "cmp".into_pyobject(py)?.into_any(),
-                    name.into_pyobject(py)?.into_any(),
-                    op.into_pyobject(py)?.into_any(),
-                    value,
-                ],
-            )?))
-        }
-        Expr::Between(Between {
-            expr,
-            negated: false,
-            low,
-            high,
-        }) => {
-            let (Expr::Column(c), Expr::Literal(low, _), Expr::Literal(high, _)) =
-                (expr.as_ref(), low.as_ref(), high.as_ref())
-            else {
-                return Ok(None);
-            };
-            let (Some(low), Some(high)) = (literal(py, low)?, literal(py, high)?) else {
-                return Ok(None);
-            };
-            Ok(Some(PyTuple::new(
-                py,
-                [
-                    "between".into_pyobject(py)?.into_any(),
-                    c.name.as_str().into_pyobject(py)?.into_any(),
-                    low,
-                    high,
-                ],
-            )?))
-        }
-        Expr::InList(InList {
-            expr,
-            list,
-            negated: false,
-        }) => {
-            let Expr::Column(c) = expr.as_ref() else {
-                return Ok(None);
-            };
-            let values = PyList::empty(py);
-            for item in list {
-                let Expr::Literal(value, _) = item else {
-                    return Ok(None);
-                };
-                let Some(value) = literal(py, value)? else {
-                    return Ok(None);
-                };
-                values.append(value)?;
-            }
-            Ok(Some(PyTuple::new(
-                py,
-                [
-                    "in".into_pyobject(py)?.into_any(),
-                    c.name.as_str().into_pyobject(py)?.into_any(),
-                    values.into_any(),
-                ],
-            )?))
-        }
-        Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
-            let Expr::Column(c) = inner.as_ref() else {
-                return Ok(None);
-            };
-            let kind = if matches!(expr, Expr::IsNull(_)) {
-                "null"
-            } else {
-                "not_null"
-            };
-            Ok(Some(PyTuple::new(
-                py,
-                [
-                    kind.into_pyobject(py)?.into_any(),
-                    c.name.as_str().into_pyobject(py)?.into_any(),
-                ],
-            )?))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// A non-null literal as a one-element pyarrow array.
-fn literal<'py>(py: Python<'py>, value: &ScalarValue) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if value.is_null() {
-        return Ok(None);
-    }
-    let Ok(array) = value.to_array() else {
-        return Ok(None);
-    };
-    Ok(Some(array.to_data().to_pyarrow(py)?))
 }
 
 #[async_trait]

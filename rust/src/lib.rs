@@ -13,11 +13,14 @@
 //! (the session's functions, converted for decoding filters once per set of names).
 
 mod checks;
+mod contract;
 mod crossing;
 mod deletes;
+mod errors;
 mod guard;
 mod layouts;
 mod lazy;
+mod predicates;
 mod provider;
 mod pruning;
 mod python;
@@ -25,6 +28,7 @@ mod stores;
 mod task_context;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 // No allocator of its own: mimalloc (0.1.52, local-dynamic TLS) as the global allocator
 // crashed the process in `mi_thread_init` on the first allocation of a thread it had not
@@ -40,9 +44,18 @@ fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
     m.add_class::<python::PyLakeProvider>()?;
     m.add_class::<python::PyLazyProvider>()?;
+    m.add_class::<predicates::Predicate>()?;
+    m.add_function(wrap_pyfunction!(python::boundary_schemas, m)?)?;
+    let py = m.py();
+    m.add(
+        "PROVIDER_SPEC_FIELDS",
+        PyTuple::new(py, contract::ProviderSpec::FIELDS)?,
+    )?;
+    m.add("ERROR_CLASSES", PyTuple::new(py, errors::class_names())?)?;
     m.add(
         "StoreConfigError",
-        m.py().get_type::<python::StoreConfigError>(),
+        m.py().get_type::<errors::StoreConfigError>(),
     )?;
+    m.add("ContractError", m.py().get_type::<errors::ContractError>())?;
     Ok(())
 }

@@ -19,6 +19,8 @@ use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 
+use crate::contract::{MAX_PREFIX, MIN_PREFIX, NULLS_PREFIX};
+
 /// Bounds of every file of a table, aligned with the provider's file list.
 #[derive(Debug, Default)]
 pub struct FileBounds {
@@ -31,8 +33,8 @@ pub struct FileBounds {
 
 impl FileBounds {
     /// Reads the `min:<column>`, `max:<column>` and `nulls:<column>` columns of `batch`
-    /// (one row per file). A bound whose type is not the column's is ignored (never
-    /// cast: a rounded bound could prune a matching file).
+    /// (one row per file; `contract::check_bounds` checked them). A bound whose type is not
+    /// the column's is ignored (never cast: a rounded bound could prune a matching file).
     pub fn new(batch: &RecordBatch, schema: &SchemaRef, record_counts: &[u64]) -> Self {
         let mut bounds = FileBounds {
             count: record_counts.len(),
@@ -47,20 +49,32 @@ impl FileBounds {
         }
         for field in schema.fields() {
             let name = field.name();
-            for (prefix, target) in [("min:", &mut bounds.mins), ("max:", &mut bounds.maxs)] {
+            for (prefix, target) in [
+                (MIN_PREFIX, &mut bounds.mins),
+                (MAX_PREFIX, &mut bounds.maxs),
+            ] {
                 if let Some(values) = batch.column_by_name(&format!("{prefix}{name}")) {
                     if values.data_type() == field.data_type() {
                         target.insert(name.clone(), Arc::clone(values));
                     }
                 }
             }
-            if let Some(values) = batch.column_by_name(&format!("nulls:{name}")) {
+            if let Some(values) = batch.column_by_name(&format!("{NULLS_PREFIX}{name}")) {
                 if let Ok(values) = cast(values, &DataType::UInt64) {
                     bounds.nulls.insert(name.clone(), values);
                 }
             }
         }
         bounds
+    }
+
+    /// No bounds of any column, for files of `record_counts` rows (prunes nothing by value).
+    pub fn unbounded(record_counts: &[u64]) -> Self {
+        FileBounds {
+            count: record_counts.len(),
+            rows: Some(Arc::new(UInt64Array::from(record_counts.to_vec())) as ArrayRef),
+            ..Default::default()
+        }
     }
 
     /// Number of files.
@@ -175,5 +189,135 @@ impl PruningStatistics for FileBounds {
 
     fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array, StringArray};
+    use arrow::datatypes::{Field, Schema};
+    use datafusion::physical_expr::expressions::{
+        BinaryExpr as PhysicalBinary, Column as PhysicalColumn, IsNullExpr, Literal,
+    };
+    use datafusion::physical_expr::PhysicalExpr;
+    use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
+    use datafusion::prelude::{col, lit};
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]))
+    }
+
+    /// Two files: `k` in 1..=10 (no nulls) and 11..=20 (3 nulls); `s` bounds of another
+    /// type than the column's (ignored).
+    fn bounds() -> FileBounds {
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("min:k", Arc::new(Int64Array::from(vec![1, 11]))),
+            ("max:k", Arc::new(Int64Array::from(vec![10, 20]))),
+            ("nulls:k", Arc::new(Int64Array::from(vec![0, 3]))),
+            ("min:s", Arc::new(Int32Array::from(vec![1, 2]))),
+            ("max:s", Arc::new(StringArray::from(vec!["m", "z"]))),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        FileBounds::new(&batch, &schema(), &[100, 200])
+    }
+
+    fn prune(bounds: &FileBounds, predicate: Arc<dyn PhysicalExpr>) -> Vec<bool> {
+        PruningPredicateBuilder::new()
+            .with_file_schema(schema())
+            .try_build(predicate)
+            .unwrap()
+            .prune(bounds)
+            .unwrap()
+    }
+
+    fn k_is(op: Operator, value: i64) -> Arc<dyn PhysicalExpr> {
+        Arc::new(PhysicalBinary::new(
+            Arc::new(PhysicalColumn::new("k", 0)),
+            op,
+            Arc::new(Literal::new(ScalarValue::Int64(Some(value)))),
+        ))
+    }
+
+    #[test]
+    fn bounds_of_the_columns_type_are_read_and_null_counts_cast() {
+        let bounds = bounds();
+        assert_eq!(bounds.len(), 2);
+        let k = Column::from_name("k");
+        let s = Column::from_name("s");
+        assert!(bounds.min_values(&k).is_some() && bounds.max_values(&k).is_some());
+        // an Int32 lower bound of a string column is never cast: it is left out
+        assert!(bounds.min_values(&s).is_none());
+        assert!(bounds.max_values(&s).is_some());
+        let nulls = bounds.null_counts(&k).unwrap();
+        assert_eq!(nulls.data_type(), &DataType::UInt64);
+        let rows = bounds.row_counts().unwrap();
+        assert_eq!(
+            rows.as_primitive::<arrow::datatypes::UInt64Type>().values(),
+            &[100, 200]
+        );
+    }
+
+    #[test]
+    fn files_outside_a_comparison_are_pruned() {
+        let bounds = bounds();
+        assert_eq!(prune(&bounds, k_is(Operator::Gt, 15)), [false, true]);
+        assert_eq!(prune(&bounds, k_is(Operator::LtEq, 10)), [true, false]);
+        assert_eq!(prune(&bounds, k_is(Operator::Eq, 10)), [true, false]);
+        assert_eq!(prune(&bounds, k_is(Operator::Eq, 30)), [false, false]);
+    }
+
+    #[test]
+    fn null_counts_prune_is_null() {
+        let is_null: Arc<dyn PhysicalExpr> =
+            Arc::new(IsNullExpr::new(Arc::new(PhysicalColumn::new("k", 0))));
+        assert_eq!(prune(&bounds(), is_null), [false, true]);
+    }
+
+    #[test]
+    fn without_bounds_nothing_is_pruned() {
+        let unbounded = FileBounds::unbounded(&[100, 200]);
+        assert_eq!(unbounded.len(), 2);
+        assert_eq!(prune(&unbounded, k_is(Operator::Gt, 15)), [true, true]);
+        // bounds of another number of files than the provider's are not used
+        let batch = RecordBatch::try_from_iter(vec![(
+            "min:k",
+            Arc::new(Int64Array::from(vec![1])) as ArrayRef,
+        )])
+        .unwrap();
+        let mismatched = FileBounds::new(&batch, &schema(), &[100, 200]);
+        assert_eq!(mismatched.len(), 2);
+        assert!(mismatched.min_values(&Column::from_name("k")).is_none());
+    }
+
+    #[test]
+    fn a_point_lookup_is_a_few_values_in_wide_bounds() {
+        let wide = RecordBatch::try_from_iter(vec![
+            (
+                "min:k",
+                Arc::new(Int64Array::from(vec![0, 100_000])) as ArrayRef,
+            ),
+            (
+                "max:k",
+                Arc::new(Int64Array::from(vec![99_999, 199_999])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let wide = FileBounds::new(&wide, &schema(), &[100_000, 100_000]);
+        let lookup = col("k").eq(lit(42i64));
+        assert!(wide.point_lookup(std::slice::from_ref(&lookup), &[0, 1]));
+        assert!(wide.point_lookup(&[lit(7i64).eq(col("k"))], &[0]));
+        assert!(wide.point_lookup(&[col("k").in_list(vec![lit(1i64), lit(2i64)], false)], &[0]));
+        assert!(!wide.point_lookup(std::slice::from_ref(&lookup), &[]));
+        assert!(!wide.point_lookup(&[col("k").gt(lit(42i64))], &[0]));
+        assert!(!wide.point_lookup(&[col("s").eq(lit("a"))], &[0]));
+        // narrow bounds: most of a file's rows could match
+        assert!(!bounds().point_lookup(&[col("k").eq(lit(5i64))], &[0]));
+        // a file without bounds is not known to be a lookup
+        let unbounded = FileBounds::unbounded(&[10]);
+        assert!(!unbounded.point_lookup(&[lookup], &[0]));
     }
 }

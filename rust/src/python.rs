@@ -6,19 +6,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
-use arrow::datatypes::{DataType, Int64Type, Schema};
-use arrow_pyarrow::PyArrowType;
+use arrow::datatypes::Schema;
+use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::execution::TaskContextProvider;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion_datasource_parquet::ParquetRowSelection;
 use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
-use object_store::path::Path;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -26,20 +23,13 @@ use tokio::runtime::Runtime;
 
 use datafusion::common::ScalarValue;
 
-use crate::deletes::row_selection;
+use crate::contract::{self, ProviderSpec};
+use crate::errors::{ContractError, StoreConfigError};
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, Resolved};
-use crate::provider::{LakeFile, LakeProvider};
+use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
 use crate::task_context::CachedTaskContext;
-
-pyo3::create_exception!(
-    _rust,
-    StoreConfigError,
-    PyValueError,
-    "The storage options do not configure the provider's object store (the Python side \
-     raises the package's InvalidOptionError with the table's name)."
-);
 
 /// The field id DuckDB gives the per-row snapshot ids of merged files.
 const SNAPSHOT_FIELD_ID: i64 = 2147483539;
@@ -65,138 +55,45 @@ pub struct PyLakeProvider {
     inner: Arc<LakeProvider>,
 }
 
-fn column<'a>(batch: &'a RecordBatch, name: &str) -> PyResult<&'a Arc<dyn Array>> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| PyValueError::new_err(format!("the file table has no column {name:?}")))
-}
-
-fn int64s<'a>(batch: &'a RecordBatch, name: &str) -> PyResult<&'a Int64Array> {
-    column(batch, name)?
-        .as_primitive_opt::<Int64Type>()
-        .ok_or_else(|| PyValueError::new_err(format!("file column {name:?} must be int64")))
-}
-
-fn nonnegative(value: i64, what: &str) -> PyResult<u64> {
-    u64::try_from(value).map_err(|_| PyValueError::new_err(format!("negative {what}: {value}")))
-}
-
-fn lake_files(batch: &RecordBatch) -> PyResult<Vec<LakeFile>> {
-    let paths = column(batch, "path")?;
-    let paths = match paths.data_type() {
-        DataType::Utf8 => paths.as_string::<i32>(),
-        _ => {
-            return Err(PyValueError::new_err(
-                "file column \"path\" must be a string",
-            ))
-        }
-    };
-    let urls = batch
-        .column_by_name("url")
-        .and_then(|c| c.as_string_opt::<i32>());
-    let sizes = int64s(batch, "size")?;
-    let footers = int64s(batch, "footer_size")?;
-    let counts = int64s(batch, "record_count")?;
-    let deleted = column(batch, "deleted")?
-        .as_list_opt::<i32>()
-        .ok_or_else(|| PyValueError::new_err("file column \"deleted\" must be list<int64>"))?;
-    let mut files = Vec::with_capacity(batch.num_rows());
-    for row in 0..batch.num_rows() {
-        if paths.is_null(row) || sizes.is_null(row) || counts.is_null(row) {
-            return Err(PyValueError::new_err(format!(
-                "file row {row} lacks a path, size or count"
-            )));
-        }
-        let path = Path::parse(paths.value(row))
-            .map_err(|e| PyValueError::new_err(format!("bad file path: {e}")))?;
-        let record_count = nonnegative(counts.value(row), "record count")?;
-        let url = match urls {
-            Some(urls) if !urls.is_null(row) => urls.value(row).to_string(),
-            _ => path.to_string(),
-        };
-        let mut file = LakeFile {
-            path,
-            url,
-            size: nonnegative(sizes.value(row), "file size")?,
-            footer_size: if footers.is_null(row) {
-                None
-            } else {
-                Some(nonnegative(footers.value(row), "footer size")?)
-            },
-            record_count,
-            deleted: 0,
-            selection: None,
-            row_groups: Default::default(),
-        };
-        if !deleted.is_null(row) {
-            let positions = deleted.value(row);
-            let positions = positions
-                .as_primitive_opt::<Int64Type>()
-                .ok_or_else(|| PyValueError::new_err("deleted positions must be int64"))?;
-            if positions.null_count() > 0 {
-                return Err(PyValueError::new_err("deleted positions must not be null"));
-            }
-            if !positions.is_empty() {
-                let selection = row_selection(positions.values(), record_count).map_err(|e| {
-                    PyValueError::new_err(format!("deleted rows of {}: {e}", file.path))
-                })?;
-                file.deleted = positions.len() as u64;
-                file.selection = Some(Arc::new(ParquetRowSelection::new(selection)));
-            }
-        }
-        files.push(file);
-    }
-    Ok(files)
-}
-
 #[pymethods]
 impl PyLakeProvider {
-    /// Args: `table` names the table for messages; `schema` is the table's Arrow schema
-    /// (with `PARQUET:field_id` metadata); `files` has one row per live data file
-    /// (`path`: object-store path, `size`, `footer_size`, `record_count`: int64,
-    /// `deleted`: sorted unique list<int64> or null); `bounds` one row per file
-    /// (`min:<column>`, `max:<column>` of the column's type, `nulls:<column>`);
-    /// `inlined` record batches of the table schema; `storage` the store's options;
-    /// `min_partitions` the least number of partitions a scan is split into;
-    /// `field_ids` (column name to Parquet field id) and `defaults` (one row of the table
-    /// schema: each column's initial default) map files of older layouts by field id.
+    /// A provider of `spec` (`_rust_contract.ProviderSpec`; its fields: `ProviderSpec`).
+    /// Every batch is checked against the contract first (`contract`): a mismatch is a
+    /// `ContractError` naming the table and the column.
     #[new]
-    /// `snapshot`, when some file holds per-row snapshot ids (merged files), drops the
-    /// rows of later snapshots.
-    /// `pruned`: files of the snapshot the caller already left out by the query's filters;
-    /// `read_exactly`: kept files the caller read with the exact reader, whose rows are
-    /// among `inlined` (both reported only).
-    #[pyo3(signature = (table, schema, files, bounds, inlined, storage, min_partitions, field_ids=None, defaults=None, snapshot=None, pruned=0, read_exactly=0))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        table: String,
-        schema: PyArrowType<Schema>,
-        files: PyArrowType<RecordBatch>,
-        bounds: PyArrowType<RecordBatch>,
-        inlined: PyArrowType<Vec<RecordBatch>>,
-        storage: HashMap<String, String>,
-        min_partitions: usize,
-        field_ids: Option<HashMap<String, i64>>,
-        defaults: Option<PyArrowType<RecordBatch>>,
-        snapshot: Option<i64>,
-        pruned: usize,
-        read_exactly: usize,
-    ) -> PyResult<Self> {
+    fn new(spec: ProviderSpec) -> PyResult<Self> {
+        let ProviderSpec {
+            table,
+            schema,
+            files,
+            bounds,
+            inlined,
+            storage,
+            min_partitions,
+            field_ids,
+            defaults,
+            snapshot,
+            pruned,
+            read_exactly,
+        } = spec;
         let schema = Arc::new(schema.0);
-        let files = lake_files(&files.0)?;
+        let files = contract::lake_files(&table, &files.0)?;
         let counts: Vec<u64> = files.iter().map(|f| f.record_count).collect();
-        let bounds = FileBounds::new(&bounds.0, &schema, &counts);
-        let mut batches = Vec::new();
-        for batch in inlined.0 {
-            if batch.schema().fields() != schema.fields() {
-                return Err(PyValueError::new_err(format!(
-                    "inlined rows of {table} do not have the table's schema"
-                )));
+        let bounds = match bounds {
+            Some(bounds) => {
+                contract::check_bounds(&table, &bounds.0, &schema, files.len())?;
+                FileBounds::new(&bounds.0, &schema, &counts)
             }
+            None => FileBounds::unbounded(&counts),
+        };
+        let mut batches = Vec::new();
+        let what = format!("the inlined rows of {table}");
+        for batch in inlined.0 {
+            contract::check_rows(&what, &batch, &schema)?;
             batches.push(
                 batch
                     .with_schema(Arc::clone(&schema))
-                    .map_err(|e| PyValueError::new_err(format!("inlined rows of {table}: {e}")))?,
+                    .map_err(|e| ContractError::new_err(format!("{what}: {e}")))?,
             );
         }
         let store = crate::stores::object_store(&storage).map_err(StoreConfigError::new_err)?;
@@ -211,9 +108,11 @@ impl PyLakeProvider {
                 let mut values = HashMap::new();
                 if let Some(defaults) = defaults {
                     let defaults = defaults.0;
+                    let what = format!("the defaults of {table}");
                     if defaults.num_rows() != 1 {
-                        return Err(PyValueError::new_err("defaults must be one row"));
+                        return Err(ContractError::new_err(format!("{what}: must be one row")));
                     }
+                    contract::check_schema(&what, &defaults.schema(), &schema)?;
                     for (field, array) in defaults.schema().fields().iter().zip(defaults.columns())
                     {
                         let value = ScalarValue::try_from_array(array, 0).map_err(|e| {
@@ -225,9 +124,9 @@ impl PyLakeProvider {
                 Some(crate::layouts::field_id_adapter(FieldIds::new(ids, values)))
             }
             None if snapshot.is_some() => {
-                return Err(PyValueError::new_err(
-                    "a snapshot filter needs the field ids",
-                ));
+                return Err(ContractError::new_err(format!(
+                    "the spec of {table}: a snapshot filter needs the field ids"
+                )));
             }
             None => None,
         };
@@ -269,6 +168,20 @@ impl PyLakeProvider {
     fn __repr__(&self) -> String {
         format!("LakeProvider({:?})", self.inner.table)
     }
+}
+
+/// The shapes a provider of a table of `schema` expects (`contract::expected_schemas`),
+/// for the test that the Python side's (`_rust_contract`) are the same.
+#[pyfunction]
+pub fn boundary_schemas<'py>(
+    py: Python<'py>,
+    schema: PyArrowType<Schema>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (name, expected) in contract::expected_schemas(&schema.0) {
+        out.set_item(name, expected.to_pyarrow(py)?)?;
+    }
+    Ok(out)
 }
 
 fn report_dict<'py>(

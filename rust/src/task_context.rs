@@ -5,8 +5,8 @@
 //! every scalar, aggregate and window function of the session wrapped anew (hundreds),
 //! in each `supports_filters_pushdown` (called once per optimizer pass) and each
 //! `scan()`. `CachedTaskContext` asks the session only for the names of its functions
-//! and rebuilds the context when they change; otherwise the last one is reused
-//! (measured: SQL to physical plan of a query that keeps no file, 2.7 -> 2.1 ms). The
+//! and rebuilds the context when they change; otherwise the last one is reused (a fifth
+//! of the planning of a query that keeps no file, docs/benchmarks.md). The
 //! names are compared as they come, against sets, without formatting or sorting them.
 //!
 //! A function re-registered under the same name keeps its older implementation in the
@@ -48,8 +48,8 @@ impl CachedTaskContext {
     }
 }
 
-/// The function names of `context` (each list is built by the caller: ~30 µs for 261
-/// scalar functions).
+/// The function names of `context` (each list is built by the caller, one FFI call per
+/// kind of function).
 fn function_names(context: &FFI_TaskContext) -> Names {
     // SAFETY: the function pointers of an FFI_TaskContext are valid while it lives.
     unsafe {
@@ -62,8 +62,8 @@ fn function_names(context: &FFI_TaskContext) -> Names {
 }
 
 /// Whether `context` has exactly the functions `known` names, compared without building
-/// a string (the check runs on every filter-pushdown call and scan: formatting and
-/// sorting the names each time cost ~80 µs of a ~2 ms plan).
+/// a string (the check runs on every filter-pushdown call and scan, where formatting and
+/// sorting the names each time showed in the profile of a plan).
 fn same_functions(context: &FFI_TaskContext, known: &Names) -> bool {
     // SAFETY: the function pointers of an FFI_TaskContext are valid while it lives.
     unsafe {

@@ -185,20 +185,24 @@ public final class DeletedRows implements Serializable {
     FileDeletes found = files.get(path);
     if (found == null) {
       throw new IllegalStateException(
-          "DataFileMissingError: data file " + path + " of " + scan + " was not planned");
+          ErrorNames.text(
+              ErrorNames.DATA_FILE_MISSING,
+              "data file " + path + " of " + scan + " was not planned"));
     }
     if (found.length >= 0 && found.length != length) {
       throw new IllegalStateException(
-          "DataFileCorruptError: data file "
-              + path
-              + " of "
-              + scan
-              + " is "
-              + length
-              + " bytes in Spark's listing but "
-              + found.length
-              + " bytes in the catalog: it was replaced after the lake wrote it; "
-              + "restore it, or read a snapshot that does not use it");
+          ErrorNames.text(
+              ErrorNames.DATA_FILE_CORRUPT,
+              "data file "
+                  + path
+                  + " of "
+                  + scan
+                  + " is "
+                  + length
+                  + " bytes in Spark's listing but "
+                  + found.length
+                  + " bytes in the catalog: it was replaced after the lake wrote it; "
+                  + "restore it, or read a snapshot that does not use it"));
     }
     return found.cursor();
   }

@@ -11,8 +11,8 @@ against the table's Spark schema, over an empty Parquet file of that schema (wri
 per schema and process), and translates it into the data source filters it pushes to a
 Parquet scan (``pushedDownFilters``: literals cast to the column types, ``BETWEEN``
 split, constants folded). Those filters become pyarrow expressions through the very
-translation the data source uses for pushed filters (``_filters``); a filter that does
-not translate exactly prunes nothing. Pruning is a subset test on catalog statistics, so
+translation the data source uses for pushed filters (``spark/_filters``); a filter that
+does not translate exactly prunes nothing. Pruning is a subset test on catalog statistics, so
 a file it keeps may hold no matching row; the rows are always filtered by Spark.
 """
 
@@ -31,11 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import InvalidOptionError
-from . import _filter_classes as sources
-from ._filters import FilterColumn, combine, translate_filter
-from ._native import native_type
-from ._types import spark_arrow_type, spark_schema
+from ...errors import InvalidOptionError
+from .. import _filter_classes as sources
+from .._filters import FilterColumn, combine, translate_filter
+from .._types import spark_arrow_type, spark_schema
+from ._exact_types import spark_reads_exactly
 
 __all__ = ["pruning_filter"]
 
@@ -56,8 +56,9 @@ _VALUED = {
 }
 _probe_lock = threading.Lock()
 _probe_dir: str | None = None
-# Translated conditions by (session, columns, where): planning the probe costs 20-90 ms,
-# and read_table calls for a cached native scan must not pay it again.
+# Translated conditions by (session, columns, where): planning the probe costs about as
+# much as a selective query (docs/benchmarks.md), and read_table calls for a cached scan
+# must not pay it again.
 _filters_found: OrderedDict[tuple, tuple[pc.Expression | None, object]] = OrderedDict()
 _FOUND_MAX = 64
 
@@ -65,14 +66,14 @@ _FOUND_MAX = 64
 def pruning_filter(spark, table, where: str) -> pc.Expression | None:
     """The exact pyarrow form of what Spark pushes to a Parquet scan for ``where``.
 
-    ``None`` (nothing pruned here) for a table Spark's reader does not read natively
-    (``_native.native_type``): the data source prunes its files with the filters Spark
-    pushes to it.
+    ``None`` (nothing pruned here) for a table Spark's reader does not return exactly
+    (``_exact_types``): the data source prunes its files with the filters Spark pushes
+    to it.
 
     Raises:
         InvalidOptionError: ``where`` is not a valid Spark SQL condition on the table.
     """
-    if not all(native_type(c.type_name) for c in table.columns):
+    if not all(spark_reads_exactly(c.type_name) for c in table.columns):
         return None
     key = (id(spark), tuple((c.name, c.type_name, str(c.arrow_type)) for c in table.columns), where)
     with _probe_lock:

@@ -4,7 +4,7 @@
 source return the change feed of ``ducklake_table_changes`` instead of a table state:
 ``snapshot_id``, ``rowid``, ``change_type``, then the table's columns as of the end
 snapshot. The function ``read_changes`` computes the same feed in Spark instead (executor
-scans joined on rowid, ``_change_feed.py``); a data source returns rows of its own reads
+scans joined on rowid, ``spark/changes``); a data source returns rows of its own reads
 and cannot hold that join, so the option keeps computing the feed on the driver, which
 limits it to feeds that fit in the driver's memory. How pyspark 4.1 runs it:
 
@@ -22,7 +22,7 @@ limits it to feeds that fit in the driver's memory. How pyspark 4.1 runs it:
   never read data files.
 
 No filter is pushed down: the reader keeps pyspark's default ``pushFilters``, which hands
-every filter back to Spark (so the plan-reuse bug described in ``_reader.py`` cannot
+every filter back to Spark (so the plan-reuse bug described in ``_table_reader`` cannot
 change any answer here: every plan of the scan returns the whole feed).
 """
 
@@ -35,24 +35,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ._change_range import (
-    CHANGE_FIELDS,
-    ChangeRange,
-    changes_schema,
-    feed_table,
-    feed_target,
-    resolve_changes,
-)
-from ._options import SourceOptions
+from .._options import SourceOptions
+from ..changes import feed_table, feed_target
 
-__all__ = [
-    "CHANGE_FIELDS",
-    "ChangeRange",
-    "ChangesPartition",
-    "DuckLakeChangesReader",
-    "changes_schema",
-    "resolve_changes",
-]
+__all__ = ["ChangesPartition", "DuckLakeChangesReader"]
 
 _BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
 

@@ -1,14 +1,14 @@
-"""The ``ducklake`` Python data source (pyspark 4.1+; registered by ``_read.register_spark``).
+"""The ``ducklake`` Python data source (pyspark 4.1+; registered by ``register_spark``).
 
 pyspark creates the data source in a planning worker, calls :meth:`schema` there (unless
 the user gave a schema) and pickles the object back to the JVM; every later plan of the
 same DataFrame unpickles that object. :meth:`schema` therefore records the snapshot it
 read, so all actions on one DataFrame read one snapshot even while writers commit.
 
-``_read.read_table`` is the recommended entry point: it reads what it can natively, turns
-filter pushdown on and adds the guard that keeps pushdown correct on pyspark 4.1 (see
-``_reader.py``). The ``read_changes`` option reads the change feed between two snapshots
-instead (see ``_changes.py``).
+``read_table`` is the recommended entry point: it reads what it can with Spark's own
+Parquet reader (``spark/parquet``), turns filter pushdown on and adds the guard that keeps
+pushdown correct on pyspark 4.1 (see ``_table_reader``). The ``read_changes`` option reads
+the change feed between two snapshots instead (see ``_changes_reader``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from ._change_range import changes_schema, resolve_changes
-from ._changes import DuckLakeChangesReader
-from ._options import SourceOptions, guard_field
-from ._reader import DuckLakeReader
-from ._types import spark_schema
+from .._options import SourceOptions, guard_field
+from .._types import spark_schema
+from ..changes import changes_schema, resolve_changes
+from ._changes_reader import DuckLakeChangesReader
+from ._table_reader import DuckLakeReader
 
 __all__ = ["DuckLakeDataSource"]
 

@@ -5,9 +5,8 @@ the one for the installed pyspark) holds ``DeletedRowsParquetFormat``: Spark's P
 file format, whose reader also fills a boolean column ``__ducklake_keep`` from each row's
 position in its file (``_tmp_metadata_row_index``, which Spark's reader fills by that
 name) and the file's deleted positions. A filter on that column drops the deleted rows.
-Measured on the benchmark lake (10M rows, 10% deleted in half the files, ``local[2]``,
-count+sum+max, ``bench/spark_scan.py``): 0.401 s against 0.576 s for the mask join and
-0.320 s for ``spark.read.parquet`` ignoring the deletes (``docs/benchmarks.md``).
+Spark's reader needs neither the ``_metadata`` struct of every row nor a join for it, which
+is what the mask join costs (``docs/benchmarks.md``).
 
 The positions are the very ones the exact reader removes (``deleted_positions_of``),
 registered on the driver as one broadcast variable per scan; the read names it by a key
@@ -17,7 +16,7 @@ catalog's. Where a row's flag could not be set (a reader that is not ours), the 
 raises instead of keeping the row.
 
 The jar must be on the session's classpath (``spark.jars``, which also ships it to the
-executors); without it ``_native`` applies the deletes by its mask join, exactly, slower.
+executors); without it ``_mask_join`` applies the deletes by a broadcast join, exactly, slower.
 """
 
 from __future__ import annotations
@@ -29,8 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MissingDependencyError
-from ..read._reader import deleted_positions_of
+from ...errors import MissingDependencyError
+from ...pathres import parse_location
+from ...read import deleted_positions_of
+from .._versions import pyspark_at_least
+from ._files import read_files
 from ._hadoop import hadoop_url
 
 __all__ = ["FORMAT_CLASS", "KEEP", "ROW_INDEX", "has_reader", "read_keeping", "spark_jar"]
@@ -43,7 +45,7 @@ _OPTION = "ducklake.deleted_rows"
 # (Spark 3.4+; FileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME). Delta Lake reads it the same way.
 ROW_INDEX = "_tmp_metadata_row_index"
 KEEP = "__ducklake_keep"
-_JARS = Path(__file__).resolve().parent / "jars"
+_JARS = Path(__file__).resolve().parents[1] / "jars"  # spark/jars/, where jvm/build.sh puts them
 
 
 def spark_jar() -> str:
@@ -54,8 +56,6 @@ def spark_jar() -> str:
 
         SparkSession.builder.config("spark.jars", spark_jar()).getOrCreate()
     """
-    from ._versions import pyspark_at_least
-
     scala = "2.13" if pyspark_at_least(4, 0) else "2.12"
     jar = _JARS / f"ducklake-spark_{scala}.jar"
     if not jar.is_file():
@@ -93,15 +93,13 @@ def read_keeping(spark, schema, tasks, plan, storage, read_options):
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-    from ._native import _read_parquet
-
     registry = functools.reduce(getattr, _REGISTRY_CLASS.split("."), spark._jvm)
     key = registry.register(bytearray(_encoded(tasks, plan, storage)))
     read_schema = StructType(
         [*schema.fields, StructField(ROW_INDEX, LongType()), StructField(KEEP, BooleanType())]
     )
     options = {**(read_options or {}), _OPTION: key}
-    rows = _read_parquet(spark, read_schema, tasks, options, storage, format=FORMAT_CLASS)
+    rows = read_files(spark, read_schema, tasks, options, storage, format=FORMAT_CLASS)
     # The row index is named so that Spark's reader always fills it (an unreferenced
     # column would be pruned from the read); a NULL flag raises rather than keep a row.
     applied = F.col(KEEP) & F.col(ROW_INDEX).isNotNull()
@@ -146,8 +144,6 @@ def _encoded(tasks, plan, storage) -> bytes:
 
 def _hadoop_file_url(url: str, storage) -> str:
     """The file's URL as a Hadoop path names it (no glob escaping: this is not a pattern)."""
-    from ..pathres import parse_location
-
     location = parse_location(url)
     if location.scheme == "file":
         return "file://" + location.path

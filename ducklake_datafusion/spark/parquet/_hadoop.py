@@ -5,30 +5,32 @@ pyspark: ``s3a://`` needs ``hadoop-aws`` (plus the AWS SDK bundle it names), ``g
 Google's ``gcs-connector``, ``abfss://`` ``hadoop-azure``. Where the cluster has the
 connector, the lake's storage options are handed to it as *options of the read* (Spark
 copies such options into the Hadoop configuration of that scan only, on the driver and
-on the executors), never written into the session's configuration:
+on the executors), never written into the session's configuration. They are spelled
+from the store's access value (``pathres.storage_access``, which settled every default,
+endpoint and credential the same way for pyarrow and the Rust scan):
 
 =================================  =================================================
-storage option                     Hadoop setting
+access value                       Hadoop setting
 =================================  =================================================
-**S3A**, scoped to the lake's bucket B (``fs.s3a.bucket.B.``)
-s3_endpoint / endpoint             ``fs.s3a.bucket.B.endpoint``
-region                             ``fs.s3a.bucket.B.endpoint.region``
-access_key_id, secret_access_key   ``fs.s3a.bucket.B.access.key`` / ``.secret.key``
+**S3A** (``S3Access``), scoped to the lake's bucket B (``fs.s3a.bucket.B.``)
+endpoint                           ``fs.s3a.bucket.B.endpoint`` (``scheme://host``)
+region (when configured)           ``fs.s3a.bucket.B.endpoint.region``
+scheme                             ``fs.s3a.bucket.B.connection.ssl.enabled``
+addressing (when decided)          ``fs.s3a.bucket.B.path.style.access``
+keys                               ``fs.s3a.bucket.B.access.key`` / ``.secret.key``
 session_token                      ``.session.token`` + temporary-credentials provider
 anonymous                          anonymous-credentials provider
-url_style = path                   ``fs.s3a.bucket.B.path.style.access = true``
-use_ssl / allow_http               ``fs.s3a.bucket.B.connection.ssl.enabled``
-**ABFS**, scoped to the account host H = ``ACCOUNT.dfs.core.windows.net``
-account_name + account_key         ``fs.azure.account.key.H``
-blob_storage_authority / endpoint  ``fs.azure.abfs.endpoint.H`` (``host:port``, the account
+**ABFS** (``AzureAccess``), scoped to the account host H = ``ACCOUNT.dfs.core.windows.net``
+account_key                        ``fs.azure.account.key.H``
+a path-style endpoint              ``fs.azure.abfs.endpoint.H`` (``host:port``, the account
 (an emulator's ``host:port``)      in the path, as Azurite serves it), the account as
                                    one without hierarchical namespace reached on its Blob
                                    endpoint (``fs.azure.account.hns.enabled.H = false``,
                                    ``fs.azure.fns.account.service.type.H = BLOB``); plain
                                    http: ``abfs://`` URLs, ``fs.azure.always.use.https =
                                    false`` (a global key) and the JDK's HTTP client
-**GCS** (the connector has no per-bucket settings: these hold for the read)
-gcs_endpoint / endpoint            ``fs.gs.storage.root.url``
+**GCS** (``GcsAccess``; the connector has no per-bucket settings: these hold for the read)
+endpoint                           ``fs.gs.storage.root.url``
 anonymous                          ``fs.gs.auth.type = UNAUTHENTICATED``
 project_id                         ``fs.gs.project.id``
 =================================  =================================================
@@ -38,8 +40,9 @@ Hadoop 3.5's ``core-default.xml`` names Apache's own GCS connector (``hadoop-gcp
 ``gcs-connector`` cannot parse: where Google's connector is the one on the classpath, the
 read names it (``fs.gs.impl``) and passes those sizes as plain numbers.
 
-Other options (GCS tokens, Azure SAS or service principals, an Azure endpoint without a
-port) have no mapping here: such files, and files of a scheme whose connector the
+Other credentials and endpoints (GCS tokens, Azure SAS or service principals, an Azure
+endpoint without a port or naming the account in its host), and options the access value
+refuses, have no mapping here: such files, and files of a scheme whose connector the
 cluster lacks, are read by the Python data source instead, and the log says so once per
 scheme and reason. Secrets go into the read's options only, never into a log or message.
 """
@@ -49,11 +52,17 @@ from __future__ import annotations
 import logging
 import re
 
-from ..errors import InvalidOptionError
-from ..pathres import StorageOptions, parse_location
-from ..pathres._filesystems import _endpoint
+from ...errors import InvalidOptionError
+from ...pathres import (
+    AzureAccess,
+    GcsAccess,
+    S3Access,
+    StorageOptions,
+    parse_location,
+    storage_access,
+)
 
-__all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "native_store"]
+__all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "store_read_options"]
 
 _log = logging.getLogger("ducklake_datafusion.spark")
 # ABFS over a Blob endpoint (accounts without hierarchical namespace; Azurite has no dfs
@@ -87,6 +96,9 @@ def hadoop_url(url: str, storage: StorageOptions | None = None) -> str:
 
     Azure files are ``abfss://container@ACCOUNT.dfs.core.windows.net/key``, or ``abfs://``
     when the storage options name a plain-http endpoint (an emulator).
+
+    Raises:
+        InvalidOptionError: an Azure file whose account the options do not settle.
     """
     location = parse_location(url)
     if location.scheme == "s3":
@@ -94,10 +106,11 @@ def hadoop_url(url: str, storage: StorageOptions | None = None) -> str:
     if location.scheme == "gs":
         return f"gs://{location.path}"
     if location.scheme == "az":
+        access = storage_access(location, storage)
         key = location.path.partition("/")[2]
-        account = location.account or (storage.account_name if storage else None)
-        scheme = "abfs" if storage is not None and _azure_http(storage) else "abfss"
-        return f"{scheme}://{location.authority}@{account}.dfs.core.windows.net/{key}"
+        http = access.endpoint is not None and access.endpoint.http
+        scheme = "abfs" if http else "abfss"
+        return f"{scheme}://{location.authority}@{access.account}.dfs.core.windows.net/{key}"
     raise ValueError(f"not an object-store URL: {url}")
 
 
@@ -107,106 +120,78 @@ def hadoop_options(url: str, storage: StorageOptions) -> dict[str, str] | None:
     None when the options cannot be expressed for the connector (the file then takes
     the Python data source, which uses them through pyarrow).
     """
-    location = parse_location(url)
     try:
-        if location.scheme == "s3":
-            return _s3a_options(location.authority, storage)
-        if location.scheme == "az":
-            return _abfs_options(location.account or storage.account_name, storage)
-        if location.scheme == "gs":
-            return _gcs_options(storage)
+        access = storage_access(parse_location(url), storage)
     except InvalidOptionError:  # the data source raises it, naming the option
         return None
+    if isinstance(access, S3Access):
+        return _s3a_options(access)
+    if isinstance(access, AzureAccess):
+        return _abfs_options(access)
+    if isinstance(access, GcsAccess):
+        return _gcs_options(access)
     return None
 
 
-def _s3a_options(bucket: str, storage: StorageOptions) -> dict[str, str]:
-    prefix = f"fs.s3a.bucket.{bucket}."
+def _s3a_options(access: S3Access) -> dict[str, str]:
+    prefix = f"fs.s3a.bucket.{access.bucket}."
     options: dict[str, str] = {}
-    endpoint = storage.s3_endpoint or storage.endpoint
-    if endpoint:
-        options[prefix + "endpoint"] = endpoint
-        if endpoint.startswith("http://"):
-            options[prefix + "connection.ssl.enabled"] = "false"
-    if storage.region:
-        options[prefix + "endpoint.region"] = storage.region
-    if storage.use_ssl is not None:
-        options[prefix + "connection.ssl.enabled"] = str(storage.use_ssl).lower()
-    elif storage.allow_http:
-        options.setdefault(prefix + "connection.ssl.enabled", "false")
-    if storage.url_style is not None:
-        options[prefix + "path.style.access"] = str(storage.url_style == "path").lower()
-    elif endpoint:  # a custom endpoint (MinIO, moto) serves paths, as DuckDB assumes
-        options[prefix + "path.style.access"] = "true"
-    if storage.anonymous:
+    if access.endpoint is not None:
+        options[prefix + "endpoint"] = access.endpoint.url
+    options[prefix + "connection.ssl.enabled"] = str(access.scheme == "https").lower()
+    if access.region is not None:
+        options[prefix + "endpoint.region"] = access.region
+    if access.addressing is not None:
+        options[prefix + "path.style.access"] = str(access.addressing == "path").lower()
+    if access.credential == "anonymous":
         options[prefix + "aws.credentials.provider"] = _S3A + "AnonymousAWSCredentialsProvider"
-    elif storage.access_key_id and storage.secret_access_key:
-        options[prefix + "access.key"] = storage.access_key_id
-        options[prefix + "secret.key"] = storage.secret_access_key
-        if storage.session_token:
-            options[prefix + "session.token"] = storage.session_token
+    elif access.credential == "keys":
+        options[prefix + "access.key"] = access.access_key_id
+        options[prefix + "secret.key"] = access.secret_access_key
+        if access.session_token:
+            options[prefix + "session.token"] = access.session_token
             options[prefix + "aws.credentials.provider"] = _S3A + "TemporaryAWSCredentialsProvider"
     return options
 
 
-def _azure_endpoint(storage: StorageOptions) -> tuple[str, str] | None:
-    """(scheme, host[:port]) of the lake's Azure Blob endpoint option, if any."""
-    endpoint = storage.blob_storage_authority or storage.endpoint
-    if not endpoint:
+def _abfs_options(access: AzureAccess) -> dict[str, str] | None:
+    if access.credential in ("sas_token", "service_principal"):
         return None
-    option = "blob_storage_authority" if storage.blob_storage_authority else "endpoint"
-    return _endpoint(endpoint, option, storage.allow_http)
-
-
-def _azure_http(storage: StorageOptions) -> bool:
-    try:
-        endpoint = _azure_endpoint(storage)
-    except InvalidOptionError:
-        return False
-    return endpoint is not None and endpoint[0] == "http"
-
-
-def _abfs_options(account: str | None, storage: StorageOptions) -> dict[str, str] | None:
-    if storage.sas_token or storage.client_secret or not account:
-        return None
-    host = f"{account}.dfs.core.windows.net"
+    host = f"{access.account}.dfs.core.windows.net"
     options: dict[str, str] = {}
-    endpoint = _azure_endpoint(storage)
+    endpoint = access.endpoint
     if endpoint is not None:
-        scheme, authority = endpoint
-        if ":" not in authority:  # ABFS takes host:port only, the account in the path
+        # ABFS takes host:port only, the account in the path (as an emulator serves it)
+        if not access.path_style or ":" not in endpoint.host:
             return None
-        options[f"fs.azure.abfs.endpoint.{host}"] = authority
+        options[f"fs.azure.abfs.endpoint.{host}"] = endpoint.host
         # a Blob endpoint (Azurite has no dfs one): an account without hierarchical
         # namespace, which ABFS reaches through the Blob API
         options[f"fs.azure.account.hns.enabled.{host}"] = "false"
         options[f"{_BLOB_SERVICE}{host}"] = "BLOB"
-        if scheme == "http":
+        if endpoint.http:
             options["fs.azure.always.use.https"] = "false"  # read without the account
             options[f"fs.azure.networking.library.{host}"] = "JDK_HTTP_URL_CONNECTION"
-    if storage.account_key is not None:
-        options[f"fs.azure.account.key.{host}"] = storage.account_key
+    if access.credential == "account_key":
+        options[f"fs.azure.account.key.{host}"] = access.account_key
     return options
 
 
-def _gcs_options(storage: StorageOptions) -> dict[str, str] | None:
-    if storage.google_service_account_token:
+def _gcs_options(access: GcsAccess) -> dict[str, str] | None:
+    if access.credential == "token":
         return None  # a bare token has no setting: the connector wants a provider class
     options: dict[str, str] = {}
-    endpoint = storage.gcs_endpoint or storage.endpoint
-    if endpoint:
-        option = "gcs_endpoint" if storage.gcs_endpoint else "endpoint"
-        scheme, host = _endpoint(endpoint, option, storage.allow_http)
-        options["fs.gs.storage.root.url"] = f"{scheme}://{host}/"
-    if storage.anonymous:
+    if access.endpoint is not None:
+        options["fs.gs.storage.root.url"] = f"{access.endpoint.url}/"
+    if access.credential == "anonymous":
         options["fs.gs.auth.type"] = "UNAUTHENTICATED"
-    if storage.project_id:
-        options["fs.gs.project.id"] = storage.project_id
+    if access.project_id:
+        options["fs.gs.project.id"] = access.project_id
     return options
 
 
-def native_store(spark, url: str, storage: StorageOptions) -> dict[str, str] | None:
-    """The read options for a native read of ``url``, or None to use the Python source.
+def store_read_options(spark, url: str, storage: StorageOptions) -> dict[str, str] | None:
+    """The read options for Spark's reader of ``url``, or None to use the Python source.
 
     Local files need none. Object-store files need the connector on the cluster's
     classpath (asked of the JVM) and options that map onto it; otherwise the log says

@@ -36,16 +36,16 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, EqualTo, Filter, InputPartition, IsNotNull
 from pyspark.sql.types import StructType
 
-from ..errors import InvalidOptionError, UnsupportedTypeError
-from ..read import execute_tasks, read_request
-from ..scan import InlinedRowsTask, ScanPlan
-from ..types import ColumnSpec
-from ._arrow import check_castable, to_spark_batch
-from ._filters import FilterColumn, combine, translate_filter
-from ._options import GUARD_COLUMN, OpenTable, SourceOptions, guard_field
-from ._types import spark_arrow_field, spark_arrow_type, spark_type
+from ...errors import InvalidOptionError, UnsupportedTypeError
+from ...read import execute_tasks, read_request
+from ...scan import InlinedRowsTask, ScanPlan
+from ...types import ColumnSpec
+from .._arrow import check_castable, to_spark_batch
+from .._filters import FilterColumn, combine, translate_filter
+from .._options import GUARD_COLUMN, OpenTable, SourceOptions
+from .._types import spark_arrow_field, spark_arrow_type, spark_type
 
-__all__ = ["GUARD_COLUMN", "DuckLakeReader", "ScanPartition", "guard_field"]
+__all__ = ["DuckLakeReader", "ScanPartition"]
 
 
 class ScanPartition(InputPartition):
@@ -152,17 +152,18 @@ class DuckLakeReader(DataSourceReader):
             plan = opened.table.scan_plan(filter=self.filter, columns=list(self.projection))
         finally:
             opened.close()
-        if self.options.skip_files or self.options.skip_inlined:
-            # read by Spark itself beside this source (read_table, see _native)
-            kept = tuple(t for t in plan.tasks if not self._read_natively(t))
+        if self.options.already_read:
+            # read by Spark's own Parquet reader beside this source (read_table, spark/parquet)
+            kept = tuple(t for t in plan.tasks if not self._already_read(t))
             plan = dataclasses.replace(plan, tasks=kept)
         return plan
 
-    def _read_natively(self, task) -> bool:
-        """Whether ``read_table``'s native part already holds ``task``'s rows."""
+    def _already_read(self, task) -> bool:
+        """Whether ``read_table``'s Spark Parquet part already holds ``task``'s rows."""
+        already = self.options.already_read
         if isinstance(task, InlinedRowsTask):
-            return self.options.skip_inlined
-        return task.data_file_id in self.options.skip_files
+            return already.inlined
+        return task.data_file_id in already.data_file_ids
 
     def __getstate__(self) -> dict:
         """Pickle plain data only: the catalog handle stays in the planning worker."""

@@ -3,9 +3,9 @@
 ``resolve_changes`` turns the bounds (ids or times) into snapshot ids with the core's
 rules (``scan._changes.resolve_bound``) and reads the table's columns at the end snapshot;
 ``feed_table`` computes the feed with the core's ``table_changes`` in the Arrow schema
-Spark expects. The ``read_changes`` option of the data source (``_changes``) and
-``read_changes`` on pyspark 3.5 and 4.0 (``_read``) both use them; neither needs
-pyspark's data source API.
+Spark expects. The ``read_changes`` option of the data source
+(``source/_changes_reader``) and ``read_changes`` on pyspark 3.5 and 4.0
+(``_driver_feed``) both use them; neither needs pyspark's data source API.
 """
 
 from __future__ import annotations
@@ -15,16 +15,20 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from ..errors import InvalidOptionError, SnapshotNotFoundError
-from ..types import ColumnSpec
-from ._arrow import check_castable, to_spark_table
-from ._options import SourceOptions
-from ._types import spark_arrow_field, spark_arrow_type, spark_schema
+from ...catalog import list_snapshot_records, metadata
+from ...errors import InvalidOptionError, SnapshotNotFoundError
+from ...read import table_changes
+from ...scan import resolve_bound, snapshot_bounds
+from ...types import ColumnSpec
+from .._arrow import check_castable, to_spark_table
+from .._options import SourceOptions
+from .._types import spark_arrow_field, spark_arrow_type, spark_schema
 
 __all__ = [
     "CHANGE_FIELDS",
     "ChangeRange",
     "changes_schema",
+    "feed_column",
     "feed_table",
     "feed_target",
     "resolve_changes",
@@ -70,11 +74,6 @@ def resolve_changes(options: SourceOptions) -> ChangeRange:
 
 def _resolve_bounds(lake, start: str | None, end: str | None) -> tuple[int, int]:
     """The same resolution ``table_changes`` applies, in one catalog transaction."""
-    from ..catalog import metadata
-    from ..catalog._history import list_snapshot_records
-    from ..scan._changes import resolve_bound
-    from ..scan._timetravel import snapshot_bounds
-
     backend = lake.backend
     description = backend.description
     with backend.session() as session:
@@ -110,8 +109,6 @@ def feed_table(options: SourceOptions, target: pa.Schema, declared: tuple[str, .
             the column cannot be cast to.
         SnapshotNotFoundError, TableNotFoundError: as ``table_changes``.
     """
-    from ..read._changes import table_changes
-
     with options.open_lake() as lake:
         end = options.changes_end
         if end is None:  # a user schema skipped DataSource.schema(): latest now
@@ -123,14 +120,14 @@ def feed_table(options: SourceOptions, target: pa.Schema, declared: tuple[str, .
     if target.names == names:  # the derived schema (even with duplicate names)
         selected = feed
     else:
-        indices = [_find(names, name, options.table_label) for name in target.names]
+        indices = [feed_column(names, name, options.table_label) for name in target.names]
         selected = feed.select(indices)
     for column, field, type_name in zip(selected.columns, target, declared, strict=True):
         check_castable(column.type, field.type, field.name, type_name)
     return to_spark_table(selected, target)
 
 
-def _find(names: list[str], name: str, table: str) -> int:
+def feed_column(names: list[str], name: str, table: str) -> int:
     """Spark resolves names case-insensitively by default; so do we, unless ambiguous."""
     exact = [i for i, n in enumerate(names) if n == name]
     if len(exact) == 1:

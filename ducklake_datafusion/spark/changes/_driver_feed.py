@@ -1,25 +1,26 @@
 """``read_changes`` on pyspark 3.5 and 4.0: the change feed computed on the driver.
 
 From pyspark 4.1, ``read_changes`` has the executors read the two states of every change
-and Spark join them (``_change_feed``), through a Python data source those releases lack.
+and Spark join them (``_feed``), through a Python data source those releases lack.
 Here the driver computes the feed with the core's ``table_changes`` (the function behind
 the SQL table function, exact on every lake) and hands it to Spark as a local DataFrame
-(``_local``): the same rows and columns, but the feed must fit in the driver's memory.
-Only tables whose every column Spark's own reader returns exactly (``_native``) are
-taken, the columns whose local conversion is exact on every supported release; any other
-raises :class:`UnsupportedFeatureError` naming the table and the column.
+(``spark/_local``): the same rows and columns, but the feed must fit in the driver's
+memory. Only tables whose every column Spark's own reader returns exactly
+(``parquet/_exact_types``) are taken, the columns whose local conversion is exact on every
+supported release; any other raises :class:`UnsupportedFeatureError` naming the table and
+the column.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._change_range import changes_schema, feed_table, feed_target, resolve_changes
-from ._local import local_frame
-from ._native import native_type
-from ._options import SourceOptions
-from ._types import schema_from_ddl
-from ._versions import require_data_source
+from .._local import local_frame
+from .._options import SourceOptions
+from .._types import schema_from_ddl
+from .._versions import require_data_source
+from ..parquet import spark_reads_exactly
+from ._range import changes_schema, feed_table, feed_target, resolve_changes
 
 __all__ = ["driver_changes_frame"]
 
@@ -35,7 +36,7 @@ def driver_changes_frame(spark, table: str, options: Mapping[str, str], schema=N
     parsed = SourceOptions.parse({**options, "path": table})
     found = resolve_changes(parsed)
     for column in found.columns:
-        if not native_type(column.type_name):
+        if not spark_reads_exactly(column.type_name):
             require_data_source(
                 f"the change feed of table {parsed.table_label} (snapshots {found.first} to "
                 f"{found.last})",

@@ -4,7 +4,7 @@ The feed is a state difference keyed by rowid (``read/_changes.py``). Here the d
 only resolves the bounds and the end snapshot's columns (metadata); everything that
 touches rows is a Spark operation over executor reads:
 
-1. two scans of the internal ``ducklake_change_side`` source (``_change_sides.py``): the
+1. two scans of the internal ``ducklake_change_side`` source (``_side_source``): the
    *old* side holds, for every compared step ``(p, s)``, the candidate rows of the table at
    ``p``, the *new* side those at ``s``, each tagged with ``s``; only data files that differ
    between ``p`` and ``s`` are read, and rows both states hold identically are dropped on
@@ -22,7 +22,7 @@ such a filter below the shuffle); two scans read each row once. Each side plans 
 itself in its planning worker (metadata and delete files only).
 
 Columns compared are always all table columns at the end snapshot, in an exact form
-(``_change_sides.compare_type``), whatever a user schema selects: an update to a column
+(``_side_source.compare_type``), whatever a user schema selects: an update to a column
 that is not selected is still an update, as in ``table_changes``.
 """
 
@@ -35,11 +35,13 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from ..scan._changes import CHANGE_TYPES
-from ..types import ColumnSpec
-from ._arrow import check_castable
-from ._change_range import CHANGE_FIELDS, _find, resolve_changes
-from ._change_sides import (
+from ...scan import CHANGE_TYPES
+from ...types import ColumnSpec
+from .._arrow import check_castable
+from .._options import SourceOptions
+from .._types import schema_from_ddl, spark_arrow_type, spark_type
+from ._range import CHANGE_FIELDS, feed_column, resolve_changes
+from ._side_source import (
     SIDE_FORMAT,
     SIDE_OPTION,
     SIDES,
@@ -47,8 +49,6 @@ from ._change_sides import (
     compare_type,
     side_key_fields,
 )
-from ._options import SourceOptions
-from ._types import schema_from_ddl, spark_arrow_type, spark_type
 
 __all__ = ["FeedColumn", "FeedLayout", "feed_layout", "read_changes_frame"]
 
@@ -124,7 +124,7 @@ def _user_column(
 ) -> FeedColumn:
     """A user schema field -> the feed column it selects (by name, as Spark resolves)."""
     names = [f.name for f in CHANGE_FIELDS] + [c.name for c in columns]
-    index = _find(names, field.name, table)
+    index = feed_column(names, field.name, table)
     target = spark_arrow_type(field.dataType, field.name)
     declared = field.dataType.simpleString()
     if index < len(CHANGE_FIELDS):

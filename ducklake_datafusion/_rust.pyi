@@ -1,0 +1,101 @@
+"""Types of the Rust extension ``ducklake_datafusion._rust`` (``rust/src``).
+
+``tests/test_rust_contract.py`` checks that this stub and the built module name the same
+things, with the same parameters.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypedDict
+
+import pyarrow as pa
+from typing_extensions import Self
+
+from ._rust_contract import ProviderSpec
+
+DATAFUSION_VERSION: Final[str]
+"""The datafusion release whose crates the extension is built with."""
+
+PROVIDER_SPEC_FIELDS: Final[tuple[str, ...]]
+"""The attributes of a ``ProviderSpec`` that ``LakeProvider`` reads, in order."""
+
+ERROR_CLASSES: Final[tuple[str, ...]]
+"""Every class of ``ducklake_datafusion.errors`` the extension names in a query error
+(``"ClassName: message"``; ``rust/src/errors.rs``)."""
+
+class StoreConfigError(ValueError):
+    """The storage options do not configure the provider's object store."""
+
+class ContractError(ValueError):
+    """A value handed to the extension does not have the shape it expects (names the table
+    and the column)."""
+
+class _BoundarySchemas(TypedDict):
+    files: pa.Schema
+    bounds: pa.Schema
+    inlined: pa.Schema
+    defaults: pa.Schema
+
+def boundary_schemas(schema: pa.Schema) -> _BoundarySchemas:
+    """The shapes a provider of a table of ``schema`` expects: the file table, every column
+    a bounds table may have, the inlined rows and the defaults."""
+
+class _ScanReport(TypedDict):
+    files_total: int
+    files_kept: int
+    files_with_deletes: int
+    rows_skipped: int
+    filters: int
+    partitions: int
+    from_catalog: bool
+    decoder_filters: int
+    files_split: int
+    files_read_exactly: int
+
+_Kind: TypeAlias = Literal["cmp", "between", "in", "null", "not_null"]
+_Comparison: TypeAlias = Literal["==", "!=", "<", "<=", ">", ">="]
+
+class Predicate:
+    """One conjunct of a lazy scan's filters (frozen): ``cmp`` (``column op value``),
+    ``between`` (low, high), ``in`` (values), ``null``, ``not_null`` (no values); values
+    are one-element pyarrow arrays of the literal's type."""
+
+    KINDS: ClassVar[tuple[_Kind, ...]]
+    COMPARISONS: ClassVar[tuple[_Comparison, ...]]
+    def __new__(
+        cls,
+        kind: _Kind,
+        column: str,
+        values: Sequence[pa.Array],
+        op: _Comparison | None = None,
+    ) -> Self: ...
+    @property
+    def kind(self) -> _Kind: ...
+    @property
+    def column(self) -> str: ...
+    @property
+    def op(self) -> _Comparison | None: ...
+    @property
+    def values(self) -> tuple[pa.Array, ...]: ...
+
+class LakeProvider:
+    """A DuckLake table at one snapshot, as DataFusion scans it (frozen)."""
+
+    def __new__(cls, spec: ProviderSpec) -> Self: ...
+    def __datafusion_table_provider__(self, session: Any) -> Any:
+        """The ``FFI_TableProvider`` capsule (``session``: a ``SessionContext`` or a logical
+        extension codec capsule)."""
+    def last_scan(self) -> _ScanReport: ...
+
+class LazyProvider:
+    """A provider whose files come with the query's filters: ``resolver(predicates,
+    count_only)`` answers each scan with a ``LakeProvider`` or (for ``count(*)``) a row
+    count."""
+
+    def __new__(
+        cls,
+        table: str,
+        schema: pa.Schema,
+        resolver: Callable[[list[Predicate], bool], LakeProvider | int],
+    ) -> Self: ...
+    def __datafusion_table_provider__(self, session: Any) -> Any: ...
+    def last_scan(self) -> _ScanReport: ...

@@ -1,0 +1,176 @@
+"""A ``_rust.LakeProvider`` built from a scan plan: the files checked, the facts as Arrow.
+
+Every file is checked against the catalog first (``_file_layouts.checked_layout``), as on
+every path; its deleted positions, the catalog bounds and the inlined rows go over in one
+``_rust_contract.ProviderSpec``, whose shapes the extension checks on arrival.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._rust_contract import NULL_COUNT_TYPE, ProviderSpec, bounds_names, file_table
+from ..errors import InvalidOptionError
+from ..read import deleted_positions_of
+from ..scan import DataFileTask, FilePruner, InlinedRowsTask, ScanPlan, default_array
+from ._file_layouts import checked_layout, table_signature
+from ._rust_stores import object_path, store_options, store_readable
+
+__all__ = ["MIN_PARTITIONS", "build_provider"]
+
+# Partitions a Rust scan is split into at least, whatever the session's target_partitions.
+MIN_PARTITIONS = max(2, os.cpu_count() or 2)
+
+
+def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None):
+    """A ``_rust.LakeProvider`` over the plan's data files and inlined rows, or ``None``.
+
+    Each file is checked against the catalog (``_file_layouts.checked_layout``). A file the scan would
+    not read exactly (another store, a layout it does not map exactly) makes this return
+    ``None``, unless ``read_rest(plan, tasks)`` is given: then those files are read by it
+    and scanned from memory with the inlined rows. ``bounds``: hand over the files'
+    catalog bounds (from ``files_meta``, the plan's ``TableFiles``), with which ``scan()``
+    prunes (not needed when the plan is already pruned by the query's filter); ``True``
+    for every column, a set of names for those columns only.
+    """
+    files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
+    inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
+    rest = []
+    if read_rest is not None:  # files the Rust store does not read go to read_rest
+        rest = [t for t in files if not store_readable(t)]
+        files = [t for t in files if store_readable(t)]
+    storage = store_options(files, plan)
+    if storage is None:
+        if read_rest is None:
+            return None
+        files, rest, storage = [], rest + files, {"kind": "local"}
+    signature = table_signature(table)
+    native, layouts = [], []
+    for task in files:
+        what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
+        layout = checked_layout(task, plan, table.columns, signature, what)
+        if layout is None:
+            if read_rest is None:
+                return None  # a conversion the scan would not do exactly: the exact path
+            rest.append(task)
+            continue
+        native.append(task)
+        layouts.append(layout)
+    by_id = {}
+    if not all(layout.current for layout in layouts):
+        # older layouts: columns matched by field id, missing ones filled with defaults
+        by_id["field_ids"] = {c.name: c.column_id for c in table.columns}
+        by_id["defaults"] = pa.RecordBatch.from_arrays(
+            [default_array(c, 1).cast(c.arrow_type) for c in table.columns],
+            schema=plan.table_schema,
+        )
+        if any(layout.snapshot_column is not None for layout in layouts):
+            by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
+    bounds_table = None
+    if bounds:
+        columns = table.columns
+        if bounds is not True:
+            columns = [c for c in columns if c.name in bounds]
+        bounds_table = _bounds_table(columns, files_meta, native)
+    names = [c.name for c in table.columns]
+    batches = []
+    for task in inlined:
+        rows = task.rows.select(names).cast(plan.table_schema)
+        batches.extend(rows.to_batches())
+    if rest:
+        batches.extend(read_rest(plan, rest))
+    spec = ProviderSpec(
+        table=plan.table,
+        schema=plan.table_schema,
+        files=_file_table(plan, native),
+        bounds=bounds_table,
+        inlined=tuple(batches),
+        storage=storage,
+        min_partitions=MIN_PARTITIONS,
+        **by_id,
+        pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
+        read_exactly=len(rest),
+    )
+    try:
+        return rust.LakeProvider(spec)
+    except rust.StoreConfigError as exc:  # the message names no option value
+        raise InvalidOptionError(
+            f"table {plan.table} (snapshot {plan.snapshot_id}) of {plan.catalog}: {exc}; "
+            "check the lake's storage options (an access key id needs its secret key, an "
+            "Azure account key is base64 text)"
+        ) from None
+
+
+def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
+    deleted = []
+    for task in files:
+        if task.deletes is None:
+            deleted.append(None)
+            continue
+        positions = deleted_positions_of(task, plan.table, plan.snapshot_id, plan.storage)
+        deleted.append(positions if len(positions) else None)
+    return file_table(
+        paths=[object_path(t.file.url) for t in files],
+        urls=[t.file.url for t in files],
+        sizes=[t.file.size for t in files],
+        footer_sizes=[t.file.footer_size for t in files],
+        record_counts=[t.record_count for t in files],
+        deleted=deleted,
+    )
+
+
+def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch | None:
+    """Bounds per column (``_rust_contract.bounds_schema``), one row per file of ``files``:
+    the planner's safe statistics, narrowed by partition values (``None``: none known)."""
+    pruner = FilePruner(None, columns, files_meta)
+    order = pc.index_in(
+        pa.array([t.data_file_id for t in files], pa.int64()), value_set=pruner.file_ids
+    )
+    arrays, names = [], []
+    for column in columns:
+        if column.children:
+            continue
+        parts = []
+        if files_meta.stats is not None and files_meta.stats.num_rows:
+            parts.append(pruner.stat_bounds(column))
+        if files_meta.partition_values is not None and files_meta.partition_values.num_rows:
+            parts.append(pruner.partition_bounds(column))
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            continue
+        try:
+            low, high, nulls = _narrowed(parts, column.arrow_type)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            continue  # no bounds is always correct
+        if low is None:
+            continue
+        names += bounds_names(column.name)
+        arrays += [_array(low.take(order)), _array(high.take(order)), _array(nulls.take(order))]
+    if not arrays:
+        return None
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _array(values) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _narrowed(parts, wanted: pa.DataType):
+    """The tightest of several safe bounds (each null where unknown), in the column's own
+    type; ``(None, None, None)`` when a bound cannot be given in that type exactly."""
+    low = high = None
+    nulls = None
+    for part in parts:
+        lo, hi = part.low, part.high
+        if lo.type != wanted:
+            if not (pa.types.is_string(lo.type) and pa.types.is_large_string(wanted)):
+                return None, None, None  # e.g. FLOAT bounds decoded as double: not exact
+            lo, hi = lo.cast(wanted), hi.cast(wanted)
+        low = lo if low is None else pc.max_element_wise(low, lo, skip_nulls=True)
+        high = hi if high is None else pc.min_element_wise(high, hi, skip_nulls=True)
+        count = pa.array(part.nulls, pa.float64(), from_pandas=True)  # NaN -> null
+        nulls = count if nulls is None else pc.coalesce(nulls, count)
+    return low, high, nulls.cast(NULL_COUNT_TYPE)
