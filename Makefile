@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # 2 cores. PYTEST_WORKERS=0 runs it in this process (for pdb).
 PYTEST_WORKERS ?= 2
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
-RUST_SOURCES := $(wildcard rust/src/*.rs) rust/Cargo.toml rust/Cargo.lock
+RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.lock
 JVM_SOURCES := $(wildcard jvm/src/main/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 
 .PHONY: venv emulators test demo bench lint rust-lint

@@ -294,7 +294,7 @@ def _java_error_names_from_source() -> set[str]:
 
 
 def test_every_error_class_the_spark_jar_names_is_ours(spark):
-    from ducklake_datafusion.spark._deleted_rows import has_reader
+    from ducklake_datafusion.spark.parquet._deleted_rows import has_reader
 
     source = _java_error_names_from_source()
     assert source and source <= set(errors.__all__)
