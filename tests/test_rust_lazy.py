@@ -211,7 +211,7 @@ def test_predicates_translate_to_pyarrow_filters():
 
 
 def test_plain_location_accepts_only_what_object_store_paths_spell_as_is():
-    from ducklake_datafusion.provider._rust import plain_location
+    from ducklake_datafusion.provider._rust_stores import plain_location
 
     assert plain_location("file:///tmp/lake/main/t/y=2024/m=1/ducklake-2.parquet")
     assert plain_location("s3://bucket/lake/main/t/ducklake-1.parquet")
