@@ -6,6 +6,7 @@ run ``execute_tasks``, so nothing here imports ``datafusion`` or ``pyspark``.
 """
 
 from ._changes import differing_rows, plan_changes, table_changes
+from ._count import catalog_count, count_rows
 from ._executor import execute_plan, execute_tasks, read_request
 from ._file_checks import check_data_file, files_unchanged, reads_by_name
 from ._footers import parsed_fragment, require_regular_file
@@ -16,7 +17,9 @@ __all__ = [
     "PARQUET_FORMAT",
     "ROW_ID",
     "FileLayout",
+    "catalog_count",
     "check_data_file",
+    "count_rows",
     "deleted_positions_of",
     "differing_rows",
     "execute_plan",

@@ -36,6 +36,7 @@ from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundErr
 from ..pathres import StorageOptions, resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._catalog_cut import catalog_cut
+from ._count import RowCount, catalog_row_count
 from ._lookup import require_table
 from ._plan import ScanPlan
 from ._planner import build_scan_plan
@@ -209,6 +210,13 @@ class LakeTable:
     def init_args(self) -> dict[str, object]:
         """The constructor arguments, to rebuild this table as an engine's subclass."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(LakeTable) if f.init}
+
+    def row_count_parts(self) -> RowCount | None:
+        """What the snapshot's live rows are made of, from the catalog alone (summed record
+        counts, inlined rows, the files with deletes), or ``None`` when some file holds
+        rows of later snapshots (merged files: only reading tells). The exact count,
+        deleted positions read, is ``read.count_rows(table)``."""
+        return catalog_row_count(self)
 
     def scan_plan(
         self, filter: pc.Expression | None = None, columns: Sequence[str] | None = None
