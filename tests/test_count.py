@@ -71,7 +71,7 @@ def test_count_star_opens_no_data_file(make_lake, monkeypatch):
 
     monkeypatch.setattr(_footers, "parsed_fragment", counting)
     monkeypatch.setattr("ducklake_datafusion.read._reader.parsed_fragment", counting)
-    monkeypatch.setattr("ducklake_datafusion.provider._file_layouts.parsed_fragment", counting)
+    monkeypatch.setattr("ducklake_datafusion.read._checked.parsed_fragment", counting)
     ctx = session(lake, native=False)  # the exact path; DataFusion's own counts footers
     assert_same_rows(ctx.sql("SELECT count(*) AS n FROM lake.main.t").to_arrow_table(), expected)
     assert opened == []

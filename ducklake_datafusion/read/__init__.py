@@ -6,6 +6,7 @@ run ``execute_tasks``, so nothing here imports ``datafusion`` or ``pyspark``.
 """
 
 from ._changes import differing_rows, plan_changes, table_changes
+from ._checked import CheckedFile, checked_file
 from ._count import catalog_count, count_rows
 from ._executor import execute_plan, execute_tasks, read_request
 from ._file_checks import check_data_file, files_unchanged, reads_by_name
@@ -16,9 +17,11 @@ from ._reader import PARQUET_FORMAT, ROW_ID, deleted_positions_of, read_data_fil
 __all__ = [
     "PARQUET_FORMAT",
     "ROW_ID",
+    "CheckedFile",
     "FileLayout",
     "catalog_count",
     "check_data_file",
+    "checked_file",
     "count_rows",
     "deleted_positions_of",
     "differing_rows",
