@@ -8,7 +8,8 @@ for the files the query's filters cannot exclude and gets a ``LakeProvider`` ove
 (``_rust_build.build_provider``). Tables the catalog's file rows already rule out of that are
 planned whole here (``_build``) and pruned in Rust. Either way the Python side hands
 over plain facts as Arrow, in one ``_rust_contract.ProviderSpec`` (the shapes are defined
-there and checked by the extension on arrival):
+there and checked by the extension on arrival), made from the engine-neutral plan export
+(``read.export_plan``) and the catalog bounds:
 
 * the table's Arrow schema;
 * one row per live data file: object-store path, size, footer size, record count and the
