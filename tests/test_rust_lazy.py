@@ -154,7 +154,7 @@ def test_count_star_comes_from_the_catalog_without_opening_a_file(typed_lake, mo
         opened.append(ref.url)
         return original(ref, *args, **kwargs)
 
-    monkeypatch.setattr("ducklake_datafusion.provider._file_layouts.parsed_fragment", counting)
+    monkeypatch.setattr("ducklake_datafusion.read._checked.parsed_fragment", counting)
     monkeypatch.setattr("ducklake_datafusion.read._reader.parsed_fragment", counting)
     provider = _rust.rust_provider(DuckLakeCatalog(**typed_lake.reader_args()).table("main", "t"))
     assert type(provider).__name__ == "LazyProvider"

@@ -8,7 +8,8 @@ for the files the query's filters cannot exclude and gets a ``LakeProvider`` ove
 (``_rust_build.build_provider``). Tables the catalog's file rows already rule out of that are
 planned whole here (``_build``) and pruned in Rust. Either way the Python side hands
 over plain facts as Arrow, in one ``_rust_contract.ProviderSpec`` (the shapes are defined
-there and checked by the extension on arrival):
+there and checked by the extension on arrival), made from the engine-neutral plan export
+(``read.export_plan``) and the catalog bounds:
 
 * the table's Arrow schema;
 * one row per live data file: object-store path, size, footer size, record count and the
@@ -46,12 +47,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..catalog import metadata
 from ..errors import MissingDependencyError, UnsupportedFeatureError
-from ..scan import (
-    ScanPlan,
-    build_scan_plan,
-)
 from ._file_layouts import native_type, table_signature
 from ._owned_cache import MISSING, OwnedCache
 from ._rust_build import build_provider
@@ -180,7 +176,9 @@ def rust_provider(table):
 def _build(rust, table) -> _Eager | None:
     if not readable_columns(table):
         return None
-    plan, files_meta = _full_plan(table)
+    # the unfiltered plan, with the statistics of every column (the provider prunes with
+    # them at scan time) and the partition values
+    plan, files_meta = table.scan_plan_and_files(stats="all")
     provider = build_provider(rust, table, plan, files_meta, bounds=True)
     return None if provider is None else _Eager(provider)
 
@@ -191,29 +189,3 @@ def readable_columns(table) -> bool:
     return all(native_type(c.type_name) for c in table.columns) and not any(
         c.name.startswith("_ducklake_") for c in table.columns
     )
-
-
-def _full_plan(table) -> tuple[ScanPlan, object]:
-    """The unfiltered plan of the snapshot, with the statistics of every column (the
-    provider prunes with them at scan time) and the partition values."""
-    backend = table.lake.backend
-    stats = [c.column_id for c in table.columns if not c.children]
-    with backend.session() as session:
-        settings = metadata.read_settings(session, backend.description)
-        files = metadata.read_table_files(
-            session, table.entry, table.snapshot_id, stats_columns=stats, with_partitions=True
-        )
-    plan = build_scan_plan(
-        table=table.entry,
-        catalog=backend.description,
-        snapshot_id=table.snapshot_id,
-        column_entries=table.column_entries,
-        columns=table.columns,
-        files=files,
-        data_path=table.lake.data_path(settings),
-        storage=table.lake.storage,
-        inlined_values_are_text=backend.inlined_values_are_text,
-    )
-    return plan, files
-
-

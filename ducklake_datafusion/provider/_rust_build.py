@@ -1,8 +1,11 @@
 """A ``_rust.LakeProvider`` built from a scan plan: the files checked, the facts as Arrow.
 
 Every file is checked against the catalog first (``_file_layouts.checked_layout``), as on
-every path; its deleted positions, the catalog bounds and the inlined rows go over in one
-``_rust_contract.ProviderSpec``, whose shapes the extension checks on arrival.
+every path; the files the scan reads, with their deleted positions and layouts, and the
+inlined rows are written as the engine-neutral plan export (``read.export_plan``, the
+form the Spark catalog's JVM code is to read too) and the spec is made from that export,
+with the catalog bounds, in one ``_rust_contract.ProviderSpec``, whose shapes the
+extension checks on arrival.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ import os
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._rust_contract import NULL_COUNT_TYPE, ProviderSpec, bounds_names, file_table
+from .._rust_contract import FILE_TABLE, NULL_COUNT_TYPE, ProviderSpec, bounds_names
 from ..errors import InvalidOptionError
-from ..read import deleted_positions_of
-from ..scan import DataFileTask, FilePruner, InlinedRowsTask, ScanPlan, default_array
+from ..read import export_plan, import_plan
+from ..scan import DataFileTask, FilePruner, ScanPlan
 from ._file_layouts import checked_layout, table_signature
 from ._rust_stores import object_path, store_options, store_readable
 
@@ -37,7 +40,6 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
     for every column, a set of names for those columns only.
     """
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
-    inlined = [t for t in plan.tasks if isinstance(t, InlinedRowsTask)]
     rest = []
     if read_rest is not None:  # files the Rust store does not read go to read_rest
         rest = [t for t in files if not store_readable(t)]
@@ -59,33 +61,29 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
             continue
         native.append(task)
         layouts.append(layout)
+    # the engine-neutral export of the kept files (read/_export), as the JVM will read it
+    export = import_plan(export_plan(plan, native, layouts=layouts))
+    layout = export.files.column("layout")  # every file's is known: checked above
     by_id = {}
-    if not all(layout.current for layout in layouts):
+    if pc.all(layout.field("current")).as_py() is False:  # (null: no file)
         # older layouts: columns matched by field id, missing ones filled with defaults
-        by_id["field_ids"] = {c.name: c.column_id for c in table.columns}
-        by_id["defaults"] = pa.RecordBatch.from_arrays(
-            [default_array(c, 1).cast(c.arrow_type) for c in table.columns],
-            schema=plan.table_schema,
-        )
-        if any(layout.snapshot_column is not None for layout in layouts):
-            by_id["snapshot"] = plan.snapshot_id  # merged files: drop later rows
+        by_id["field_ids"] = export.field_ids
+        by_id["defaults"] = export.defaults
+        if pc.any(pc.is_valid(layout.field("snapshot_column"))).as_py():
+            by_id["snapshot"] = export.snapshot_id  # merged files: drop later rows
     bounds_table = None
     if bounds:
         columns = table.columns
         if bounds is not True:
             columns = [c for c in columns if c.name in bounds]
         bounds_table = _bounds_table(columns, files_meta, native)
-    names = [c.name for c in table.columns]
-    batches = []
-    for task in inlined:
-        rows = task.rows.select(names).cast(plan.table_schema)
-        batches.extend(rows.to_batches())
+    batches = list(export.inlined)
     if rest:
         batches.extend(read_rest(plan, rest))
     spec = ProviderSpec(
         table=plan.table,
         schema=plan.table_schema,
-        files=_file_table(plan, native),
+        files=_file_table(export.files),
         bounds=bounds_table,
         inlined=tuple(batches),
         storage=storage,
@@ -104,22 +102,13 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
         ) from None
 
 
-def _file_table(plan: ScanPlan, files: list[DataFileTask]) -> pa.RecordBatch:
-    deleted = []
-    for task in files:
-        if task.deletes is None:
-            deleted.append(None)
-            continue
-        positions = deleted_positions_of(task, plan.table, plan.snapshot_id, plan.storage)
-        deleted.append(positions if len(positions) else None)
-    return file_table(
-        paths=[object_path(t.file.url) for t in files],
-        urls=[t.file.url for t in files],
-        sizes=[t.file.size for t in files],
-        footer_sizes=[t.file.footer_size for t in files],
-        record_counts=[t.record_count for t in files],
-        deleted=deleted,
-    )
+def _file_table(files: pa.RecordBatch) -> pa.RecordBatch:
+    """The export's file rows (``read.PLAN_SCHEMA``) as the contract's :data:`FILE_TABLE`:
+    the object-store path added, the columns of the same names taken as they are."""
+    urls = files.column("url")
+    paths = pa.array([object_path(url) for url in urls.to_pylist()], pa.string())
+    arrays = [paths] + [files.column(f.name) for f in FILE_TABLE if f.name != "path"]
+    return pa.RecordBatch.from_arrays(arrays, schema=FILE_TABLE)
 
 
 def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch | None:

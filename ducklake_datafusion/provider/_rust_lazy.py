@@ -16,8 +16,9 @@ What the Rust scan cannot read exactly among the kept files (a layout it would n
 exactly, found in the file's footer; a name object-store paths spell differently) is read
 by the exact Python reader, with the same filter, and handed over with the inlined rows;
 DataFusion applies every filter again. ``count(*)`` without a filter is answered from the
-catalog (summed ``record_count`` minus the deleted positions of the files with deletes)
-when every file's rows all belong to the snapshot, as the exact reader does.
+catalog (``read.catalog_count``: summed ``record_count`` minus the deleted positions of
+the files with deletes) when every file's rows all belong to the snapshot, as the exact
+reader does.
 
 Tables whose files the Rust scan cannot read as a whole (encrypted files, name-mapped
 files, files outside the table's directory) are decided in ``table()`` from one aggregate
@@ -34,9 +35,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import DeletedCut, metadata
-from ..read import deleted_positions_of, execute_plan
-from ..scan import DataFileTask, conform_inlined_rows, kept_tasks, table_directory
+from ..catalog import metadata
+from ..read import catalog_count, execute_plan
+from ..scan import table_directory
 from . import _rust_build
 from ._owned_cache import MISSING, OwnedCache
 from ._rust_stores import plain_location, store_kind
@@ -44,7 +45,7 @@ from ._rust_stores import plain_location, store_kind
 if TYPE_CHECKING:
     from .._rust import Predicate
 
-__all__ = ["Resolver", "catalog_count", "forget_resolved", "lazy_parts", "predicate_filter"]
+__all__ = ["Resolver", "forget_resolved", "lazy_parts", "predicate_filter"]
 
 # Resolved providers, by catalog backend, then (the table's key in ``_rust._built``,
 # predicates): a repeated query of an unchanged snapshot plans nothing again. One
@@ -212,46 +213,3 @@ def lazy_parts(table) -> tuple[str, pa.Schema] | None:
     name = f"{table.entry.schema_name}.{table.entry.table_name}"
     schema = pa.schema([pa.field(c.name, c.arrow_type) for c in table.columns])  # the plan's
     return name, schema
-
-
-def catalog_count(table) -> int | None:
-    """Live rows of the snapshot from the catalog, or ``None`` when some file holds rows of
-    later snapshots (merged files: only reading them tells).
-
-    The files' row counts come summed by the catalog; only the files with deletes are
-    read as rows (``DeletedCut``), and their deleted positions counted.
-    """
-    backend = table.lake.backend
-    snapshot = table.snapshot_id
-    with backend.session() as session:
-        settings = metadata.read_settings(session, backend.description)
-        summary = metadata.file_summary_of(session, table.entry, snapshot)
-        if summary.holds_later_rows(snapshot):
-            return None
-        files = metadata.read_table_files(session, table.entry, snapshot, cut=DeletedCut())
-    total = summary.records
-    rows = files.file_table
-    indices = set()
-    if rows.num_rows:
-        with_deletes = pc.is_valid(rows.column("delete_file_id"))
-        if pc.any(with_deletes).as_py():
-            indices.update(int(i) for i in pc.indices_nonzero(with_deletes).to_pylist())
-    if files.inlined_deletes:
-        ids = rows.column("data_file_id").to_pylist()
-        indices.update(i for i, file_id in enumerate(ids) if file_id in files.inlined_deletes)
-    if indices:
-        directory = table_directory(table.lake.data_path(settings), table.entry)
-        stable_since = max((c.begin_snapshot for c in table.column_entries), default=0)
-        name = f"{table.entry.schema_name}.{table.entry.table_name}"
-        for task in kept_tasks(sorted(indices), directory, files, stable_since):
-            assert isinstance(task, DataFileTask)
-            if task.deletes is not None:
-                total -= len(deleted_positions_of(task, name, snapshot, table.lake.storage))
-    for raw, layout in files.inlined_rows:
-        total += conform_inlined_rows(
-            raw,
-            layout,
-            table.columns,
-            values_are_text=table.lake.backend.inlined_values_are_text,
-        ).num_rows
-    return total

@@ -1,12 +1,24 @@
 """Engine-neutral execution: a ``ScanPlan`` (or some of its tasks) -> Arrow batches.
 
 Parquet readers, deletion vectors, mapping file columns to the table's columns, footers,
-file checks, encrypted files, and the row diff of the change feed. Spark executors only
-run ``execute_tasks``, so nothing here imports ``datafusion`` or ``pyspark``.
+file checks (``checked_file``, shared by both engines' native scans), encrypted files,
+exact row counts, the plan export for engines outside Python (``export_plan``) and the
+row diff of the change feed. Spark executors only run ``execute_tasks``, so nothing here
+imports ``datafusion`` or ``pyspark``.
 """
 
 from ._changes import differing_rows, plan_changes, table_changes
+from ._checked import CheckedFile, checked_file
+from ._count import catalog_count, count_rows
 from ._executor import execute_plan, execute_tasks, read_request
+from ._export import (
+    PLAN_SCHEMA,
+    PLAN_VERSION,
+    PlanExport,
+    PlanVersionError,
+    export_plan,
+    import_plan,
+)
 from ._file_checks import check_data_file, files_unchanged, reads_by_name
 from ._footers import parsed_fragment, require_regular_file
 from ._layouts import FileLayout, file_layout
@@ -14,15 +26,25 @@ from ._reader import PARQUET_FORMAT, ROW_ID, deleted_positions_of, read_data_fil
 
 __all__ = [
     "PARQUET_FORMAT",
+    "PLAN_SCHEMA",
+    "PLAN_VERSION",
     "ROW_ID",
+    "CheckedFile",
     "FileLayout",
+    "PlanExport",
+    "PlanVersionError",
+    "catalog_count",
     "check_data_file",
+    "checked_file",
+    "count_rows",
     "deleted_positions_of",
     "differing_rows",
     "execute_plan",
     "execute_tasks",
+    "export_plan",
     "file_layout",
     "files_unchanged",
+    "import_plan",
     "parsed_fragment",
     "plan_changes",
     "read_data_file",

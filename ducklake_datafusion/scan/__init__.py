@@ -17,6 +17,7 @@ from ._changes import (
     resolve_bound,
 )
 from ._conform import conform, conform_duckdb_export, default_array, field_id, with_field_id
+from ._count import RowCount
 from ._filters import (
     NotRebuildable,
     decode_expression,
@@ -64,6 +65,7 @@ __all__ = [
     "LakeTable",
     "NotRebuildable",
     "PlanStats",
+    "RowCount",
     "ScanPlan",
     "ScanTask",
     "SnapshotRef",

@@ -36,6 +36,7 @@ from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundErr
 from ..pathres import StorageOptions, resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._catalog_cut import catalog_cut
+from ._count import RowCount, catalog_row_count
 from ._lookup import require_table
 from ._plan import ScanPlan
 from ._planner import build_scan_plan
@@ -210,6 +211,13 @@ class LakeTable:
         """The constructor arguments, to rebuild this table as an engine's subclass."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(LakeTable) if f.init}
 
+    def row_count_parts(self) -> RowCount | None:
+        """What the snapshot's live rows are made of, from the catalog alone (summed record
+        counts, inlined rows, the files with deletes), or ``None`` when some file holds
+        rows of later snapshots (merged files: only reading tells). The exact count,
+        deleted positions read, is ``read.count_rows(table)``."""
+        return catalog_row_count(self)
+
     def scan_plan(
         self, filter: pc.Expression | None = None, columns: Sequence[str] | None = None
     ) -> ScanPlan:
@@ -233,10 +241,31 @@ class LakeTable:
         return self.scan_plan_and_files(filter, columns)[0]
 
     def scan_plan_and_files(
-        self, filter: pc.Expression | None = None, columns: Sequence[str] | None = None
+        self,
+        filter: pc.Expression | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        stats: str = "filter",
+        with_partitions: bool | None = None,
     ) -> tuple[ScanPlan, TableFiles]:
         """:meth:`scan_plan` (arguments already checked) and the file rows it was planned
-        from (with the statistics of the filter's columns)."""
+        from: the one entry point to a plan and its catalog facts, for every engine.
+
+        Args:
+            stats: whose column statistics the file rows carry: ``"filter"`` (the
+                filter's columns, which the planner prunes with) or ``"all"`` (every
+                column not of a nested type: for an engine that prunes at scan time).
+            with_partitions: whether the file rows carry partition values (default:
+                when there is a filter, or with ``stats="all"``).
+        """
+        if stats not in ("filter", "all"):
+            raise InvalidOptionError(f"stats must be 'filter' or 'all', got {stats!r}")
+        if stats == "all":
+            wanted = [c.column_id for c in self.columns if not c.children]
+        else:
+            wanted = stats_columns(filter, self.columns)
+        if with_partitions is None:
+            with_partitions = filter is not None or stats == "all"
         backend = self.lake.backend
         with backend.session() as session:
             settings = metadata.read_settings(session, backend.description)
@@ -244,8 +273,8 @@ class LakeTable:
                 session,
                 self.entry,
                 self.snapshot_id,
-                stats_columns=stats_columns(filter, self.columns),
-                with_partitions=filter is not None,
+                stats_columns=wanted,
+                with_partitions=with_partitions,
                 cut=catalog_cut(filter, self.columns),
             )
         plan = build_scan_plan(

@@ -13,26 +13,25 @@ from __future__ import annotations
 import datetime as _dt
 from decimal import Decimal
 
-import pyarrow as pa
-
-from ...read import FileLayout, file_layout, reads_by_name
+from ...read import CheckedFile, FileLayout
 from ...scan import default_array
 from .._types import spark_type
 
 __all__ = ["layout_schema", "projected", "spark_layout"]
 
 
-def spark_layout(task, physical: pa.Schema, columns) -> tuple[bool, FileLayout | None]:
+def spark_layout(task, checked: CheckedFile, columns) -> tuple[bool, FileLayout | None]:
     """Whether Spark reads the file itself, and how (``None``: by the table's names).
 
+    ``checked``: the file checked against the catalog and mapped (``read.checked_file``).
     A file at the table's current layout whose fields carry the table's names is read as
     the table; any other file by its layout (``read/_layouts``: physical names by field
     id, exact widenings, defaults), if each missing column's default is a literal Spark
     takes exactly.
     """
-    if task.layout_current and reads_by_name(physical, columns):
+    if task.layout_current and checked.by_name:
         return True, None
-    layout = file_layout(physical, columns)
+    layout = checked.layout
     if layout is None:
         return False, None
     missing = [c for s, c in zip(layout.sources, columns, strict=True) if s.physical is None]

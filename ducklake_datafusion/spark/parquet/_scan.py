@@ -27,8 +27,9 @@ The DataFrame of a snapshot is built once per Spark session and reused
 much as a selective query (``docs/benchmarks.md``).
 
 Each file Spark reads here is first checked against the catalog on the driver (row count,
-field ids under the expected names: ``read/_file_checks``), from its footer, which is
-parsed once per process; a damaged file raises, as on every other path.
+field ids under the expected names: ``read.checked_file``, shared with the Rust scan),
+from its footer, which is parsed once per process; a damaged file raises, as on every
+other path.
 """
 
 from __future__ import annotations
@@ -41,14 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...pathres import parse_location
-from ...read import (
-    PARQUET_FORMAT,
-    FileLayout,
-    check_data_file,
-    files_unchanged,
-    parsed_fragment,
-    read_error,
-)
+from ...read import FileLayout, checked_file, files_unchanged
 from ...scan import DataFileTask, InlinedRowsTask
 from .._arrow import to_spark_table
 from .._local import local_frame
@@ -166,13 +160,8 @@ def _build(spark, table, plan, storage) -> tuple[ParquetScan, tuple[DataFileTask
             left_over[f"{location.scheme}:// files, which Spark's connector cannot read here"] += 1
             continue
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        try:
-            fragment = parsed_fragment(task.file, storage, PARQUET_FORMAT)
-            physical = fragment.physical_schema
-        except Exception as exc:  # our typed error naming the file, as the exact path's
-            raise read_error(exc, what) from exc
-        check_data_file(task, fragment.metadata, physical, table.columns, what)
-        readable, layout = spark_layout(task, physical, table.columns)
+        checked = checked_file(task, storage, table.columns, what)  # raises our typed error
+        readable, layout = spark_layout(task, checked, table.columns)
         if readable:
             read_options.update(store)
             clean, masked = groups.setdefault(layout, ([], []))
