@@ -18,7 +18,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
 RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.lock
 JVM_SOURCES := $(wildcard jvm/src/main/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 
-.PHONY: venv emulators test demo bench lint rust-lint
+.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint
 
 venv: $(VENV)/.built
 
@@ -47,6 +47,20 @@ emulators:
 
 test: venv emulators
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The test files that exercise the catalog itself (refresh, cuts, memo, faults, time travel,
+# metadata tables, the change feed), with our reader on every lake's catalog migrated to
+# DuckLake 1.1; every read test checks the 1.1 form anyway (tests/readcheck.py).
+V11_TESTS := tests/test_incremental.py tests/test_file_cut.py tests/test_metadata_memo.py \
+	tests/test_catalog_faults.py tests/test_time_travel.py tests/test_table_metadata.py \
+	tests/test_errors.py tests/test_changes.py
+test-v11: venv
+	DUCKLAKE_TEST_FORMAT=1.1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(V11_TESTS)
+
+# The Rust unit tests (rust/Cargo.toml says why PYO3_PYTHON): DataFusion's crates come
+# from the release build in CARGO_TARGET_DIR; pyo3 and our crate build once more.
+rust-test: venv
+	cd rust && PYO3_PYTHON="$(CURDIR)/$(PY)" cargo test -q --release --lib
 
 demo: venv
 	$(PY) examples/demo.py
