@@ -41,6 +41,8 @@ __all__ = [
     "OpenTable",
     "SourceOptions",
     "guard_field",
+    "snapshot_option",
+    "snapshot_time_option",
     "split_table_name",
 ]
 
@@ -182,8 +184,8 @@ class SourceOptions:
             )
         name, suffix = split_time_travel(_table_option(values))
         schema_name, table_name = split_table_name(name)
-        snapshot = _snapshot(values.get("snapshot"))
-        snapshot_time = _snapshot_time(values.get("snapshot_time"))
+        snapshot = snapshot_option(values.get("snapshot"))
+        snapshot_time = snapshot_time_option(values.get("snapshot_time"))
         if suffix is not None:
             if snapshot is not None or snapshot_time is not None:
                 raise InvalidOptionError(
@@ -388,7 +390,7 @@ def split_table_name(text: str) -> tuple[str, str]:
     return ("main", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
 
 
-def _snapshot(text: str | None) -> int | None:
+def snapshot_option(text: str | None) -> int | None:
     if text is None or str(text).strip() == "":
         return None
     try:
@@ -402,7 +404,7 @@ def _snapshot(text: str | None) -> int | None:
     return value
 
 
-def _snapshot_time(text: str | None) -> _dt.datetime | None:
+def snapshot_time_option(text: str | None) -> _dt.datetime | None:
     if text is None or str(text).strip() == "":
         return None
     try:

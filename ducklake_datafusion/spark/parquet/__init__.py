@@ -10,13 +10,17 @@ jar (``_deleted_rows``) or, without it, by a broadcast join of bit masks
 source API: this is all of ``read_table`` on pyspark 3.5 and 4.0.
 """
 
-from ._deleted_rows import spark_jar
+from ._deleted_rows import ROW_INDEX, spark_jar
 from ._exact_types import spark_reads_exactly
+from ._hadoop import hadoop_options, hadoop_url
 from ._scan import ParquetScan, parquet_scan
 from ._where import pruning_filter
 
 __all__ = [
+    "ROW_INDEX",
     "ParquetScan",
+    "hadoop_options",
+    "hadoop_url",
     "parquet_scan",
     "pruning_filter",
     "spark_jar",

@@ -1,0 +1,46 @@
+"""The pipe between the JVM catalog and its planning process: length-prefixed frames.
+
+A request is one frame: a big-endian unsigned 32-bit length, then that many bytes of
+UTF-8 JSON (an object with an ``op``). A response is a frame of JSON (the header), then
+as many binary blobs as the header's ``blobs`` says, each a big-endian unsigned 64-bit
+length and its bytes (Arrow IPC streams: a plan export, rows). Frames, not lines: a
+blob may hold any byte, and the JVM side reads exactly what it was told to expect.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from typing import BinaryIO
+
+__all__ = ["read_request", "write_response"]
+
+_HEADER = struct.Struct(">I")
+_BLOB = struct.Struct(">Q")
+
+
+def read_request(stream: BinaryIO) -> dict | None:
+    """The next request, or ``None`` once the JVM closed the pipe."""
+    prefix = stream.read(_HEADER.size)
+    if len(prefix) < _HEADER.size:
+        return None
+    (length,) = _HEADER.unpack(prefix)
+    body = stream.read(length)
+    if len(body) < length:
+        return None
+    request = json.loads(body.decode("utf-8"))
+    if not isinstance(request, dict):
+        raise TypeError("a planner request must be a JSON object")
+    return request
+
+
+def write_response(stream: BinaryIO, header: dict, blobs: Sequence[bytes] = ()) -> None:
+    """Write one response: the header (``blobs`` set to their count), then each blob."""
+    body = json.dumps({**header, "blobs": len(blobs)}, separators=(",", ":")).encode("utf-8")
+    parts = [_HEADER.pack(len(body)), body]
+    for blob in blobs:
+        parts.append(_BLOB.pack(len(blob)))
+        parts.append(blob)
+    stream.write(b"".join(parts))
+    stream.flush()

@@ -1,0 +1,179 @@
+"""A scan's plan for the JVM catalog: the files Spark reads itself, and the exact rest.
+
+The plan is this package's ``ScanPlan``, pruned with the filters Spark pushed
+(``_filters_json``; catalog statistics and partition values, before any file is listed).
+Its tasks are split two ways:
+
+* files Spark's own Parquet reader returns exactly go to the JVM as the plan export
+  (``read.export_plan``: URL, size, record count, deleted positions, layout), with their
+  Hadoop URLs and the read's Hadoop options (``parquet/_hadoop``) in the header. A file
+  qualifies when it is unencrypted, maps onto the table by field id (``read.checked_file``,
+  which also checks it against the catalog and raises our typed error if it is damaged),
+  and each column either is read under some physical name with the column's own type or
+  is missing with a NULL default; the table's types must all be ones Spark's reader
+  returns exactly (``parquet.spark_reads_exactly``). Deletes are applied inside Spark's
+  reader by the jar, from the exported positions;
+* everything else (inlined rows, name-mapped or encrypted files, files of a narrower
+  type or with a default, merged files, a store whose options Hadoop cannot take, tables
+  of types Spark's reader changes) is read here by the exact reader, filtered and
+  projected, and sent as Arrow rows already of the types Spark expects (``_arrow``). The
+  header says how many files went that way and why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from ...pathres import parse_location
+from ...read import checked_file, execute_tasks, export_plan, read_request
+from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array
+from .._arrow import to_spark_table
+from .._types import spark_arrow_field, spark_arrow_type, spark_schema, spark_type
+from ..parquet import ROW_INDEX, hadoop_options, hadoop_url, spark_reads_exactly
+from ._filters_json import pruning_expression
+
+__all__ = ["scan_response"]
+
+
+def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]]:
+    """``(header, [plan export, exact rows])`` for one scan of ``table``."""
+    names = [c.name for c in table.columns]
+    columns = request.get("columns")
+    columns = names if columns is None else [str(c) for c in columns]
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise KeyError(f"table {table.name} has no column(s) {unknown}")
+    prune = pruning_expression(request.get("filters") or (), table.columns)
+    plan = table.scan_plan(filter=prune)
+    spark_files, layouts, urls, options, exact, reasons = _split(table, plan)
+    export = export_plan(plan, spark_files, layouts=layouts)
+    rows = _exact_rows(plan, exact, columns, table)
+    stats = plan.stats
+    header = {
+        "table": plan.table,
+        "snapshot": plan.snapshot_id,
+        "columns": columns,
+        "filter": None if prune is None else str(prune),
+        "files_live": stats.files_total,
+        "files_pruned": stats.files_skipped_by_stats + stats.files_skipped_by_partition,
+        "files_spark": len(spark_files),
+        "files_exact": sum(1 for t in exact if isinstance(t, DataFileTask)),
+        "exact_rows": rows.num_rows,
+        "exact_reasons": [f"{count} {why}" for why, count in reasons.items()],
+        "rows": sum(t.record_count for t in plan.tasks if isinstance(t, DataFileTask))
+        + sum(t.rows.num_rows for t in plan.tasks if isinstance(t, InlinedRowsTask)),
+        "bytes": sum(t.file.size or 0 for t in plan.tasks if isinstance(t, DataFileTask)),
+        "hadoop_urls": urls,
+        "hadoop_options": options,
+    }
+    return header, [export, _ipc(rows)]
+
+
+def _split(table: LakeTable, plan):
+    """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest."""
+    columns = table.columns
+    types_ok = all(spark_reads_exactly(c.type_name) for c in columns)
+    reserved = any(c.name == ROW_INDEX for c in columns)
+    spark_files, layouts, urls, exact = [], [], [], []
+    options: dict[str, str] = {}
+    reasons: Counter[str] = Counter()
+    for task in plan.tasks:
+        if not isinstance(task, DataFileTask):
+            exact.append(task)
+            continue
+        why = _not_spark(task, types_ok, reserved, table)
+        layout = None
+        if why is None:
+            what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
+            checked = checked_file(task, plan.storage, columns, what)  # raises our typed error
+            layout = checked.layout
+            why = _layout_problem(layout, columns)
+        store = None
+        if why is None:
+            store = _store_options(task.file.url, plan.storage)
+            if store is None:
+                why = "files on a store whose options Spark's connector cannot take"
+        if why is not None:
+            reasons[why] += 1
+            exact.append(task)
+            continue
+        options.update(store)
+        spark_files.append(task)
+        layouts.append(layout)
+        urls.append(_hadoop_url(task.file.url, plan.storage))
+    return spark_files, layouts, urls, options, exact, reasons
+
+
+def _not_spark(task: DataFileTask, types_ok: bool, reserved: bool, table) -> str | None:
+    if not types_ok:
+        odd = [c.type_name for c in table.columns if not spark_reads_exactly(c.type_name)]
+        return f"files of a table with types Spark's reader changes ({', '.join(odd)})"
+    if task.encryption_key is not None:
+        return "encrypted files"
+    if task.name_mapping is not None:
+        return "files without field ids (read by a name mapping)"
+    if task.deletes is not None and reserved:
+        return f"files with deletes in a table with a column named {ROW_INDEX}"
+    return None
+
+
+def _layout_problem(layout, columns) -> str | None:
+    """Why Spark's reader cannot read a file of ``layout`` as the table, or ``None``."""
+    if layout is None:
+        return "files whose columns need a conversion"
+    if layout.current:
+        return None
+    if layout.snapshot_column is not None:
+        return "merged files holding rows of later snapshots"
+    read_types = dict(layout.read)
+    for source, column in zip(layout.sources, columns, strict=True):
+        if source.physical is None:
+            if default_array(column, 1)[0].as_py() is not None:
+                return "files written before a column with a default was added"
+            continue
+        if source.cast:
+            return "files of an older, narrower column type"
+        physical = read_types[source.physical]
+        if spark_type(physical, column.name) != spark_type(column.arrow_type, column.name):
+            return "files whose column types differ from the table's"
+    return None
+
+
+def _store_options(url: str, storage) -> dict[str, str] | None:
+    if parse_location(url).scheme == "file":
+        return {}
+    return hadoop_options(url, storage)
+
+
+def _hadoop_url(url: str, storage) -> str:
+    location = parse_location(url)
+    if location.scheme == "file":
+        return "file://" + location.path
+    return hadoop_url(url, storage)
+
+
+def _exact_rows(plan, tasks, columns, table) -> pa.Table:
+    """The rows of ``tasks`` read by the exact reader, as the Arrow types Spark expects."""
+    fields = [f for f in spark_schema(table.columns).fields if f.name in columns]
+    by_name = {f.name: f for f in fields}
+    target = pa.schema(
+        [spark_arrow_field(by_name[n], spark_arrow_type(by_name[n].dataType, n)) for n in columns]
+    )
+    if not tasks:
+        return target.empty_table()
+    request = read_request(plan, columns)
+    schema = pa.schema([plan.table_schema.field(n) for n in columns])
+    batches = [
+        b.cast(schema) if b.schema != schema else b for b in execute_tasks(plan, tasks, request)
+    ]
+    return to_spark_table(pa.Table.from_batches(batches, schema=schema), target)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

@@ -1,0 +1,140 @@
+"""The planning process's requests: namespaces, tables, a table's schema, a scan's plan.
+
+The JVM catalog (``DuckLakeCatalog`` in the package's jar) keeps no DuckLake logic of its
+own: it starts this process once per catalog and asks it, over a pipe (``_frames``), what
+Spark's ``TableCatalog`` methods need. One lake is opened per process from the catalog's
+options, so the catalog database is read the way every other path reads it (same
+snapshot resolution, same typed errors), and the scan plan is this package's
+``ScanPlan``, handed over as the plan export every engine outside Python reads
+(``read.export_plan``).
+
+Requests (``op``) and their answers:
+
+* ``open`` ``{options}`` -> ``{protocol, package}``: open the lake (validates the options);
+* ``namespaces`` -> ``{namespaces: [name]}`` at the catalog's snapshot;
+* ``tables`` ``{namespace}`` -> ``{tables: [name]}``;
+* ``table`` ``{namespace, name, version?, timestamp_us?}`` -> the table at the latest (or
+  pinned) snapshot, or at ``VERSION AS OF`` / ``TIMESTAMP AS OF``: its Spark schema
+  (JSON, column comments in the fields' metadata) and snapshot (``_table``);
+* ``scan`` ``{namespace, name, snapshot, columns, filters}`` -> the scan's plan (``_scan``).
+
+An error answers ``{error: {class, message}}`` with the class of
+``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
+else ours by name); an error that is not ours is reported with its Python class name and
+its traceback goes to standard error. The process ends when the pipe closes.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Mapping
+from typing import BinaryIO
+
+from ...errors import DuckLakeError, InvalidOptionError
+from ...pathres import ACCEPTED_KEYS
+from ...scan import Lake
+from .._options import snapshot_option, snapshot_time_option
+from ._frames import read_request, write_response
+from ._scan import scan_response
+from ._table import resolve_table, table_response
+
+__all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
+
+PROTOCOL_VERSION = 1
+# The catalog's own options (spark.sql.catalog.<name>.<key>); every other key must be a
+# storage option.
+CATALOG_KEYS = ("metadata", "data_path", "snapshot", "snapshot_time", "metadata_schema")
+
+
+class Planner:
+    """One lake, opened from a catalog's options, answering the JVM's requests."""
+
+    def __init__(self) -> None:
+        self.lake: Lake | None = None
+
+    def handle(self, request: Mapping) -> tuple[dict, list[bytes]]:
+        """Answer one request: ``(header, blobs)``."""
+        op = request.get("op")
+        if op == "open":
+            return self._open(request.get("options") or {}), []
+        if self.lake is None:
+            raise InvalidOptionError(f"the planner got {op!r} before 'open'")
+        if op == "namespaces":
+            return {"namespaces": sorted(self.lake.list_schema_names())}, []
+        if op == "tables":
+            return {"tables": self._tables(str(request["namespace"]))}, []
+        if op == "table":
+            return table_response(self.lake, request), []
+        if op == "scan":
+            table = resolve_table(self.lake, request)
+            return scan_response(table, request)
+        raise InvalidOptionError(f"the planner has no request {op!r}")
+
+    def _open(self, options: Mapping[str, object]) -> dict:
+        from ... import __version__
+
+        values = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+        unknown = sorted(k for k in values if k not in CATALOG_KEYS and k not in ACCEPTED_KEYS)
+        if unknown:
+            raise InvalidOptionError(
+                f"unknown option(s) {unknown} of a DuckLake Spark catalog; options are "
+                f"{', '.join(CATALOG_KEYS)} and the storage options {', '.join(ACCEPTED_KEYS)}"
+            )
+        if not values.get("metadata"):
+            raise InvalidOptionError(
+                "a DuckLake Spark catalog needs spark.sql.catalog.<name>.metadata, e.g. "
+                "'lake.ducklake', 'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'"
+            )
+        storage = {k: v for k, v in values.items() if k not in CATALOG_KEYS}
+        if self.lake is not None:
+            self.lake.close()
+        self.lake = Lake.open(
+            values["metadata"],
+            data_path=values.get("data_path") or None,
+            snapshot=snapshot_option(values.get("snapshot")),
+            snapshot_time=snapshot_time_option(values.get("snapshot_time")),
+            storage_options=storage,
+            metadata_schema=values.get("metadata_schema") or None,
+        )
+        return {"protocol": PROTOCOL_VERSION, "package": __version__}
+
+    def _tables(self, namespace: str) -> list[str]:
+        from ...catalog import metadata
+        from ...errors import TableNotFoundError
+
+        lake = self.lake
+        with lake.backend.session() as session:
+            metadata.read_settings(session, lake.description)
+            snapshot = lake.resolve_snapshot(session).snapshot_id
+            if namespace not in {s.schema_name for s in metadata.list_schemas(session, snapshot)}:
+                raise TableNotFoundError(
+                    f"{lake.description} has no schema {namespace!r} at snapshot {snapshot}"
+                )
+            return [t.table_name for t in metadata.list_tables(session, snapshot, namespace)]
+
+    def close(self) -> None:
+        if self.lake is not None:
+            self.lake.close()
+            self.lake = None
+
+
+def serve(requests: BinaryIO, responses: BinaryIO) -> None:
+    """Answer requests until the pipe closes."""
+    planner = Planner()
+    try:
+        while (request := read_request(requests)) is not None:
+            try:
+                header, blobs = planner.handle(request)
+            except DuckLakeError as exc:
+                header, blobs = _error(exc), []
+            except Exception as exc:  # noqa: BLE001 -- not ours: named by class, traced to stderr
+                traceback.print_exc(file=sys.stderr)
+                header, blobs = _error(exc), []
+            write_response(responses, header, blobs)
+    finally:
+        planner.close()
+
+
+def _error(exc: BaseException) -> dict:
+    return {"error": {"class": type(exc).__name__, "message": str(exc)}}

@@ -1,0 +1,94 @@
+"""A table as the JVM catalog loads it: at the latest snapshot, or at one Spark names.
+
+``loadTable(ident)`` reads the lake's snapshot (the latest now, or the catalog's pinned
+``snapshot`` / ``snapshot_time``); ``VERSION AS OF v`` and ``TIMESTAMP AS OF t`` name one
+(``t`` arrives as microseconds since the epoch, UTC: the last snapshot at or before it,
+as DuckDB's ``AT (TIMESTAMP => ...)``). Later scans of the loaded table name the snapshot
+id it resolved to, so every scan of one ``Table`` object reads the same snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from ...catalog import table_column_comments
+from ...errors import InvalidOptionError
+from ...scan import Lake, LakeTable, SnapshotRef
+from .._types import spark_schema
+
+__all__ = ["resolve_table", "table_response"]
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+# Tables resolved at a fixed snapshot id, by (lake, schema, table, snapshot): a scan
+# after loadTable needs no catalog query for the table's columns.
+_RESOLVED: OrderedDict[tuple, LakeTable] = OrderedDict()
+_RESOLVED_MAX = 64
+_LOCK = threading.Lock()
+
+
+def resolve_table(lake: Lake, request: Mapping) -> LakeTable:
+    """The table a request names, at the snapshot it names (raises our typed errors)."""
+    namespace, name = str(request["namespace"]), str(request["name"])
+    ref = _snapshot_ref(request, f"{namespace}.{name}")
+    if ref is None:
+        return lake.table(namespace, name)
+    if ref.snapshot_id is None:
+        return lake.table_at(namespace, name, ref)
+    key = (id(lake), namespace, name, ref.snapshot_id)
+    with _LOCK:
+        found = _RESOLVED.get(key)
+        if found is not None and found.lake is lake:
+            _RESOLVED.move_to_end(key)
+            return found
+    table = lake.table_at(namespace, name, ref)
+    with _LOCK:
+        _RESOLVED[key] = table
+        while len(_RESOLVED) > _RESOLVED_MAX:
+            _RESOLVED.popitem(last=False)
+    return table
+
+
+def table_response(lake: Lake, request: Mapping) -> dict:
+    """What ``loadTable`` needs: the Spark schema (column comments included) and the
+    snapshot the table was resolved at."""
+    from pyspark.sql.types import StructField, StructType
+
+    table = resolve_table(lake, request)
+    with lake.backend.session() as session:
+        comments = table_column_comments(session, table.entry.table_id, table.snapshot_id)
+    fields = []
+    for column, field in zip(table.columns, spark_schema(table.columns).fields, strict=True):
+        comment = comments.get(column.column_id)
+        metadata = {"comment": comment} if comment else {}
+        fields.append(StructField(field.name, field.dataType, True, metadata))
+    return {
+        "namespace": table.entry.schema_name,
+        "name": table.entry.table_name,
+        "snapshot": table.snapshot_id,
+        "snapshot_time": table.snapshot.snapshot_time.isoformat(),
+        "table_id": table.entry.table_id,
+        "table_uuid": table.entry.table_uuid,
+        "catalog": lake.description,
+        "schema": StructType(fields).json(),
+    }
+
+
+def _snapshot_ref(request: Mapping, table: str) -> SnapshotRef | None:
+    version = request.get("version")
+    if version is not None:
+        text = str(version).strip()
+        digits = text[1:] if text[:1] in ("v", "V") else text
+        if not digits.isdigit():
+            raise InvalidOptionError(
+                f"VERSION AS OF {text!r} for table {table}: a DuckLake version is a snapshot "
+                "id (an integer, e.g. VERSION AS OF 12)"
+            )
+        return SnapshotRef(snapshot_id=int(digits))
+    micros = request.get("timestamp_us")
+    if micros is not None:
+        return SnapshotRef(time=_EPOCH + _dt.timedelta(microseconds=int(micros)))
+    snapshot = request.get("snapshot")
+    return None if snapshot is None else SnapshotRef(snapshot_id=int(snapshot))
