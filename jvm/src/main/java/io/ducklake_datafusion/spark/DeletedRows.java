@@ -115,6 +115,32 @@ public final class DeletedRows implements Serializable {
     this.files = files;
   }
 
+  /** The deleted rows of a scan's files, keyed by their Hadoop path (to be broadcast). */
+  static DeletedRows of(String scan, HashMap<String, FileDeletes> files) {
+    return new DeletedRows(scan, files);
+  }
+
+  /**
+   * One file's deletes: ascending {@code positions}, or a bitmap of its {@code rows} where
+   * that is smaller (many deletes).
+   */
+  static FileDeletes fileDeletes(long length, long[] positions, long rows) {
+    long words = (rows + 63) >>> 6;
+    if (words < positions.length && words <= Integer.MAX_VALUE - 8) {
+      long[] bitmap = new long[(int) words];
+      for (long position : positions) {
+        bitmap[(int) (position >>> 6)] |= 1L << (position & 63);
+      }
+      return new FileDeletes(length, null, bitmap);
+    }
+    for (int p = 1; p < positions.length; p++) {
+      if (positions[p] <= positions[p - 1]) {
+        throw new IllegalArgumentException("deleted positions must ascend");
+      }
+    }
+    return new FileDeletes(length, positions, null);
+  }
+
   /**
    * Parse {@code encoded} and broadcast it; returns the key a scan names it by.
    *

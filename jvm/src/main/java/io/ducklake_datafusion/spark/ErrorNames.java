@@ -8,16 +8,39 @@ package io.ducklake_datafusion.spark;
  * class travels in the message as {@code "ClassName: message"} ({@link #text}), the form the
  * Python side looks for. {@code tests/test_rust_contract.py} checks that each of {@link
  * #all} is in {@code ducklake_datafusion.errors.__all__} (through the JVM of a Spark session
- * with this jar).
+ * with this jar). Errors the catalog's planner raises carry the planner's own class names.
  */
 public final class ErrorNames {
+  /** The base class. */
+  public static final String DUCKLAKE = "DuckLakeError";
+
   /** A data file the catalog lists is not where the scan looked for it. */
   public static final String DATA_FILE_MISSING = "DataFileMissingError";
 
   /** A data file is not the one the catalog lists (another length). */
   public static final String DATA_FILE_CORRUPT = "DataFileCorruptError";
 
-  private static final String[] ALL = {DATA_FILE_MISSING, DATA_FILE_CORRUPT};
+  /** The planner cannot be started or lacks a package. */
+  public static final String MISSING_DEPENDENCY = "MissingDependencyError";
+
+  /** The catalog cannot do what was asked (a write, DDL). */
+  public static final String UNSUPPORTED_FEATURE = "UnsupportedFeatureError";
+
+  /** An option or a plan that does not make sense. */
+  public static final String INVALID_OPTION = "InvalidOptionError";
+
+  /** I/O between the JVM and the planner failed. */
+  public static final String STORAGE = "StorageError";
+
+  private static final String[] ALL = {
+    DUCKLAKE,
+    DATA_FILE_MISSING,
+    DATA_FILE_CORRUPT,
+    MISSING_DEPENDENCY,
+    UNSUPPORTED_FEATURE,
+    INVALID_OPTION,
+    STORAGE
+  };
 
   private ErrorNames() {}
 

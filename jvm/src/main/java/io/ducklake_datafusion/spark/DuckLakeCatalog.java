@@ -1,0 +1,262 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * A DuckLake lake as a Spark catalog: {@code spark.sql.catalog.lake =
+ * io.ducklake_datafusion.spark.DuckLakeCatalog}, {@code spark.sql.catalog.lake.metadata = <the
+ * catalog database>}, plus {@code data_path}, {@code snapshot}, {@code snapshot_time}, {@code
+ * metadata_schema} and any storage option the package accepts, and {@code python}: the
+ * interpreter of the planner (default: {@code spark.pyspark.driver.python}, {@code
+ * spark.pyspark.python}, {@code PYSPARK_DRIVER_PYTHON}, {@code PYSPARK_PYTHON}, else {@code
+ * python3}).
+ *
+ * <p>The lake's schemas are the namespaces ({@code SHOW NAMESPACES IN lake}), its tables the
+ * tables ({@code lake.main.orders}); {@code VERSION AS OF <snapshot id>} and {@code TIMESTAMP
+ * AS OF} read older snapshots. Every answer comes from the package's planner ({@link
+ * PlannerProcess}); the scan is {@link DuckLakeScan}. The catalog is read-only: DDL and writes
+ * raise an error that names the operation.
+ */
+public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
+  private static final String PYTHON_OPTION = "python";
+  private String name;
+  private final Map<String, String> plannerOptions = new LinkedHashMap<>();
+  private String python;
+  private volatile PlannerProcess planner;
+
+  @Override
+  public void initialize(String name, CaseInsensitiveStringMap options) {
+    this.name = name;
+    for (Map.Entry<String, String> entry : options.asCaseSensitiveMap().entrySet()) {
+      String key = entry.getKey().toLowerCase(java.util.Locale.ROOT);
+      if (key.equals(PYTHON_OPTION)) {
+        python = entry.getValue();
+      } else {
+        plannerOptions.put(key, entry.getValue());
+      }
+    }
+    if (!plannerOptions.containsKey("metadata")) {
+      throw new DuckLakeException(
+          ErrorNames.INVALID_OPTION,
+          "DuckLake catalog '"
+              + name
+              + "' needs spark.sql.catalog."
+              + name
+              + ".metadata: the catalog database, e.g. 'lake.ducklake', "
+              + "'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'",
+          null);
+    }
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  /** The planner of this catalog, started on first use (and again if it died). */
+  PlannerProcess planner() {
+    PlannerProcess found = planner;
+    if (found != null && found.alive()) {
+      return found;
+    }
+    synchronized (this) {
+      if (planner == null || !planner.alive()) {
+        planner = PlannerProcess.start(pythonExecutable(), plannerOptions);
+      }
+      return planner;
+    }
+  }
+
+  private String pythonExecutable() {
+    if (python != null && !python.isEmpty()) {
+      return python;
+    }
+    SparkSession session = SparkSession.getActiveSession().getOrElse(() -> null);
+    if (session != null) {
+      for (String key : new String[] {"spark.pyspark.driver.python", "spark.pyspark.python"}) {
+        String value = session.conf().get(key, "");
+        if (!value.isEmpty()) {
+          return value;
+        }
+      }
+    }
+    for (String key : new String[] {"PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON"}) {
+      String value = System.getenv(key);
+      if (value != null && !value.isEmpty()) {
+        return value;
+      }
+    }
+    return "python3";
+  }
+
+  private ObjectNode request(String op) {
+    ObjectNode request = PlannerProcess.JSON.createObjectNode();
+    request.put("op", op);
+    return request;
+  }
+
+  // -- namespaces ------------------------------------------------------------------------
+
+  private List<String> namespaceNames() {
+    List<String> names = new ArrayList<>();
+    for (JsonNode found : planner().call(request("namespaces")).header.path("namespaces")) {
+      names.add(found.asText());
+    }
+    return names;
+  }
+
+  @Override
+  public String[][] listNamespaces() {
+    List<String> names = namespaceNames();
+    String[][] out = new String[names.size()][];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = new String[] {names.get(i)};
+    }
+    return out;
+  }
+
+  @Override
+  public String[][] listNamespaces(String[] namespace) throws NoSuchNamespaceException {
+    if (namespace.length == 0) {
+      return listNamespaces();
+    }
+    if (namespace.length == 1 && namespaceNames().contains(namespace[0])) {
+      return new String[0][];
+    }
+    throw new NoSuchNamespaceException(namespace);
+  }
+
+  @Override
+  public boolean namespaceExists(String[] namespace) {
+    return namespace.length == 1 && namespaceNames().contains(namespace[0]);
+  }
+
+  @Override
+  public Map<String, String> loadNamespaceMetadata(String[] namespace)
+      throws NoSuchNamespaceException {
+    if (!namespaceExists(namespace)) {
+      throw new NoSuchNamespaceException(namespace);
+    }
+    return Collections.emptyMap();
+  }
+
+  @Override
+  public void createNamespace(String[] namespace, Map<String, String> metadata) {
+    throw readOnly("CREATE NAMESPACE " + String.join(".", namespace));
+  }
+
+  @Override
+  public void alterNamespace(String[] namespace, NamespaceChange... changes) {
+    throw readOnly("ALTER NAMESPACE " + String.join(".", namespace));
+  }
+
+  @Override
+  public boolean dropNamespace(String[] namespace, boolean cascade) {
+    throw readOnly("DROP NAMESPACE " + String.join(".", namespace));
+  }
+
+  // -- tables ----------------------------------------------------------------------------
+
+  @Override
+  public Identifier[] listTables(String[] namespace) throws NoSuchNamespaceException {
+    if (namespace.length != 1 || !namespaceNames().contains(namespace[0])) {
+      throw new NoSuchNamespaceException(namespace);
+    }
+    ObjectNode request = request("tables");
+    request.put("namespace", namespace[0]);
+    List<Identifier> found = new ArrayList<>();
+    for (JsonNode table : planner().call(request).header.path("tables")) {
+      found.add(Identifier.of(namespace, table.asText()));
+    }
+    return found.toArray(new Identifier[0]);
+  }
+
+  @Override
+  public Table loadTable(Identifier ident) throws NoSuchTableException {
+    return load(ident, request("table"));
+  }
+
+  @Override
+  public Table loadTable(Identifier ident, String version) throws NoSuchTableException {
+    ObjectNode request = request("table");
+    request.put("version", version);
+    return load(ident, request);
+  }
+
+  @Override
+  public Table loadTable(Identifier ident, long timestamp) throws NoSuchTableException {
+    ObjectNode request = request("table");
+    request.put("timestamp_us", timestamp);
+    return load(ident, request);
+  }
+
+  private Table load(Identifier ident, ObjectNode request) throws NoSuchTableException {
+    if (ident.namespace().length != 1) {
+      throw new NoSuchTableException(ident);
+    }
+    request.put("namespace", ident.namespace()[0]);
+    request.put("name", ident.name());
+    JsonNode table;
+    try {
+      table = planner().call(request).header;
+    } catch (DuckLakeException e) {
+      if ("TableNotFoundError".equals(e.errorClass())) {
+        throw new NoSuchTableException(ident);
+      }
+      throw e;
+    }
+    StructType schema = (StructType) DataType.fromJson(table.path("schema").asText());
+    return new DuckLakeTable(this, name, table, schema);
+  }
+
+  @Override
+  public Table createTable(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    throw readOnly("CREATE TABLE " + ident);
+  }
+
+  @Override
+  public Table alterTable(Identifier ident, TableChange... changes) {
+    throw readOnly("ALTER TABLE " + ident);
+  }
+
+  @Override
+  public boolean dropTable(Identifier ident) {
+    throw readOnly("DROP TABLE " + ident);
+  }
+
+  @Override
+  public void renameTable(Identifier oldIdent, Identifier newIdent) {
+    throw readOnly("ALTER TABLE " + oldIdent + " RENAME TO " + newIdent);
+  }
+
+  DuckLakeException readOnly(String operation) {
+    return new DuckLakeException(
+        ErrorNames.UNSUPPORTED_FEATURE,
+        "DuckLake catalog '"
+            + name
+            + "' is read-only: "
+            + operation
+            + " is not supported (write with DuckDB's ducklake extension)",
+        null);
+  }
+}

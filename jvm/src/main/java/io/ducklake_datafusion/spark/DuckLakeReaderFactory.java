@@ -1,0 +1,229 @@
+package io.ducklake_datafusion.spark;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.paths.SparkPath;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import scala.Function1;
+import scala.collection.Iterator;
+
+/**
+ * Reads a DuckLake scan's partitions on the executors: file slices with Spark's own Parquet
+ * reader functions (built on the driver, one per group of files with the same physical
+ * columns), deleted rows dropped by their row index, and the planner's exact rows from Arrow.
+ *
+ * <p>A batch from a file with deletes keeps its vectors: the kept rows are seen through a
+ * {@link SelectedColumnVector} each, and the row-index column is left out. In row mode (a
+ * schema Spark's vectorised reader does not take) the deleted rows are skipped and the row
+ * index projected away.
+ */
+final class DuckLakeReaderFactory implements PartitionReaderFactory {
+  private static final long serialVersionUID = 1L;
+  private final Function1<PartitionedFile, Iterator<InternalRow>>[] readers;
+  private final boolean[] masked;
+  private final StructType output;
+  private final boolean columnar;
+  private final Broadcast<DeletedRows> deletes;
+
+  DuckLakeReaderFactory(
+      Function1<PartitionedFile, Iterator<InternalRow>>[] readers,
+      boolean[] masked,
+      StructType output,
+      boolean columnar,
+      Broadcast<DeletedRows> deletes) {
+    this.readers = readers;
+    this.masked = masked;
+    this.output = output;
+    this.columnar = columnar;
+    this.deletes = deletes;
+  }
+
+  @Override
+  public boolean supportColumnarReads(InputPartition partition) {
+    return columnar;
+  }
+
+  @Override
+  public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    if (partition instanceof FileSlices.RowsPartition) {
+      return new ArrowRows<>(((FileSlices.RowsPartition) partition).ipc, false);
+    }
+    return new FilesReader<>(((FileSlices.FilesPartition) partition).slices, false);
+  }
+
+  @Override
+  public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+    if (partition instanceof FileSlices.RowsPartition) {
+      return new ArrowRows<>(((FileSlices.RowsPartition) partition).ipc, true);
+    }
+    return new FilesReader<>(((FileSlices.FilesPartition) partition).slices, true);
+  }
+
+  /** The slices of one partition, read one after another. */
+  private final class FilesReader<T> implements PartitionReader<T> {
+    private final FileSlices.Slice[] slices;
+    private final boolean batches;
+    private int next;
+    private Iterator<InternalRow> values;
+    private FileSlices.Slice slice;
+    private DeletedRows.Cursor cursor;
+    private UnsafeProjection dropRowIndex;
+    private Object current;
+
+    FilesReader(FileSlices.Slice[] slices, boolean batches) {
+      this.slices = slices;
+      this.batches = batches;
+    }
+
+    @Override
+    public boolean next() throws IOException {
+      while (true) {
+        if (values != null && values.hasNext()) {
+          Object value = values.next();
+          current = slice.masked ? kept(value) : value;
+          if (current != null) {
+            return true;
+          }
+          continue;
+        }
+        if (next >= slices.length) {
+          return false;
+        }
+        open(slices[next++]);
+      }
+    }
+
+    private void open(FileSlices.Slice slice) {
+      this.slice = slice;
+      Path path = new Path(slice.url);
+      PartitionedFile file =
+          new PartitionedFile(
+              InternalRow.empty(),
+              SparkPath.fromPath(path),
+              slice.start,
+              slice.length,
+              new String[0],
+              0L,
+              slice.fileSize,
+              ScalaBridge.emptyMap());
+      cursor = slice.masked ? deletes.value().of(path.toString(), slice.fileSize) : null;
+      values = readers[slice.group].apply(file);
+    }
+
+    /** The value without its deleted rows and row index (null: nothing left). */
+    private Object kept(Object value) {
+      int width = output.fields().length;
+      if (value instanceof ColumnarBatch) {
+        ColumnarBatch batch = (ColumnarBatch) value;
+        int rows = batch.numRows();
+        ColumnVector positions = batch.column(width);
+        int[] selected = new int[rows];
+        int kept = 0;
+        for (int i = 0; i < rows; i++) {
+          if (!cursor.isDeleted(positions.getLong(i))) {
+            selected[kept++] = i;
+          }
+        }
+        if (kept == 0) {
+          return null;
+        }
+        ColumnVector[] columns = new ColumnVector[width];
+        for (int c = 0; c < width; c++) {
+          columns[c] = kept == rows ? batch.column(c) : new SelectedColumnVector(batch.column(c), selected, kept);
+        }
+        return new ColumnarBatch(columns, kept);
+      }
+      InternalRow row = (InternalRow) value;
+      if (cursor.isDeleted(row.getLong(width))) {
+        return null;
+      }
+      if (dropRowIndex == null) {
+        dropRowIndex = UnsafeProjection.create(output);
+      }
+      return dropRowIndex.apply(row);
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public T get() {
+      if (batches && !(current instanceof ColumnarBatch)) {
+        throw new IllegalStateException("ducklake: Spark's reader returned rows for a columnar scan");
+      }
+      return (T) current;
+    }
+
+    @Override
+    public void close() {
+      // Spark's reader functions close their files at the end of each file or of the task
+    }
+  }
+
+  /** The planner's exact rows: Arrow batches as Spark's Arrow vectors (or their rows). */
+  private static final class ArrowRows<T> implements PartitionReader<T> {
+    private final RootAllocator allocator = new RootAllocator(Long.MAX_VALUE);
+    private final ArrowStreamReader reader;
+    private final boolean batches;
+    private java.util.Iterator<InternalRow> rows;
+    private Object current;
+
+    ArrowRows(byte[] ipc, boolean batches) {
+      this.reader = new ArrowStreamReader(new ByteArrayInputStream(ipc), allocator);
+      this.batches = batches;
+    }
+
+    @Override
+    public boolean next() throws IOException {
+      while (true) {
+        if (!batches && rows != null && rows.hasNext()) {
+          current = rows.next();
+          return true;
+        }
+        if (!reader.loadNextBatch()) {
+          return false;
+        }
+        VectorSchemaRoot root = reader.getVectorSchemaRoot();
+        ColumnVector[] columns = new ColumnVector[root.getFieldVectors().size()];
+        int i = 0;
+        for (FieldVector vector : root.getFieldVectors()) {
+          columns[i++] = new ArrowColumnVector(vector);
+        }
+        ColumnarBatch batch = new ColumnarBatch(columns, root.getRowCount());
+        if (batches) {
+          if (root.getRowCount() == 0) {
+            continue;
+          }
+          current = batch;
+          return true;
+        }
+        rows = batch.rowIterator();
+      }
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public T get() {
+      return (T) current;
+    }
+
+    @Override
+    public void close() throws IOException {
+      reader.close();
+      allocator.close();
+    }
+  }
+}

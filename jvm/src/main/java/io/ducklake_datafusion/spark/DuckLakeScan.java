@@ -1,0 +1,257 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import scala.Function1;
+import scala.collection.Iterator;
+
+/**
+ * One planned scan of a DuckLake table: the planner's plan for the query's columns and
+ * filters, read by Spark's own Parquet reader where that is exact, the rest as rows the
+ * planner read exactly.
+ *
+ * <p>The plan is made once, when Spark builds the scan (so statistics and {@code EXPLAIN} see
+ * it): the planner prunes the files with the pushed filters, checks each kept file against the
+ * catalog, and exports them ({@link PlannedFiles}). Files are split and packed into partitions
+ * as Spark packs a Parquet scan ({@code spark.sql.files.maxPartitionBytes}, {@code
+ * openCostInBytes}, the default parallelism). Each group of files with the same physical
+ * columns gets one reader function of Spark's {@link ParquetFileFormat}; files with deletes
+ * also read the row index, and {@link DuckLakeReaderFactory} drops the deleted rows.
+ */
+final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
+  private static final String MISSING = "__ducklake_missing_column_";
+  static final String ROW_INDEX = "_tmp_metadata_row_index";
+
+  private final DuckLakeTable table;
+  private final StructType readSchema;
+  private final Filter[] pushed;
+  private final JsonNode header;
+  private final List<PlannedFiles.File> files;
+  private final byte[] exactRows;
+  private InputPartition[] partitions;
+  private DuckLakeReaderFactory factory;
+
+  DuckLakeScan(DuckLakeTable table, StructType required, List<ObjectNode> filters, Filter[] pushed) {
+    this.table = table;
+    this.readSchema = fullFields(required, table.schema());
+    this.pushed = pushed;
+    ObjectNode request = PlannerProcess.JSON.createObjectNode();
+    request.put("op", "scan");
+    request.put("namespace", table.namespace());
+    request.put("name", table.tableName());
+    request.put("snapshot", table.snapshot());
+    ArrayNode columns = request.putArray("columns");
+    for (StructField field : readSchema.fields()) {
+      columns.add(field.name());
+    }
+    ArrayNode pushedJson = request.putArray("filters");
+    filters.forEach(pushedJson::add);
+    PlannerProcess.Answer answer = table.catalog().planner().call(request);
+    this.header = answer.header;
+    List<String> urls = new ArrayList<>();
+    header.path("hadoop_urls").forEach(url -> urls.add(url.asText()));
+    this.files = PlannedFiles.parse(answer.blobs[0], urls, table.name());
+    this.exactRows = header.path("exact_rows").asLong() > 0 ? answer.blobs[1] : null;
+  }
+
+  /** The table's own type of each required column: nested fields are not pruned here. */
+  private static StructType fullFields(StructType required, StructType table) {
+    StructField[] fields = new StructField[required.fields().length];
+    for (int i = 0; i < fields.length; i++) {
+      fields[i] = table.apply(required.fields()[i].name());
+    }
+    return new StructType(fields);
+  }
+
+  @Override
+  public StructType readSchema() {
+    return readSchema;
+  }
+
+  @Override
+  public String description() {
+    StringBuilder text = new StringBuilder("DuckLake ");
+    text.append(table.name()).append(" snapshot ").append(header.path("snapshot").asLong());
+    text.append(" [files: ").append(header.path("files_spark").asLong()).append(" read by Spark");
+    long exact = header.path("files_exact").asLong();
+    if (exact > 0) {
+      text.append(", ").append(exact).append(" read exactly by the planner");
+    }
+    text.append(", ").append(header.path("files_pruned").asLong()).append(" pruned of ");
+    text.append(header.path("files_live").asLong()).append(" live");
+    long rows = header.path("exact_rows").asLong();
+    if (rows > 0) {
+      text.append("; ").append(rows).append(" rows from the planner");
+    }
+    for (JsonNode reason : header.path("exact_reasons")) {
+      text.append("; ").append(reason.asText());
+    }
+    if (!header.path("filter").isNull() && header.has("filter")) {
+      text.append("; pruned with ").append(header.path("filter").asText());
+    }
+    return text.append("]").toString();
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public Statistics estimateStatistics() {
+    final long bytes = header.path("bytes").asLong();
+    final long rows = header.path("rows").asLong();
+    return new Statistics() {
+      @Override
+      public OptionalLong sizeInBytes() {
+        return OptionalLong.of(Math.max(bytes, 1));
+      }
+
+      @Override
+      public OptionalLong numRows() {
+        return OptionalLong.of(rows);
+      }
+    };
+  }
+
+  @Override
+  public synchronized InputPartition[] planInputPartitions() {
+    if (partitions == null) {
+      build();
+    }
+    return partitions.clone();
+  }
+
+  @Override
+  public synchronized PartitionReaderFactory createReaderFactory() {
+    if (factory == null) {
+      build();
+    }
+    return factory;
+  }
+
+  /** The read groups, their reader functions, the deleted rows and the partitions. */
+  private void build() {
+    SparkSession session = SparkSession.active();
+    ParquetFileFormat format = new ParquetFileFormat();
+    String[] tableColumns = table.schema().fieldNames();
+    Map<String, Integer> groupOf = new LinkedHashMap<>();
+    List<StructType> groupSchemas = new ArrayList<>();
+    List<Boolean> groupMasked = new ArrayList<>();
+    List<Boolean> groupCurrent = new ArrayList<>();
+    int[] fileGroup = new int[files.size()];
+    for (int f = 0; f < files.size(); f++) {
+      PlannedFiles.File file = files.get(f);
+      boolean masked = file.deleted != null;
+      StructField[] fields = new StructField[readSchema.fields().length + (masked ? 1 : 0)];
+      boolean current = true;
+      StringBuilder key = new StringBuilder(masked ? "masked" : "clean");
+      for (int c = 0; c < readSchema.fields().length; c++) {
+        StructField field = readSchema.fields()[c];
+        String physical = file.physical[indexOf(tableColumns, field.name())];
+        if (physical == null) {
+          physical = MISSING + c;
+        }
+        current &= physical.equals(field.name());
+        key.append('\u0000').append(physical);
+        fields[c] = new StructField(physical, field.dataType(), true, Metadata.empty());
+      }
+      if (masked) {
+        fields[fields.length - 1] =
+            new StructField(ROW_INDEX, DataTypes.LongType, true, Metadata.empty());
+      }
+      Integer group = groupOf.get(key.toString());
+      if (group == null) {
+        group = groupSchemas.size();
+        groupOf.put(key.toString(), group);
+        groupSchemas.add(new StructType(fields));
+        groupMasked.add(masked);
+        groupCurrent.add(current);
+      }
+      fileGroup[f] = group;
+    }
+    boolean columnar = format.supportBatch(session, readSchema);
+    for (StructType schema : groupSchemas) {
+      columnar &= format.supportBatch(session, schema);
+    }
+    Configuration hadoop = session.sessionState().newHadoopConf();
+    header.path("hadoop_options").fields().forEachRemaining(e -> hadoop.set(e.getKey(), e.getValue().asText()));
+    @SuppressWarnings("unchecked")
+    Function1<PartitionedFile, Iterator<InternalRow>>[] readers = new Function1[groupSchemas.size()];
+    boolean[] masked = new boolean[readers.length];
+    for (int g = 0; g < readers.length; g++) {
+      StructType schema = groupSchemas.get(g);
+      StructType dataSchema = groupMasked.get(g) ? dropLast(schema) : schema;
+      List<Filter> filters = groupCurrent.get(g) ? java.util.Arrays.asList(pushed) : Collections.<Filter>emptyList();
+      readers[g] =
+          format.buildReaderWithPartitionValues(
+              session,
+              dataSchema,
+              new StructType(),
+              schema,
+              ScalaBridge.list(filters),
+              ScalaBridge.map("returning_batch", Boolean.toString(columnar)),
+              hadoop);
+      masked[g] = groupMasked.get(g);
+    }
+    Broadcast<DeletedRows> deletes = null;
+    if (groupMasked.contains(Boolean.TRUE)) {
+      HashMap<String, DeletedRows.FileDeletes> byPath = new HashMap<>();
+      for (PlannedFiles.File file : files) {
+        if (file.deleted != null) {
+          byPath.put(
+              new Path(file.hadoopUrl).toString(),
+              DeletedRows.fileDeletes(file.size, file.deleted, file.recordCount));
+        }
+      }
+      String name = "table " + table.name() + " (snapshot " + table.snapshot() + ")";
+      deletes =
+          JavaSparkContext.fromSparkContext(session.sparkContext())
+              .broadcast(DeletedRows.of(name, byPath));
+    }
+    factory = new DuckLakeReaderFactory(readers, masked, readSchema, columnar, deletes);
+    partitions = FileSlices.partitions(session, files, fileGroup, exactRows);
+  }
+
+  private static int indexOf(String[] names, String name) {
+    for (int i = 0; i < names.length; i++) {
+      if (names[i].equals(name)) {
+        return i;
+      }
+    }
+    throw new IllegalStateException("ducklake: the table has no column " + name);
+  }
+
+  private static StructType dropLast(StructType schema) {
+    StructField[] fields = new StructField[schema.fields().length - 1];
+    System.arraycopy(schema.fields(), 0, fields, 0, fields.length);
+    return new StructType(fields);
+  }
+}

@@ -1,0 +1,57 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Takes the query's filters and columns before the scan is planned: the filters prune files by
+ * catalog statistics and partition values in the planner (none is reported as handled: Spark
+ * applies each after the scan, so pruning can only leave rows out that do not match), the
+ * columns become the scan's read schema.
+ */
+final class DuckLakeScanBuilder
+    implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
+  private final DuckLakeTable table;
+  private StructType required;
+  private final List<Filter> pushed = new ArrayList<>();
+  private final List<ObjectNode> pushedJson = new ArrayList<>();
+
+  DuckLakeScanBuilder(DuckLakeTable table) {
+    this.table = table;
+    this.required = table.schema();
+  }
+
+  @Override
+  public Filter[] pushFilters(Filter[] filters) {
+    for (Filter filter : filters) {
+      ObjectNode json = FilterJson.of(filter);
+      if (json != null) {
+        pushed.add(filter);
+        pushedJson.add(json);
+      }
+    }
+    return filters;
+  }
+
+  @Override
+  public Filter[] pushedFilters() {
+    return pushed.toArray(new Filter[0]);
+  }
+
+  @Override
+  public void pruneColumns(StructType requiredSchema) {
+    this.required = requiredSchema;
+  }
+
+  @Override
+  public Scan build() {
+    return new DuckLakeScan(table, required, pushedJson, pushed.toArray(new Filter[0]));
+  }
+}

@@ -1,0 +1,83 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * One DuckLake table at the snapshot it was loaded at: every scan of this object reads that
+ * snapshot (the planner is asked for it by id), so a query sees one table state.
+ */
+final class DuckLakeTable implements Table, SupportsRead {
+  private final DuckLakeCatalog catalog;
+  private final String catalogName;
+  private final String namespace;
+  private final String tableName;
+  private final long snapshot;
+  private final StructType schema;
+  private final Map<String, String> properties = new LinkedHashMap<>();
+
+  DuckLakeTable(DuckLakeCatalog catalog, String catalogName, JsonNode info, StructType schema) {
+    this.catalog = catalog;
+    this.catalogName = catalogName;
+    this.namespace = info.path("namespace").asText();
+    this.tableName = info.path("name").asText();
+    this.snapshot = info.path("snapshot").asLong();
+    this.schema = schema;
+    properties.put("provider", "ducklake");
+    properties.put("ducklake.snapshot", Long.toString(snapshot));
+    properties.put("ducklake.snapshot_time", info.path("snapshot_time").asText());
+    properties.put("ducklake.table_id", info.path("table_id").asText());
+    properties.put("ducklake.table_uuid", info.path("table_uuid").asText());
+  }
+
+  @Override
+  public String name() {
+    return catalogName + "." + namespace + "." + tableName;
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public StructType schema() {
+    return schema;
+  }
+
+  @Override
+  public Map<String, String> properties() {
+    return properties;
+  }
+
+  @Override
+  public Set<TableCapability> capabilities() {
+    return EnumSet.of(TableCapability.BATCH_READ);
+  }
+
+  @Override
+  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    return new DuckLakeScanBuilder(this);
+  }
+
+  DuckLakeCatalog catalog() {
+    return catalog;
+  }
+
+  String namespace() {
+    return namespace;
+  }
+
+  String tableName() {
+    return tableName;
+  }
+
+  long snapshot() {
+    return snapshot;
+  }
+}

@@ -1,0 +1,192 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Map;
+
+/**
+ * The package's Python planner, run as a child process of the driver, asked over a pipe.
+ *
+ * <p>DuckLake planning (catalog queries, snapshot resolution, pruning, deletes, layouts) is the
+ * Python package's: this JVM side writes no second planner. It starts {@code python -m
+ * ducklake_datafusion.spark.planner} once per catalog, as Spark runs Python data-source
+ * planning in a Python worker, and sends it requests as frames: a big-endian int32 length and
+ * UTF-8 JSON. Each answer is a JSON frame, then as many binary blobs (int64 length, bytes) as
+ * its {@code blobs} field says. The child's standard error is passed to this process's, its
+ * last lines kept for the message if it dies.
+ */
+final class PlannerProcess implements AutoCloseable {
+  static final ObjectMapper JSON = new ObjectMapper();
+  private static final int KEPT_LINES = 40;
+
+  /** One answer: its JSON header and its binary blobs. */
+  static final class Answer {
+    final JsonNode header;
+    final byte[][] blobs;
+
+    Answer(JsonNode header, byte[][] blobs) {
+      this.header = header;
+      this.blobs = blobs;
+    }
+  }
+
+  private final String python;
+  private final Process process;
+  private final DataOutputStream requests;
+  private final DataInputStream answers;
+  private final Deque<String> lastErrorLines = new ArrayDeque<>();
+
+  private PlannerProcess(String python, Process process) {
+    this.python = python;
+    this.process = process;
+    this.requests = new DataOutputStream(new BufferedOutputStream(process.getOutputStream()));
+    this.answers = new DataInputStream(new BufferedInputStream(process.getInputStream(), 1 << 16));
+    Thread errors = new Thread(this::passErrors, "ducklake-planner-stderr");
+    errors.setDaemon(true);
+    errors.start();
+  }
+
+  /** Start the planner with {@code python} and open the lake from {@code options}. */
+  static PlannerProcess start(String python, Map<String, String> options) {
+    ProcessBuilder builder = new ProcessBuilder(python, "-m", "ducklake_datafusion.spark.planner");
+    Process process;
+    try {
+      process = builder.start();
+    } catch (IOException e) {
+      throw new DuckLakeException(
+          ErrorNames.MISSING_DEPENDENCY,
+          "cannot start the DuckLake planner with the Python interpreter '"
+              + python
+              + "' ("
+              + e.getMessage()
+              + "); set spark.sql.catalog.<name>.python to an interpreter that has "
+              + "ducklake-datafusion installed",
+          e);
+    }
+    PlannerProcess planner = new PlannerProcess(python, process);
+    ObjectNode open = JSON.createObjectNode();
+    open.put("op", "open");
+    ObjectNode values = open.putObject("options");
+    options.forEach(values::put);
+    planner.call(open);
+    Runtime.getRuntime().addShutdownHook(new Thread(planner::close, "ducklake-planner-stop"));
+    return planner;
+  }
+
+  /** Send one request; the answer, or our exception named by the planner's error class. */
+  synchronized Answer call(ObjectNode request) {
+    JsonNode header;
+    byte[][] blobs;
+    try {
+      byte[] body = JSON.writeValueAsBytes(request);
+      requests.writeInt(body.length);
+      requests.write(body);
+      requests.flush();
+      byte[] answer = new byte[answers.readInt()];
+      answers.readFully(answer);
+      header = JSON.readTree(answer);
+      blobs = new byte[header.path("blobs").asInt(0)][];
+      for (int i = 0; i < blobs.length; i++) {
+        long length = answers.readLong();
+        if (length > Integer.MAX_VALUE - 16) {
+          throw new IOException("an answer of " + length + " bytes is more than one array holds");
+        }
+        blobs[i] = new byte[(int) length];
+        answers.readFully(blobs[i]);
+      }
+    } catch (EOFException e) {
+      throw died(e);
+    } catch (IOException e) {
+      if (!process.isAlive()) {
+        throw died(e);
+      }
+      throw new DuckLakeException(
+          ErrorNames.STORAGE, "the pipe to the DuckLake planner failed: " + e.getMessage(), e);
+    }
+    JsonNode error = header.get("error");
+    if (error != null) {
+      throw new DuckLakeException(
+          error.path("class").asText("DuckLakeError"), error.path("message").asText(""), null);
+    }
+    return new Answer(header, blobs);
+  }
+
+  private DuckLakeException died(Exception cause) {
+    String tail;
+    synchronized (lastErrorLines) {
+      tail = String.join("\n", lastErrorLines);
+    }
+    Integer code = null;
+    try {
+      process.waitFor(java.util.concurrent.TimeUnit.SECONDS.toMillis(2), java.util.concurrent.TimeUnit.MILLISECONDS);
+      code = process.isAlive() ? null : process.exitValue();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    boolean missing = tail.contains("No module named");
+    return new DuckLakeException(
+        missing ? ErrorNames.MISSING_DEPENDENCY : ErrorNames.DUCKLAKE,
+        "the DuckLake planner ("
+            + python
+            + " -m ducklake_datafusion.spark.planner) exited"
+            + (code == null ? "" : " with code " + code)
+            + (missing
+                ? "; install ducklake-datafusion for that interpreter, or set "
+                    + "spark.sql.catalog.<name>.python to one that has it"
+                : "")
+            + (tail.isEmpty() ? "" : "; its last output:\n" + tail),
+        cause);
+  }
+
+  private void passErrors() {
+    try (BufferedReader lines =
+        new BufferedReader(
+            new InputStreamReader(process.getErrorStream(), StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = lines.readLine()) != null) {
+        System.err.println(line);
+        synchronized (lastErrorLines) {
+          lastErrorLines.addLast(line);
+          while (lastErrorLines.size() > KEPT_LINES) {
+            lastErrorLines.removeFirst();
+          }
+        }
+      }
+    } catch (IOException e) {
+      // the process ended: nothing more to pass on
+    }
+  }
+
+  boolean alive() {
+    return process.isAlive();
+  }
+
+  @Override
+  public void close() {
+    try {
+      requests.close();
+    } catch (IOException e) {
+      // already closed
+    }
+    try {
+      if (!process.waitFor(5, java.util.concurrent.TimeUnit.SECONDS)) {
+        process.destroy();
+      }
+    } catch (InterruptedException e) {
+      process.destroy();
+      Thread.currentThread().interrupt();
+    }
+  }
+}
