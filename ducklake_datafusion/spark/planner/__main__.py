@@ -7,15 +7,24 @@ passes through to the driver's log.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from . import serve
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m ducklake_datafusion.spark.planner")
+    parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=None,
+        help="exit (code 0) after this long without a request; the JVM starts a new process",
+    )
+    args = parser.parse_args()
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    serve(sys.stdin.buffer, protocol_out)
+    serve(sys.stdin.buffer, protocol_out, idle_seconds=args.idle_seconds)
     return 0
 
 

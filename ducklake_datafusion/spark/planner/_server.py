@@ -26,6 +26,7 @@ its traceback goes to standard error. The process ends when the pipe closes.
 
 from __future__ import annotations
 
+import select
 import sys
 import traceback
 from collections.abc import Mapping
@@ -119,11 +120,16 @@ class Planner:
             self.lake = None
 
 
-def serve(requests: BinaryIO, responses: BinaryIO) -> None:
-    """Answer requests until the pipe closes."""
+def serve(requests: BinaryIO, responses: BinaryIO, *, idle_seconds: float | None = None) -> None:
+    """Answer requests until the pipe closes, or until none came for ``idle_seconds``.
+
+    The idle exit frees an unused catalog's process (its catalog database connection, its
+    memory); the JVM starts a new one on the next request, and retries a request that met
+    a process exiting this way (exit code 0).
+    """
     planner = Planner()
     try:
-        while (request := read_request(requests)) is not None:
+        while _ready(requests, idle_seconds) and (request := read_request(requests)) is not None:
             try:
                 header, blobs = planner.handle(request)
             except DuckLakeError as exc:
@@ -134,6 +140,14 @@ def serve(requests: BinaryIO, responses: BinaryIO) -> None:
             write_response(responses, header, blobs)
     finally:
         planner.close()
+
+
+def _ready(requests: BinaryIO, idle_seconds: float | None) -> bool:
+    """Whether a request arrives within ``idle_seconds`` (always, without a limit)."""
+    if idle_seconds is None or idle_seconds <= 0:
+        return True
+    readable, _, _ = select.select([requests], [], [], idle_seconds)
+    return bool(readable)
 
 
 def _error(exc: BaseException) -> dict:

@@ -25,7 +25,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * A DuckLake lake as a Spark catalog: {@code spark.sql.catalog.lake =
  * io.ducklake_datafusion.spark.DuckLakeCatalog}, {@code spark.sql.catalog.lake.metadata = <the
  * catalog database>}, plus {@code data_path}, {@code snapshot}, {@code snapshot_time}, {@code
- * metadata_schema} and any storage option the package accepts, and {@code python}: the
+ * metadata_schema} and any storage option the package accepts; {@code planner_idle_seconds}
+ * (default 300: the planner process exits when idle, and is started again on demand), and
+ * {@code python}: the
  * interpreter of the planner (default: {@code spark.pyspark.driver.python}, {@code
  * spark.pyspark.python}, {@code PYSPARK_DRIVER_PYTHON}, {@code PYSPARK_PYTHON}, else {@code
  * python3}).
@@ -38,6 +40,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  */
 public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
   private static final String PYTHON_OPTION = "python";
+  private static final String IDLE_OPTION = "planner_idle_seconds";
+  private double idleSeconds = 300;
   private String name;
   private final Map<String, String> plannerOptions = new LinkedHashMap<>();
   private String python;
@@ -50,6 +54,16 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
       String key = entry.getKey().toLowerCase(java.util.Locale.ROOT);
       if (key.equals(PYTHON_OPTION)) {
         python = entry.getValue();
+      } else if (key.equals(IDLE_OPTION)) {
+        try {
+          idleSeconds = Double.parseDouble(entry.getValue());
+        } catch (NumberFormatException e) {
+          throw new DuckLakeException(
+              ErrorNames.INVALID_OPTION,
+              "spark.sql.catalog." + name + "." + IDLE_OPTION + " must be a number of seconds, got '"
+                  + entry.getValue() + "'",
+              e);
+        }
       } else {
         plannerOptions.put(key, entry.getValue());
       }
@@ -80,7 +94,10 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     }
     synchronized (this) {
       if (planner == null || !planner.alive()) {
-        planner = PlannerProcess.start(pythonExecutable(), plannerOptions);
+        if (planner != null) {
+          planner.close();
+        }
+        planner = PlannerProcess.start(pythonExecutable(), plannerOptions, idleSeconds);
       }
       return planner;
     }
@@ -108,6 +125,15 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     return "python3";
   }
 
+  /** Ask the planner; once more, of a new process, if the last one exited idle meanwhile. */
+  PlannerProcess.Answer call(ObjectNode request) {
+    try {
+      return planner().call(request);
+    } catch (PlannerProcess.Exited e) {
+      return planner().call(request);
+    }
+  }
+
   private ObjectNode request(String op) {
     ObjectNode request = PlannerProcess.JSON.createObjectNode();
     request.put("op", op);
@@ -118,7 +144,7 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
 
   private List<String> namespaceNames() {
     List<String> names = new ArrayList<>();
-    for (JsonNode found : planner().call(request("namespaces")).header.path("namespaces")) {
+    for (JsonNode found : call(request("namespaces")).header.path("namespaces")) {
       names.add(found.asText());
     }
     return names;
@@ -184,7 +210,7 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     ObjectNode request = request("tables");
     request.put("namespace", namespace[0]);
     List<Identifier> found = new ArrayList<>();
-    for (JsonNode table : planner().call(request).header.path("tables")) {
+    for (JsonNode table : call(request).header.path("tables")) {
       found.add(Identifier.of(namespace, table.asText()));
     }
     return found.toArray(new Identifier[0]);
@@ -217,7 +243,7 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     request.put("name", ident.name());
     JsonNode table;
     try {
-      table = planner().call(request).header;
+      table = call(request).header;
     } catch (DuckLakeException e) {
       if ("TableNotFoundError".equals(e.errorClass())) {
         throw new NoSuchTableException(ident);

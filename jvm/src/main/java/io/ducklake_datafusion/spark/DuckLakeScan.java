@@ -73,7 +73,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     }
     ArrayNode pushedJson = request.putArray("filters");
     filters.forEach(pushedJson::add);
-    PlannerProcess.Answer answer = table.catalog().planner().call(request);
+    PlannerProcess.Answer answer = table.catalog().call(request);
     this.header = answer.header;
     List<String> urls = new ArrayList<>();
     header.path("hadoop_urls").forEach(url -> urls.add(url.asText()));
@@ -218,7 +218,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
               schema,
               ScalaBridge.list(filters),
               ScalaBridge.map("returning_batch", Boolean.toString(columnar)),
-              hadoop);
+              // Spark's reader writes the requested schema into this configuration and
+              // broadcasts it (in local mode, the very object): one copy per group.
+              new Configuration(hadoop));
       masked[g] = groupMasked.get(g);
     }
     Broadcast<DeletedRows> deletes = null;

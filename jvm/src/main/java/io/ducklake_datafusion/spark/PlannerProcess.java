@@ -42,6 +42,27 @@ final class PlannerProcess implements AutoCloseable {
     }
   }
 
+  /** The process ended of its own accord (idle) before answering: ask a new one. */
+  static final class Exited extends DuckLakeException {
+    private static final long serialVersionUID = 1L;
+
+    Exited(String message, Throwable cause) {
+      super(ErrorNames.DUCKLAKE, message, cause);
+    }
+  }
+
+  /** Every planner started and not closed, closed when the JVM exits. */
+  private static final java.util.Set<PlannerProcess> LIVE = new java.util.HashSet<>();
+  private static boolean hookAdded;
+
+  private static void closeAll() {
+    java.util.List<PlannerProcess> all;
+    synchronized (LIVE) {
+      all = new java.util.ArrayList<>(LIVE);
+    }
+    all.forEach(PlannerProcess::close);
+  }
+
   private final String python;
   private final Process process;
   private final DataOutputStream requests;
@@ -58,9 +79,18 @@ final class PlannerProcess implements AutoCloseable {
     errors.start();
   }
 
-  /** Start the planner with {@code python} and open the lake from {@code options}. */
-  static PlannerProcess start(String python, Map<String, String> options) {
-    ProcessBuilder builder = new ProcessBuilder(python, "-m", "ducklake_datafusion.spark.planner");
+  /**
+   * Start the planner with {@code python} and open the lake from {@code options}; it exits
+   * after {@code idleSeconds} without a request (0: never).
+   */
+  static PlannerProcess start(String python, Map<String, String> options, double idleSeconds) {
+    ProcessBuilder builder =
+        new ProcessBuilder(
+            python,
+            "-m",
+            "ducklake_datafusion.spark.planner",
+            "--idle-seconds",
+            Double.toString(idleSeconds));
     Process process;
     try {
       process = builder.start();
@@ -80,8 +110,14 @@ final class PlannerProcess implements AutoCloseable {
     open.put("op", "open");
     ObjectNode values = open.putObject("options");
     options.forEach(values::put);
+    synchronized (LIVE) {
+      if (LIVE.isEmpty() && !hookAdded) {
+        Runtime.getRuntime().addShutdownHook(new Thread(PlannerProcess::closeAll, "ducklake-planners-stop"));
+        hookAdded = true;
+      }
+      LIVE.add(planner);
+    }
     planner.call(open);
-    Runtime.getRuntime().addShutdownHook(new Thread(planner::close, "ducklake-planner-stop"));
     return planner;
   }
 
@@ -135,6 +171,9 @@ final class PlannerProcess implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    if (code != null && code == 0) {
+      return new Exited("the DuckLake planner exited (idle) before answering", cause);
+    }
     boolean missing = tail.contains("No module named");
     return new DuckLakeException(
         missing ? ErrorNames.MISSING_DEPENDENCY : ErrorNames.DUCKLAKE,
@@ -175,6 +214,9 @@ final class PlannerProcess implements AutoCloseable {
 
   @Override
   public void close() {
+    synchronized (LIVE) {
+      LIVE.remove(this);
+    }
     try {
       requests.close();
     } catch (IOException e) {

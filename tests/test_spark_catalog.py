@@ -1,0 +1,391 @@
+"""The lake as a Spark catalog: ``DuckLakeCatalog`` (the package's jar) and its planner process.
+
+A SQL-only user configures ``spark.sql.catalog.<name>`` and reads ``<name>.main.t``, at any
+snapshot (``VERSION AS OF`` / ``TIMESTAMP AS OF``). Every answer is compared with DuckDB's
+reader of the same lake at the same snapshot; plans are checked for which files Spark's
+reader took, which the planner read exactly, and which were pruned.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, merged_inserts
+
+pytest.importorskip("pyspark")
+
+from ducklake_datafusion.spark import read_table
+
+pytestmark = pytest.mark.spark
+
+LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
+CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
+_names = itertools.count()
+
+
+@pytest.fixture
+def catalog(spark, spark_package_jar):
+    """``catalog(lake, **options) -> name``: a DuckLake catalog of ``lake`` in the shared
+    session (a fresh name each time, its planner exiting after 5 idle seconds)."""
+    if spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
+
+    def register(lake, **options) -> str:
+        name = f"dl{os.getpid()}_{next(_names)}"
+        args = lake.reader_args()
+        values = {
+            "metadata": args["metadata"],
+            "data_path": args.get("data_path"),
+            "metadata_schema": args.get("metadata_schema"),
+            **(args["storage_options"] or {}),
+            "python": sys.executable,
+            "planner_idle_seconds": "5",
+            **options,
+        }
+        prefix = f"spark.sql.catalog.{name}"
+        spark.conf.set(prefix, CATALOG_CLASS)
+        for key, value in values.items():
+            if value is not None:
+                spark.conf.set(f"{prefix}.{key}", str(value))
+        return name
+
+    return register
+
+
+def _scan_text(frame) -> str:
+    """The scan node's text in the executed plan (the catalog's description)."""
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan" in plan, plan
+    return plan
+
+
+@pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
+def test_every_snapshot_of_a_deleting_history_reads_as_duckdb(spark, make_lake, catalog, spec):
+    lake = make_lake(spec, inline_limit=3)
+    deleting_history(lake)
+    name = catalog(lake)
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(frame.toArrow(), expected)
+        assert "read exactly by the planner" not in _scan_text(frame)  # deletes in Spark's reader
+        where = "g = 3 OR k BETWEEN 1490 AND 1570"
+        frame = spark.sql(
+            f"SELECT k, s FROM {name}.main.t VERSION AS OF {snapshot} WHERE {where}"
+        )
+        expected = lake.reference(
+            f"SELECT k, s FROM lake.main.t AT (VERSION => {snapshot}) WHERE {where}"
+        )
+        assert_same_rows(frame.toArrow(), expected)
+    latest = spark.table(f"{name}.main.t")
+    assert_same_rows(latest.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+    groups = lake.reference(
+        "SELECT g, count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t GROUP BY g"
+    )
+    got = spark.sql(f"SELECT g, count(*) AS n, sum(k) AS sk FROM {name}.main.t GROUP BY g")
+    assert_same_rows(got.toArrow(), groups)
+    count = spark.sql(f"SELECT count(*) AS n FROM {name}.main.t")
+    assert_same_rows(count.toArrow(), lake.reference("SELECT count(*) AS n FROM lake.main.t"))
+
+
+@pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
+def test_older_layouts_and_merged_files_read_as_duckdb(spark, make_lake, catalog, spec):
+    lake = make_lake(spec)
+    evolve_table(lake, deletes=True)
+    name = catalog(lake)
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(frame.toArrow(), expected)
+        picked = spark.sql(f"SELECT note, k FROM {name}.main.t VERSION AS OF {snapshot}")
+        expected = lake.reference(
+            f"SELECT note, k FROM lake.main.t AT (VERSION => {snapshot})"
+        ) if "note" in expected.column_names else None
+        if expected is not None:
+            assert_same_rows(picked.toArrow(), expected)
+    # Renamed columns are read by Spark's reader under their old names; widened types and
+    # defaults by the planner's exact reader, and the plan says so.
+    text = _scan_text(spark.table(f"{name}.main.t"))
+    assert "read by Spark" in text and "read exactly by the planner" in text
+
+    merged = make_lake(spec)
+    merged_inserts(merged)
+    name = catalog(merged)
+    frame = spark.table(f"{name}.main.t")
+    assert_same_rows(frame.toArrow(), merged.reference("SELECT * FROM lake.main.t"))
+    for snapshot in range(2, merged.snapshot_id() + 1):
+        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
+        expected = merged.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(frame.toArrow(), expected)
+
+
+def test_timestamp_as_of_reads_the_snapshot_current_at_that_time(spark, make_lake, catalog):
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    for start in range(0, 3000, 1000):
+        lake.sql(f"INSERT INTO lake.main.t SELECT i FROM range({start}, {start + 1000}) r(i)")
+        time.sleep(0.01)
+    lake.sql("DELETE FROM lake.main.t WHERE k % 3 = 0")
+    name = catalog(lake)
+    times = lake.reference(
+        "SELECT snapshot_id, strftime(snapshot_time AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M:%S.%f') "
+        "AS t FROM lake.snapshots() WHERE snapshot_id >= 2 ORDER BY 1"
+    ).to_pylist()
+    for row in times:
+        frame = spark.sql(
+            f"SELECT count(*) AS n, sum(k) AS s FROM {name}.main.t "
+            f"TIMESTAMP AS OF '{row['t']}'"
+        )
+        expected = lake.reference(
+            f"SELECT count(*) AS n, sum(k)::BIGINT AS s FROM lake.main.t "
+            f"AT (VERSION => {row['snapshot_id']})"
+        )
+        assert_same_rows(frame.toArrow(), expected)
+
+
+def _ranged_lake(make_lake):
+    """``main.t``: 20 files, file i holding k in [1000 i, 1000 i + 999], one with deletes."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    for i in range(20):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT j, 's' || j FROM range({1000 * i}, {1000 * i + 1000}) r(j)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 5100 AND 5199")
+    return lake
+
+
+@pytest.mark.parametrize(
+    ("where", "kept"),
+    [
+        ("k BETWEEN 5000 AND 5999", 1),
+        ("k >= 18500", 2),
+        ("k < 1000 OR k > 19000", 2),
+        ("k IN (10, 15010)", 2),
+        ("s = 's42'", 20),  # no statistics of strings prune this one
+        ("k = 5150", 1),  # a deleted row: the file is kept, the row is not returned
+    ],
+)
+def test_the_querys_filters_prune_files_before_spark_lists_them(
+    spark, make_lake, catalog, where, kept
+):
+    lake = _ranged_lake(make_lake)
+    name = catalog(lake)
+    frame = spark.sql(f"SELECT * FROM {name}.main.t WHERE {where}")
+    assert_same_rows(frame.toArrow(), lake.reference(f"SELECT * FROM lake.main.t WHERE {where}"))
+    text = _scan_text(frame)
+    assert f"files: {kept} read by Spark" in text, text
+    assert f"{20 - kept} pruned of 20 live" in text, text
+
+
+def test_namespaces_tables_and_descriptions_follow_the_lake(spark, make_lake, catalog):
+    lake = make_lake()
+    lake.sql("CREATE SCHEMA lake.sales")
+    lake.sql("CREATE TABLE lake.sales.orders (id BIGINT, amount DECIMAL(10,2))")
+    lake.sql("INSERT INTO lake.sales.orders VALUES (1, 9.50), (2, 3.25)")
+    lake.sql("COMMENT ON COLUMN lake.sales.orders.amount IS 'in euros'")
+    lake.sql("CREATE TABLE lake.main.gone (x INTEGER)")
+    lake.sql("INSERT INTO lake.main.gone VALUES (42)")
+    before_drop = lake.snapshot_id()
+    lake.sql("DROP TABLE lake.main.gone")
+    name = catalog(lake)
+    namespaces = {r[0] for r in spark.sql(f"SHOW NAMESPACES IN {name}").collect()}
+    expected = {
+        r["schema_name"]
+        for r in lake.reference(
+            "SELECT schema_name FROM duckdb_schemas() WHERE database_name = 'lake'"
+        ).to_pylist()
+    }
+    assert namespaces == expected
+    tables = {r.tableName for r in spark.sql(f"SHOW TABLES IN {name}.sales").collect()}
+    assert tables == {"orders"}
+    assert not spark.sql(f"SHOW TABLES IN {name}.main").collect()  # gone was dropped
+    described = {
+        r.col_name: (r.data_type, r.comment)
+        for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}.sales.orders").collect()
+    }
+    assert described["id"] == ("bigint", None)
+    assert described["amount"] == ("decimal(10,2)", "in euros")
+    assert f"ducklake.snapshot={lake.snapshot_id()}" in described["Table Properties"][0]
+    old = spark.sql(f"SELECT * FROM {name}.main.gone VERSION AS OF {before_drop}")
+    assert_same_rows(
+        old.toArrow(),
+        lake.reference(f"SELECT * FROM lake.main.gone AT (VERSION => {before_drop})"),
+    )
+
+
+def test_types_spark_reads_differently_come_from_the_exact_reader(spark, make_lake, catalog):
+    lake = make_lake(inline_limit=0)
+    lake.sql(
+        "CREATE TABLE lake.main.t (k BIGINT, u UBIGINT, h HUGEINT, ns TIMESTAMP_NS, "
+        "iv INTERVAL, tz TIMESTAMPTZ, j JSON, l INTEGER[], st STRUCT(a INTEGER, b VARCHAR))"
+    )
+    lake.sql(
+        "INSERT INTO lake.main.t SELECT i, i * 1000000000000, i * 100000000000000000000, "
+        "TIMESTAMP_NS '2024-01-01 00:00:00.123456789' + INTERVAL (i) SECOND, "
+        "INTERVAL (i) DAY + INTERVAL 3 MONTH, TIMESTAMPTZ '2024-05-01 10:00:00+00', "
+        "'{\"a\": ' || i || '}', [i, i + 1], {'a': i, 'b': 'x' || i} FROM range(50) r(i)"
+    )
+    lake.sql("DELETE FROM lake.main.t WHERE k % 5 = 0")
+    name = catalog(lake)
+    frame = spark.table(f"{name}.main.t")
+    reference = read_table(spark, lake.reader_args()["metadata"], "main.t")
+    assert frame.schema == reference.schema
+    assert_same_rows(frame.toArrow(), reference.toArrow())
+    assert "read exactly by the planner" in _scan_text(frame)
+
+
+def _error_text(spark, sql: str) -> str:
+    with pytest.raises(Exception) as caught:  # noqa: PT011 -- Spark's or py4j's, by release
+        spark.sql(sql).collect()
+    return str(caught.value)
+
+
+def test_errors_name_the_snapshot_the_table_and_the_operation(spark, make_lake, catalog):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(10) r(i)")
+    name = catalog(lake)
+    text = _error_text(spark, f"SELECT * FROM {name}.main.t VERSION AS OF 999")
+    assert "SnapshotNotFoundError" in text and "999" in text
+    text = _error_text(spark, f"SELECT * FROM {name}.main.t VERSION AS OF 'latest'")
+    assert "InvalidOptionError" in text and "latest" in text
+    assert "TABLE_OR_VIEW_NOT_FOUND" in _error_text(spark, f"SELECT * FROM {name}.main.nope")
+    for sql, operation in [
+        (f"CREATE TABLE {name}.main.x (a INT)", "CREATE TABLE"),
+        (f"DROP TABLE {name}.main.t", "DROP TABLE"),
+        (f"CREATE NAMESPACE {name}.other", "CREATE NAMESPACE"),
+        (f"ALTER TABLE {name}.main.t ADD COLUMN z INT", "ALTER TABLE"),
+    ]:
+        text = _error_text(spark, sql)
+        assert "UnsupportedFeatureError" in text and operation in text and "read-only" in text
+    text = _error_text(spark, f"INSERT INTO {name}.main.t VALUES (1)")
+    assert "append" in text.lower() or "write" in text.lower()
+
+    files = lake.reference("SELECT data_file FROM ducklake_list_files('lake', 't')").to_pylist()
+    os.remove(files[0]["data_file"])
+    text = _error_text(spark, f"SELECT * FROM {name}.main.t")
+    assert "DataFileMissingError" in text and os.path.basename(files[0]["data_file"]) in text
+
+
+def test_a_misconfigured_catalog_says_what_to_set(spark, make_lake, catalog):
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    missing = catalog(lake, metadata="")
+    spark.conf.unset(f"spark.sql.catalog.{missing}.metadata")
+    text = _error_text(spark, f"SHOW TABLES IN {missing}.main")
+    assert "InvalidOptionError" in text and f"spark.sql.catalog.{missing}.metadata" in text
+    no_python = catalog(lake, python="/nonexistent/python3")
+    text = _error_text(spark, f"SHOW TABLES IN {no_python}.main")
+    assert "MissingDependencyError" in text and "/nonexistent/python3" in text
+    bad_option = catalog(lake, no_such_option="1")
+    text = _error_text(spark, f"SHOW TABLES IN {bad_option}.main")
+    assert "InvalidOptionError" in text and "no_such_option" in text
+
+
+def test_an_idle_planner_exits_and_the_next_query_starts_another(spark, make_lake, catalog):
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(100) r(i)")
+    name = catalog(lake, planner_idle_seconds="0.5")
+    expected = lake.reference("SELECT count(*) AS n FROM lake.main.t")
+    for _ in range(3):
+        got = spark.sql(f"SELECT count(*) AS n FROM {name}.main.t").toArrow()
+        assert_same_rows(got, expected)
+        time.sleep(1.0)
+
+
+def test_spark_sql_reads_the_lake_by_configuration_alone(make_lake, spark_package_jar, tmp_path):
+    if spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
+    import pyspark
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(100) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k < 10")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(100, 150) r(i)")
+    metadata = lake.reader_args()["metadata"]
+    spark_sql = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-sql")
+    env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    env.pop("PYSPARK_GATEWAY_SECRET", None)
+    done = subprocess.run(
+        [
+            spark_sql,
+            "--master", "local[1]",
+            "--jars", spark_package_jar,
+            "--conf", f"spark.sql.catalog.lake={CATALOG_CLASS}",
+            "--conf", f"spark.sql.catalog.lake.metadata={metadata}",
+            "--conf", f"spark.sql.catalog.lake.python={sys.executable}",
+            "--conf", "spark.ui.enabled=false",
+            "--conf", f"spark.local.dir={tmp_path}",
+            "--conf", f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
+            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={tmp_path}",
+            "-e",
+            "SELECT count(*), sum(k) FROM lake.main.t VERSION AS OF 3; "
+            "SELECT count(*), sum(k) FROM lake.main.t",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = [line.split("\t") for line in done.stdout.strip().splitlines()]
+    expected = [
+        lake.reference(f"SELECT count(*), sum(k)::BIGINT FROM lake.main.t {at}").to_pylist()[0]
+        for at in ("AT (VERSION => 3)", "")
+    ]
+    assert got == [[str(v) for v in row.values()] for row in expected]
+
+
+def test_the_planner_protocol_answers_without_spark(make_lake):
+    """The planning process alone, as the JVM drives it: framing, answers, typed errors."""
+    import io
+    import struct
+
+    from ducklake_datafusion.read import import_plan
+    from ducklake_datafusion.spark.planner import serve
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(10) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k = 3")
+    requests = [
+        {"op": "open", "options": {"metadata": lake.reader_args()["metadata"]}},
+        {"op": "table", "namespace": "main", "name": "t"},
+        {"op": "scan", "namespace": "main", "name": "t", "snapshot": 3, "columns": ["k"]},
+        {"op": "table", "namespace": "main", "name": "missing"},
+    ]
+    import json
+
+    stream = b"".join(
+        struct.pack(">I", len(body)) + body for body in (json.dumps(r).encode() for r in requests)
+    )
+    out = io.BytesIO()
+    serve(io.BytesIO(stream), out)
+    answers, view = [], memoryview(out.getvalue())
+    while view:
+        (length,) = struct.unpack(">I", view[:4])
+        header = json.loads(bytes(view[4 : 4 + length]))
+        view = view[4 + length :]
+        blobs = []
+        for _ in range(header["blobs"]):
+            (size,) = struct.unpack(">Q", view[:8])
+            blobs.append(bytes(view[8 : 8 + size]))
+            view = view[8 + size :]
+        answers.append((header, blobs))
+    assert answers[0][0]["protocol"] == 1
+    assert answers[1][0]["snapshot"] == 3 and '"name":"k"' in answers[1][0]["schema"]
+    export = import_plan(answers[2][1][0])
+    assert export.files.column("deleted").to_pylist() == [[3]]
+    assert pa.ipc.open_stream(answers[2][1][1]).read_all().num_rows == 0
+    assert answers[3][0]["error"]["class"] == "TableNotFoundError"
