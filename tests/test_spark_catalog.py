@@ -76,9 +76,7 @@ def test_every_snapshot_of_a_deleting_history_reads_as_duckdb(spark, make_lake, 
         assert_same_rows(frame.toArrow(), expected)
         assert "read exactly by the planner" not in _scan_text(frame)  # deletes in Spark's reader
         where = "g = 3 OR k BETWEEN 1490 AND 1570"
-        frame = spark.sql(
-            f"SELECT k, s FROM {name}.main.t VERSION AS OF {snapshot} WHERE {where}"
-        )
+        frame = spark.sql(f"SELECT k, s FROM {name}.main.t VERSION AS OF {snapshot} WHERE {where}")
         expected = lake.reference(
             f"SELECT k, s FROM lake.main.t AT (VERSION => {snapshot}) WHERE {where}"
         )
@@ -103,11 +101,9 @@ def test_older_layouts_and_merged_files_read_as_duckdb(spark, make_lake, catalog
         frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
         expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
         assert_same_rows(frame.toArrow(), expected)
-        picked = spark.sql(f"SELECT note, k FROM {name}.main.t VERSION AS OF {snapshot}")
-        expected = lake.reference(
-            f"SELECT note, k FROM lake.main.t AT (VERSION => {snapshot})"
-        ) if "note" in expected.column_names else None
-        if expected is not None:
+        if "note" in expected.column_names:  # a projection of a column dropped and re-added
+            picked = spark.sql(f"SELECT note, k FROM {name}.main.t VERSION AS OF {snapshot}")
+            expected = lake.reference(f"SELECT note, k FROM lake.main.t AT (VERSION => {snapshot})")
             assert_same_rows(picked.toArrow(), expected)
     # Renamed columns are read by Spark's reader under their old names; widened types and
     # defaults by the planner's exact reader, and the plan says so.
@@ -139,8 +135,7 @@ def test_timestamp_as_of_reads_the_snapshot_current_at_that_time(spark, make_lak
     ).to_pylist()
     for row in times:
         frame = spark.sql(
-            f"SELECT count(*) AS n, sum(k) AS s FROM {name}.main.t "
-            f"TIMESTAMP AS OF '{row['t']}'"
+            f"SELECT count(*) AS n, sum(k) AS s FROM {name}.main.t TIMESTAMP AS OF '{row['t']}'"
         )
         expected = lake.reference(
             f"SELECT count(*) AS n, sum(k)::BIGINT AS s FROM lake.main.t "
@@ -168,7 +163,7 @@ def _ranged_lake(make_lake):
         ("k >= 18500", 2),
         ("k < 1000 OR k > 19000", 2),
         ("k IN (10, 15010)", 2),
-        ("s = 's42'", 20),  # no statistics of strings prune this one
+        ("s LIKE '%42'", 20),  # a suffix: no statistics prune it
         ("k = 5150", 1),  # a deleted row: the file is kept, the row is not returned
     ],
 )
@@ -242,7 +237,7 @@ def test_types_spark_reads_differently_come_from_the_exact_reader(spark, make_la
 
 
 def _error_text(spark, sql: str) -> str:
-    with pytest.raises(Exception) as caught:  # noqa: PT011 -- Spark's or py4j's, by release
+    with pytest.raises(Exception) as caught:  # Spark's or py4j's class, by release
         spark.sql(sql).collect()
     return str(caught.value)
 
@@ -319,19 +314,31 @@ def test_spark_sql_reads_the_lake_by_configuration_alone(make_lake, spark_packag
     done = subprocess.run(
         [
             spark_sql,
-            "--master", "local[1]",
-            "--jars", spark_package_jar,
-            "--conf", f"spark.sql.catalog.lake={CATALOG_CLASS}",
-            "--conf", f"spark.sql.catalog.lake.metadata={metadata}",
-            "--conf", f"spark.sql.catalog.lake.python={sys.executable}",
-            "--conf", "spark.ui.enabled=false",
-            "--conf", f"spark.local.dir={tmp_path}",
-            "--conf", f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
-            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={tmp_path}",
+            "--master",
+            "local[1]",
+            "--jars",
+            spark_package_jar,
+            "--conf",
+            f"spark.sql.catalog.lake={CATALOG_CLASS}",
+            "--conf",
+            f"spark.sql.catalog.lake.metadata={metadata}",
+            "--conf",
+            f"spark.sql.catalog.lake.python={sys.executable}",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            f"spark.local.dir={tmp_path}",
+            "--conf",
+            f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
+            "--conf",
+            f"spark.driver.extraJavaOptions=-Dderby.system.home={tmp_path}",
             "-e",
-            "SELECT count(*), sum(k) FROM lake.main.t VERSION AS OF 3; "
-            "SELECT count(*), sum(k) FROM lake.main.t",
+            (
+                "SELECT count(*), sum(k) FROM lake.main.t VERSION AS OF 3; "
+                "SELECT count(*), sum(k) FROM lake.main.t"
+            ),
         ],
+        check=False,
         capture_output=True,
         text=True,
         env=env,
