@@ -21,6 +21,7 @@ from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, me
 pytest.importorskip("pyspark")
 
 from ducklake_datafusion.spark import read_table
+from ducklake_datafusion.spark._versions import has_data_source
 
 pytestmark = pytest.mark.spark
 
@@ -230,10 +231,16 @@ def test_types_spark_reads_differently_come_from_the_exact_reader(spark, make_la
     lake.sql("DELETE FROM lake.main.t WHERE k % 5 = 0")
     name = catalog(lake)
     frame = spark.table(f"{name}.main.t")
-    reference = read_table(spark, lake.reader_args()["metadata"], "main.t")
-    assert frame.schema == reference.schema
-    assert_same_rows(frame.toArrow(), reference.toArrow())
     assert "read exactly by the planner" in _scan_text(frame)
+    exact = "k, u::DECIMAL(20,0) AS u, h::DECIMAL(38,0) AS h, tz, j::VARCHAR AS j, l, st"
+    assert_same_rows(
+        frame.select("k", "u", "h", "tz", "j", "l", "st").toArrow(),
+        lake.reference(f"SELECT {exact} FROM lake.main.t"),
+    )
+    if has_data_source():  # and every column as read_table's data source converts it
+        reference = read_table(spark, lake.reader_args()["metadata"], "main.t", native=False)
+        assert frame.schema == reference.schema
+        assert_same_rows(frame.toArrow(), reference.toArrow())
 
 
 def _error_text(spark, sql: str) -> str:
