@@ -124,7 +124,7 @@ class LRUCache(Generic[K, V]):
             self._weight -= entry[1]
             return entry[0]
 
-    def keys(self) -> list[K]:
+    def ordered_keys(self) -> list[K]:
         """The keys, least recently used first (a copy)."""
         with self._lock:
             return list(self._entries)

@@ -20,10 +20,10 @@ def test_count_bound_evicts_the_least_recently_used():
         cache.put(key, key.upper())
     assert cache.get("a") == "A"  # a is now the most recent: b goes first
     cache.put("d", "D")
-    assert cache.keys() == ["c", "a", "d"]
+    assert cache.ordered_keys() == ["c", "a", "d"]
     assert "b" not in cache and cache.get("b") is None and len(cache) == 3
     cache.put("e", "E")
-    assert cache.keys() == ["a", "d", "e"]
+    assert cache.ordered_keys() == ["a", "d", "e"]
     assert cache.stats().evictions == 2
 
 
@@ -32,7 +32,7 @@ def test_put_replaces_and_refreshes_an_entry():
     cache.put("a", 1, weight=4)
     cache.put("b", 2, weight=4)
     cache.put("a", 3, weight=5)  # replaced: weight 5 + 4, a most recent
-    assert cache.keys() == ["b", "a"] and cache.get("a") == 3 and cache.weight == 9
+    assert cache.ordered_keys() == ["b", "a"] and cache.get("a") == 3 and cache.weight == 9
 
 
 def test_weight_bound_evicts_until_the_entries_fit():
@@ -40,9 +40,9 @@ def test_weight_bound_evicts_until_the_entries_fit():
     cache.put("a", "x", weight=4)
     cache.put("b", "y", weight=4)
     cache.put("c", "z", weight=4)  # 12 > 10: a goes
-    assert cache.keys() == ["b", "c"] and cache.weight == 8
+    assert cache.ordered_keys() == ["b", "c"] and cache.weight == 8
     cache.put("d", "w", weight=10)  # needs every other entry gone
-    assert cache.keys() == ["d"] and cache.weight == 10
+    assert cache.ordered_keys() == ["d"] and cache.weight == 10
 
 
 def test_weight_from_the_value_when_none_is_given():
@@ -51,16 +51,16 @@ def test_weight_from_the_value_when_none_is_given():
     cache.put("b", "de")
     assert cache.weight == 5 and len(cache) == 2
     cache.put("c", "f")
-    assert cache.keys() == ["b", "c"] and cache.weight == 3
+    assert cache.ordered_keys() == ["b", "c"] and cache.weight == 3
     assert cache.get_or_compute("d", lambda: "ghi") == "ghi" and cache.weight == 4
-    assert cache.keys() == ["c", "d"]
+    assert cache.ordered_keys() == ["c", "d"]
 
 
 def test_an_oversized_entry_is_refused_without_evicting_anything():
     cache = LRUCache(max_weight=10)
     cache.put("a", 1, weight=6)
     cache.put("big", 2, weight=11)
-    assert cache.keys() == ["a"] and cache.weight == 6 and cache.get("big") is None
+    assert cache.ordered_keys() == ["a"] and cache.weight == 6 and cache.get("big") is None
     cache.put("a", 3, weight=11)  # an oversized replacement drops the old value too
     assert len(cache) == 0 and cache.weight == 0
     assert cache.get_or_compute("big", lambda: 4, weight=11) == 4  # returned, not kept
@@ -72,9 +72,9 @@ def test_an_oversized_entry_is_kept_alone_when_asked():
     cache.put("a", 1, weight=3)
     cache.put("b", 2, weight=3)
     cache.put("big", 3, weight=25)
-    assert cache.keys() == ["big"] and cache.weight == 25
+    assert cache.ordered_keys() == ["big"] and cache.weight == 25
     cache.put("c", 4, weight=1)  # 26 > 10: the oversized one goes now
-    assert cache.keys() == ["c"] and cache.weight == 1
+    assert cache.ordered_keys() == ["c"] and cache.weight == 1
 
 
 def test_a_failed_computation_is_not_cached():
@@ -146,7 +146,7 @@ def test_threads_keep_the_bounds_and_the_weight_consistent():
         thread.join()
     assert failures == []
     stats = cache.stats()
-    kept = cache.keys()
+    kept = cache.ordered_keys()
     assert stats.entries == len(kept) <= 50
     assert stats.weight == sum(k % 13 for k in kept) <= 400
     assert stats.hits + stats.misses >= 8 * 2000 and stats.evictions > 0
@@ -171,3 +171,28 @@ def test_threads_racing_on_a_missing_key_all_get_the_value_stored_first():
         thread.join()
     assert results[0] is not None and results[0] is results[1] is cache.get("k")
     assert len(cache) == 1
+
+
+def test_owned_entries_built_on_the_lru_go_with_their_owner():
+    import gc
+
+    from ducklake_datafusion.provider._owned_cache import MISSING, OwnedCache
+
+    class Owner:
+        pass
+
+    cache = OwnedCache(max_entries=3, max_cost=10)
+    first, second = Owner(), Owner()
+    cache.put(first, "a", 1, cost=2)
+    cache.put(second, "a", 2, cost=2)
+    assert cache.get(first, "a") == 1 and cache.get(second, "b") is MISSING
+    assert cache.owners() == 2 and len(cache) == 2
+    del first
+    gc.collect()
+    assert cache.owners() == 1 and len(cache) == 1  # the freed owner's entry went
+    third = Owner()
+    cache.put(third, "big", 3, cost=50)  # over the cost: kept alone, second's entry out
+    assert cache.get(third, "big") == 3 and cache.get(second, "a") is MISSING
+    assert cache.owners() == 1 and len(cache) == 1
+    cache.forget(third)
+    assert cache.owners() == 0 and len(cache) == 0
