@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._rust_contract import FILE_TABLE, NULL_COUNT_TYPE, ProviderSpec, bounds_names
-from ..errors import InvalidOptionError
+from ..errors import InternalError, InvalidOptionError
 from ..read import export_plan, import_plan
 from ..scan import DataFileTask, FilePruner, ScanPlan
 from ._file_layouts import checked_layout, table_signature
@@ -100,6 +100,12 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
             "check the lake's storage options (an access key id needs its secret key, an "
             "Azure account key is base64 text)"
         ) from None
+    except rust.ContractError as exc:  # a value built here off the contract: our bug
+        raise InternalError(
+            f"table {plan.table} (snapshot {plan.snapshot_id}) of {plan.catalog}: the Rust "
+            f"scan refused what the Python side handed it ({exc}); this is a bug of "
+            "ducklake-datafusion, please report it"
+        ) from exc
 
 
 def _file_table(files: pa.RecordBatch) -> pa.RecordBatch:
