@@ -6,7 +6,7 @@ so each says only what it keeps and how much, never how it evicts:
 
 * bounded by entry count (``max_entries``), by summed weight (``max_weight``: bytes of a
   footer or of decoded positions, files of a provider), or both; the least recently used
-  entry goes first;
+  entry goes first (weights are only kept where ``max_weight`` bounds them);
 * an entry heavier than ``max_weight`` on its own is refused (nothing else is evicted for
   it), unless ``keep_oversized``: then it is kept alone;
 * :meth:`LRUCache.get_or_compute` caches only what ``compute`` returned: an exception
@@ -72,7 +72,9 @@ class LRUCache(Generic[K, V]):
         self.max_weight = max_weight
         self._weigh = weigh
         self._keep_oversized = keep_oversized
-        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        # weights only where they bound the cache: a count-bounded entry costs no more
+        self._weights: dict[K, int] | None = None if max_weight is None else {}
         self._weight = 0
         self._hits = self._misses = self._evictions = 0
         self._lock = threading.Lock()
@@ -86,7 +88,7 @@ class LRUCache(Generic[K, V]):
                 return default
             self._hits += 1
             self._entries.move_to_end(key)
-            return entry[0]
+            return entry
 
     def put(self, key: K, value: V, weight: int | None = None) -> None:
         """Keep ``value`` for ``key`` (replacing any), evicting the least recently used.
@@ -111,7 +113,7 @@ class LRUCache(Generic[K, V]):
             entry = self._entries.get(key, _ABSENT)
             if entry is not _ABSENT:  # another thread stored it meanwhile: share that one
                 self._entries.move_to_end(key)
-                return entry[0]
+                return entry
             self._store(key, value, weight)
         return value
 
@@ -121,8 +123,8 @@ class LRUCache(Generic[K, V]):
             entry = self._entries.pop(key, _ABSENT)
             if entry is _ABSENT:
                 return default
-            self._weight -= entry[1]
-            return entry[0]
+            self._forget_weight(key)
+            return entry
 
     def ordered_keys(self) -> list[K]:
         """The keys, least recently used first (a copy)."""
@@ -133,11 +135,13 @@ class LRUCache(Generic[K, V]):
         """Drop every entry."""
         with self._lock:
             self._entries.clear()
+            if self._weights is not None:
+                self._weights.clear()
             self._weight = 0
 
     @property
     def weight(self) -> int:
-        """The summed weight of the entries kept."""
+        """The summed weight of the entries kept (0 without ``max_weight``)."""
         with self._lock:
             return self._weight
 
@@ -161,20 +165,26 @@ class LRUCache(Generic[K, V]):
             return weight
         return self._weigh(value) if self._weigh is not None else 0
 
+    def _forget_weight(self, key: K) -> None:
+        """(Under the lock.) Drop the weight of ``key``, whose entry went."""
+        if self._weights is not None:
+            self._weight -= self._weights.pop(key)
+
     def _store(self, key: K, value: V, weight: int) -> None:
         """(Under the lock.) Replace ``key``'s entry, then evict down to the bounds."""
-        old = self._entries.pop(key, _ABSENT)
-        if old is not _ABSENT:
-            self._weight -= old[1]
+        if self._entries.pop(key, _ABSENT) is not _ABSENT:
+            self._forget_weight(key)
         limit = self.max_weight
         if limit is not None and weight > limit and not self._keep_oversized:
             return
-        self._entries[key] = (value, weight)
-        self._weight += weight
+        self._entries[key] = value
+        if self._weights is not None:
+            self._weights[key] = weight
+            self._weight += weight
         while len(self._entries) > 1 and (
             (self.max_entries is not None and len(self._entries) > self.max_entries)
             or (limit is not None and self._weight > limit)
         ):
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._weight -= dropped
+            dropped, _ = self._entries.popitem(last=False)
+            self._forget_weight(dropped)
             self._evictions += 1
