@@ -24,6 +24,7 @@ __all__ = [
     "DataFileMissingError",
     "DeleteFileError",
     "DuckLakeError",
+    "InternalError",
     "InvalidOptionError",
     "MissingDependencyError",
     "NotADuckLakeCatalogError",
@@ -109,6 +110,12 @@ class UnsupportedFeatureError(DuckLakeError):
 
 class InvalidOptionError(DuckLakeError, ValueError):
     """An argument or option passed by the user is not valid."""
+
+
+class InternalError(DuckLakeError):
+    """This package broke one of its own contracts (a bug to report): e.g. the Rust scan
+    refused a file table or batch the Python side built for it. The message names the
+    catalog, table and snapshot, and the original error is chained (``__cause__``)."""
 
 
 class MissingDependencyError(DuckLakeError, ImportError):

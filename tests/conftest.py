@@ -290,11 +290,10 @@ def mask_join(monkeypatch) -> None:
 
 def _fresh_native_scans(monkeypatch, *, mask_join: bool) -> None:
     """Native Spark scans built afresh for the test; by the mask join if ``mask_join``."""
-    from collections import OrderedDict
-
+    from ducklake_datafusion._lru import LRUCache
     from ducklake_datafusion.spark.parquet import _scan
 
-    monkeypatch.setattr(_scan, "_built", OrderedDict())
+    monkeypatch.setattr(_scan, "_built", LRUCache(_scan._BUILT_MAX))
     if mask_join:
         monkeypatch.setattr(_scan, "has_reader", lambda spark: False)
 

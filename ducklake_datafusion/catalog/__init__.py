@@ -16,7 +16,6 @@ from ._history import (
     SnapshotRecord,
     list_file_rows,
     list_snapshot_records,
-    table_by_id,
     table_sizes,
 )
 from ._models import (
@@ -28,6 +27,7 @@ from ._models import (
     TableFiles,
     ViewEntry,
 )
+from ._names import table_by_id
 
 __all__ = [
     "CUT_TYPES",

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ._backend import MetadataSession
 from ._change_tokens import ChangeToken, parse_changes_made
-from ._models import TableEntry
 from ._sql import as_bool, as_timestamp, live, opt_int
 
 __all__ = [
@@ -22,7 +21,6 @@ __all__ = [
     "TableSizeEntry",
     "list_file_rows",
     "list_snapshot_records",
-    "table_by_id",
     "table_sizes",
 ]
 
@@ -140,34 +138,6 @@ def table_sizes(session: MetadataSession, snapshot: int) -> list[TableSizeEntry]
         )
         for r in rows
     ]
-
-
-def table_by_id(session: MetadataSession, snapshot: int, table_id: int) -> TableEntry | None:
-    """The table with this id live at the snapshot (under the name it had then), if any.
-
-    The change feed follows one table through renames, so it looks tables up by id.
-    """
-    rows = session.rows(
-        "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
-        "s.path, s.path_is_relative, t.path, t.path_is_relative "
-        "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
-        f"WHERE {live('t')} AND {live('s')} AND t.table_id = ?",
-        [snapshot] * 4 + [int(table_id)],
-    )
-    if not rows:
-        return None
-    r = rows[0]
-    return TableEntry(
-        table_id=int(r[0]),
-        table_uuid=str(r[1]),
-        schema_id=int(r[2]),
-        schema_name=r[3],
-        table_name=r[4],
-        schema_path=r[5],
-        schema_path_is_relative=as_bool(r[6]),
-        path=r[7],
-        path_is_relative=as_bool(r[8]),
-    )
 
 
 def list_file_rows(session: MetadataSession, table_id: int, snapshot: int) -> list[FileListEntry]:

@@ -30,6 +30,7 @@ __all__ = [
     "read_columns",
     "snapshot_at_time",
     "snapshot_by_id",
+    "table_by_id",
     "table_names_of",
     "top_level_schemas",
 ]
@@ -152,13 +153,18 @@ def columns_of(session: MetadataSession, table: str) -> tuple[str, ...]:
 _METADATA_TABLE = re.compile(r"^ducklake_[a-z0-9_]+$")
 
 
+# The tables live at a snapshot (binds it four times), each as a ``_table`` row.
+_TABLES_SQL = (
+    "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
+    "s.path, s.path_is_relative, t.path, t.path_is_relative "
+    "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
+    f"WHERE {live('t')} AND {live('s')}"
+)
+
+
 def _table_sql(session: MetadataSession) -> str:
-    return (
-        "SELECT t.table_id, t.table_uuid, s.schema_id, s.schema_name, t.table_name, "
-        "s.path, s.path_is_relative, t.path, t.path_is_relative "
-        "FROM ducklake_table t JOIN ducklake_schema s ON t.schema_id = s.schema_id "
-        f"WHERE {live('t')} AND {live('s')}{top_level_schemas(session)} AND s.schema_name = ?"
-    )
+    """The live tables of one top-level schema (a fifth parameter: its name)."""
+    return f"{_TABLES_SQL}{top_level_schemas(session)} AND s.schema_name = ?"
 
 
 def _table(row: tuple) -> TableEntry:
@@ -173,6 +179,15 @@ def _table(row: tuple) -> TableEntry:
         path=row[7],
         path_is_relative=as_bool(row[8]),
     )
+
+
+def table_by_id(session: MetadataSession, snapshot: int, table_id: int) -> TableEntry | None:
+    """The table with this id live at the snapshot (under the name it had then), if any.
+
+    The change feed follows one table through renames, so it looks tables up by id.
+    """
+    rows = session.rows(f"{_TABLES_SQL} AND t.table_id = ?", [snapshot] * 4 + [int(table_id)])
+    return _table(rows[0]) if rows else None
 
 
 def list_tables(session: MetadataSession, snapshot: int, schema_name: str) -> list[TableEntry]:

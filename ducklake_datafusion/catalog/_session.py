@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._lru import LRUCache
+
 __all__ = ["SessionBase", "file_identity", "memoised", "per_snapshot", "per_version"]
 
 # The newest snapshot time is part of the version so that a catalog replaced by another
@@ -93,20 +95,18 @@ def per_version(session, key: tuple, compute):
     changed. Comparing it costs one tiny query per session instead of re-reading files,
     deletes, statistics and table lists on every query. The memo holds one version; the
     one before it is kept as ``previous_version`` (until the next change) for
-    ``_refresh``, which builds a table's files from the rows that changed since.
+    ``_refresh``, which builds a table's files from the rows that changed since. Each
+    version's memo keeps its ``MEMO_ENTRIES`` most recently used answers (``LRUCache``).
     """
     cache = session.cache
     version = session.lake_version()
     held = cache.get("per_version")
-    if held is None or held[0] != version or len(held[1]) >= MEMO_ENTRIES:
-        if held is not None and held[0] != version:
+    if held is None or held[0] != version:
+        if held is not None:
             cache["previous_version"] = held
-        held = (version, {})
+        held = (version, LRUCache(max_entries=MEMO_ENTRIES))
         cache["per_version"] = held
-    memo = held[1]
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
+    return held[1].get_or_compute(key, compute)
 
 
 def memoised(session, key: tuple):
@@ -128,14 +128,13 @@ def per_snapshot(session, key: tuple, compute):
     after S. So names are still looked up on every call (the latest snapshot id is read
     each time), but an unchanged lake costs one small query instead of four. File lists are
     not memoised here but per lake version (``per_version``): maintenance may move the
-    rows that describe them.
+    rows that describe them. The ``_SNAPSHOT_CACHE_SIZE`` most recently used answers are
+    kept (``LRUCache``).
     """
-    memo = session.cache.setdefault("per_snapshot", {})
-    if key not in memo:
-        if len(memo) >= _SNAPSHOT_CACHE_SIZE:
-            memo.clear()
-        memo[key] = compute()
-    return memo[key]
+    memo = session.cache.get("per_snapshot")
+    if memo is None:
+        memo = session.cache["per_snapshot"] = LRUCache(max_entries=_SNAPSHOT_CACHE_SIZE)
+    return memo.get_or_compute(key, compute)
 
 
 def history_replaced(old: tuple, new: tuple) -> bool:

@@ -112,9 +112,7 @@ class S3Access:
 
     @property
     def credential(self) -> Literal["keys", "anonymous", "ambient"]:
-        if self.access_key_id:
-            return "keys"
-        return "anonymous" if self.anonymous else "ambient"
+        return _credential("keys", self.access_key_id, self.anonymous)
 
 
 @dataclass(frozen=True, repr=False)
@@ -139,9 +137,7 @@ class GcsAccess:
 
     @property
     def credential(self) -> Literal["token", "anonymous", "ambient"]:
-        if self.token:
-            return "token"
-        return "anonymous" if self.anonymous else "ambient"
+        return _credential("token", self.token, self.anonymous)
 
 
 @dataclass(frozen=True, repr=False)
@@ -210,6 +206,13 @@ class AzureAccess:
 StorageAccess = LocalAccess | S3Access | GcsAccess | AzureAccess
 
 
+def _credential(kind: str, secret: str | None, anonymous: bool):
+    """``kind`` when its secret is given, else unauthenticated or the ambient chain."""
+    if secret:
+        return kind
+    return "anonymous" if anonymous else "ambient"
+
+
 def endpoint_of(
     value: str, option: str, allow_http: bool | None, use_ssl: bool | None = None
 ) -> Endpoint:
@@ -231,20 +234,26 @@ def endpoint_of(
     return Endpoint(scheme, host.rstrip("/"))
 
 
+def _endpoint(options: StorageOptions, option: str, use_ssl: bool | None = None):
+    """The endpoint of the store's own ``option``, else of ``endpoint``; ``None``: neither
+    is given (the store's public service)."""
+    own = getattr(options, option)
+    value = own or options.endpoint
+    if not value:
+        return None
+    return endpoint_of(value, option if own else "endpoint", options.allow_http, use_ssl)
+
+
 def s3_access(options: StorageOptions, bucket: str = "") -> S3Access:
     """The :class:`S3Access` the options describe."""
     region = (
         options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     )
-    endpoint = None
-    scheme = "https"
-    value = options.s3_endpoint or options.endpoint
-    if value:
-        option = "s3_endpoint" if options.s3_endpoint else "endpoint"
-        endpoint = endpoint_of(value, option, options.allow_http, options.use_ssl)
+    endpoint = _endpoint(options, "s3_endpoint", options.use_ssl)
+    if endpoint is not None:
         scheme = endpoint.scheme
-    elif options.use_ssl is False:
-        scheme = "http"
+    else:
+        scheme = "http" if options.use_ssl is False else "https"
     if bool(options.access_key_id) != bool(options.secret_access_key):
         raise InvalidOptionError(
             "storage options access_key_id and secret_access_key must be given together "
@@ -275,11 +284,7 @@ def s3_access(options: StorageOptions, bucket: str = "") -> S3Access:
 
 def gcs_access(options: StorageOptions, bucket: str = "") -> GcsAccess:
     """The :class:`GcsAccess` the options describe."""
-    endpoint = None
-    value = options.gcs_endpoint or options.endpoint
-    if value:
-        option = "gcs_endpoint" if options.gcs_endpoint else "endpoint"
-        endpoint = endpoint_of(value, option, options.allow_http)
+    endpoint = _endpoint(options, "gcs_endpoint")
     if options.anonymous and options.google_service_account_token:
         raise InvalidOptionError(
             "storage option anonymous excludes google_service_account_token"
@@ -317,16 +322,11 @@ def azure_access(location: StorageLocation, options: StorageOptions) -> AzureAcc
             "storage options client_id, tenant_id and client_secret must be given together "
             "(client_id alone selects a user-assigned managed identity)"
         )
-    endpoint = None
-    path_style = False
-    value = options.blob_storage_authority or options.endpoint
-    if value:
-        option = "blob_storage_authority" if options.blob_storage_authority else "endpoint"
-        endpoint = endpoint_of(value, option, options.allow_http)
-        # an emulator (Azurite) names the account in the path; a cloud in the host
-        path_style = not (
-            endpoint.host.startswith(".") or endpoint.host.startswith(account + ".")
-        )
+    endpoint = _endpoint(options, "blob_storage_authority")
+    # an emulator (Azurite) names the account in the path; a cloud in the host
+    path_style = endpoint is not None and not (
+        endpoint.host.startswith(".") or endpoint.host.startswith(account + ".")
+    )
     return AzureAccess(
         container=location.authority,
         account=account,

@@ -2,8 +2,9 @@
 
 Building an S3, GCS or Azure filesystem initialises an SDK client and credential chain,
 which is far too slow to repeat per file, so built filesystems are kept in a small
-process-wide cache keyed by (scheme, bucket/container, account, options). The cache
-lives here, not on :class:`StorageOptions`, so options stay trivially picklable.
+process-wide cache (``_lru.LRUCache``: the 64 most recently used) keyed by (scheme,
+bucket/container, account, options). The cache lives here, not on
+:class:`StorageOptions`, so options stay trivially picklable.
 
 The constructor arguments are spelled by pure functions (``s3_kwargs``, ``gcs_kwargs``,
 ``azure_kwargs``), testable without network access, from the store's access value
@@ -19,6 +20,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from .._lru import LRUCache
 from ..errors import InvalidOptionError
 from ._access import (
     AzureAccess,
@@ -35,9 +37,8 @@ from ._options import StorageOptions
 
 __all__ = ["azure_kwargs", "clear_filesystem_cache", "filesystem_for", "gcs_kwargs", "s3_kwargs"]
 
-_MAX_CACHED = 64
-_CACHE: dict[tuple[Any, ...], pafs.FileSystem] = {}
-_LOCK = threading.Lock()
+_CACHE: LRUCache[tuple[Any, ...], pafs.FileSystem] = LRUCache(max_entries=64)
+_BUILDING = threading.Lock()  # a filesystem is built once, even when threads race for it
 # pyarrow insists on an expiry for a bare OAuth token, but cannot refresh it either way;
 # the server rejects an expired token, which surfaces as an access-denied StorageError.
 _TOKEN_EXPIRY = datetime(2200, 1, 1, tzinfo=timezone.utc)
@@ -142,33 +143,33 @@ def filesystem_for(
     """
     options = StorageOptions.from_user(options)
     key = _cache_key(location, options)
-    with _LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None:
-            return cached
-        try:
-            filesystem = _build(location, options)
-        except (ValueError, TypeError) as exc:
-            if isinstance(exc, InvalidOptionError):
-                raise
-            raise InvalidOptionError(
-                f"cannot configure {location.scheme} storage for {location.url!r} from "
-                f"{options!r}: {redact(str(exc), options)}"
-            ) from exc
-        except OSError as exc:
-            raise translate_storage_error(
-                exc, what=f"storage for {location.url}", options=options
-            ) from exc
-        if len(_CACHE) >= _MAX_CACHED:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = filesystem
-        return filesystem
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    with _BUILDING:
+        return _CACHE.get_or_compute(key, lambda: _built(location, options))
+
+
+def _built(location: StorageLocation, options: StorageOptions) -> pafs.FileSystem:
+    """:func:`_build`, its failures as our typed errors."""
+    try:
+        return _build(location, options)
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, InvalidOptionError):
+            raise
+        raise InvalidOptionError(
+            f"cannot configure {location.scheme} storage for {location.url!r} from "
+            f"{options!r}: {redact(str(exc), options)}"
+        ) from exc
+    except OSError as exc:
+        raise translate_storage_error(
+            exc, what=f"storage for {location.url}", options=options
+        ) from exc
 
 
 def clear_filesystem_cache() -> None:
     """Forget built filesystems, e.g. after rotating credentials held in the environment."""
-    with _LOCK:
-        _CACHE.clear()
+    _CACHE.clear()
 
 
 # Release S3 filesystems before pyarrow finalises its S3 subsystem at exit (atexit runs

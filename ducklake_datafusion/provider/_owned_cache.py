@@ -12,14 +12,18 @@ entries go with it.
 So that the owner can be freed at all, a value must not refer to its owner (a provider
 holding its table would hold the table's backend): the callers keep plain providers and
 plain facts here, and build anything that holds a table afresh per query.
+
+The entries themselves are one ``_lru.LRUCache`` keyed by ``(id(owner), key)``; this class
+adds only the owners' weak references.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Hashable
+
+from .._lru import LRUCache
 
 __all__ = ["OwnedCache"]
 
@@ -36,12 +40,11 @@ class OwnedCache:
     """
 
     def __init__(self, max_entries: int, max_cost: int | None = None) -> None:
-        self._max_entries = max_entries
-        self._max_cost = max_cost
-        self._entries: OrderedDict[tuple[int, Hashable], tuple[object, int]] = OrderedDict()
+        self._entries: LRUCache[tuple[int, Hashable], object] = LRUCache(
+            max_entries, max_cost, keep_oversized=True
+        )
         self._owners: dict[int, weakref.ref] = {}
-        self._cost = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # over the owners; the entries have their own
         # owners' weak references whose owner was freed: dropped at the next call (the
         # callback may run inside any allocation, even one made under the lock)
         self._freed: list[tuple[int, weakref.ref]] = []
@@ -50,11 +53,9 @@ class OwnedCache:
         """The value kept for ``(owner, key)``, or ``default``."""
         with self._lock:
             self._purge()
-            found = self._entries.get((id(owner), key))
-            if found is None or self._owners.get(id(owner), _dead)() is not owner:
+            if self._owners.get(id(owner), _dead)() is not owner:
                 return default
-            self._entries.move_to_end((id(owner), key))
-            return found[0]
+            return self._entries.get((id(owner), key), default)
 
     def put(self, owner: object, key: Hashable, value: object, cost: int = 0) -> None:
         """Keep ``value`` for ``(owner, key)`` while ``owner`` lives and the budget allows."""
@@ -64,20 +65,12 @@ class OwnedCache:
             if ref is None or ref() is not owner:
                 self._drop_owner(id(owner))
                 self._owners[id(owner)] = weakref.ref(owner, self._owner_freed(id(owner)))
-            entry = (id(owner), key)
-            if entry in self._entries:
-                return
-            self._entries[entry] = (value, cost)
-            self._cost += cost
-            while len(self._entries) > self._max_entries or (
-                self._max_cost is not None
-                and self._cost > self._max_cost
-                and len(self._entries) > 1
-            ):
-                (owner_id, _), (_, dropped) = self._entries.popitem(last=False)
-                self._cost -= dropped
-                if not any(k[0] == owner_id for k in self._entries):
-                    self._owners.pop(owner_id, None)
+            evicted = self._entries.stats().evictions
+            self._entries.put((id(owner), key), value, weight=cost)
+            if self._entries.stats().evictions != evicted:  # owners left without entries go
+                kept = {owner_id for owner_id, _ in self._entries.ordered_keys()}
+                for owner_id in [o for o in self._owners if o not in kept]:
+                    del self._owners[owner_id]
 
     def forget(self, owner: object) -> None:
         """Drop every entry of ``owner`` now (its catalog was closed)."""
@@ -118,8 +111,8 @@ class OwnedCache:
     def _drop_owner(self, owner_id: int) -> None:
         """(Under the lock.) Forget ``owner_id`` and its entries."""
         self._owners.pop(owner_id, None)
-        for entry in [k for k in self._entries if k[0] == owner_id]:
-            self._cost -= self._entries.pop(entry)[1]
+        for entry in [k for k in self._entries.ordered_keys() if k[0] == owner_id]:
+            self._entries.pop(entry)
 
 
 def _dead() -> None:

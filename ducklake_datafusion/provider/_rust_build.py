@@ -2,10 +2,11 @@
 
 Every file is checked against the catalog first (``_file_layouts.checked_layout``), as on
 every path; the files the scan reads, with their deleted positions and layouts, and the
-inlined rows are written as the engine-neutral plan export (``read.export_plan``, the
-form the Spark catalog's JVM code is to read too) and the spec is made from that export,
-with the catalog bounds, in one ``_rust_contract.ProviderSpec``, whose shapes the
-extension checks on arrival.
+inlined rows are gathered as the engine-neutral plan export (``read.plan_export``: what
+``read.export_plan`` writes for the Spark catalog's JVM code, kept in memory here, as the
+extension takes Arrow batches) and the spec is made from that export, with the catalog
+bounds, in one ``_rust_contract.ProviderSpec``, whose shapes the extension checks on
+arrival.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._rust_contract import FILE_TABLE, NULL_COUNT_TYPE, ProviderSpec, bounds_names
-from ..errors import InvalidOptionError
-from ..read import export_plan, import_plan
+from ..errors import InternalError, InvalidOptionError
+from ..read import plan_export
 from ..scan import DataFileTask, FilePruner, ScanPlan
 from ._file_layouts import checked_layout, table_signature
 from ._rust_stores import object_path, store_options, store_readable
@@ -62,7 +63,7 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
         native.append(task)
         layouts.append(layout)
     # the engine-neutral export of the kept files (read/_export), as the JVM will read it
-    export = import_plan(export_plan(plan, native, layouts=layouts))
+    export = plan_export(plan, native, layouts=layouts)
     layout = export.files.column("layout")  # every file's is known: checked above
     by_id = {}
     if pc.all(layout.field("current")).as_py() is False:  # (null: no file)
@@ -100,6 +101,12 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
             "check the lake's storage options (an access key id needs its secret key, an "
             "Azure account key is base64 text)"
         ) from None
+    except rust.ContractError as exc:  # a value built here off the contract: our bug
+        raise InternalError(
+            f"table {plan.table} (snapshot {plan.snapshot_id}) of {plan.catalog}: the Rust "
+            f"scan refused what the Python side handed it ({exc}); this is a bug of "
+            "ducklake-datafusion, please report it"
+        ) from exc
 
 
 def _file_table(files: pa.RecordBatch) -> pa.RecordBatch:

@@ -2,8 +2,8 @@
 
 Parquet readers, deletion vectors, mapping file columns to the table's columns, footers,
 file checks (``checked_file``, shared by both engines' native scans), encrypted files,
-exact row counts, the plan export for engines outside Python (``export_plan``) and the
-row diff of the change feed. Spark executors only run ``execute_tasks``, so nothing here
+exact row counts, the plan export for engines outside Python (``export_plan``; in memory
+``plan_export``) and the row diff of the change feed. Spark executors only run ``execute_tasks``, so nothing here
 imports ``datafusion`` or ``pyspark``.
 """
 
@@ -18,6 +18,7 @@ from ._export import (
     PlanVersionError,
     export_plan,
     import_plan,
+    plan_export,
 )
 from ._file_checks import check_data_file, files_unchanged, reads_by_name
 from ._footers import parsed_fragment, require_regular_file
@@ -47,6 +48,7 @@ __all__ = [
     "import_plan",
     "parsed_fragment",
     "plan_changes",
+    "plan_export",
     "read_data_file",
     "read_error",
     "read_request",

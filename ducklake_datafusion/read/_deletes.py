@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import struct
-import threading
 import zlib
-from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._lru import LRUCache
 from ..errors import DataFileMissingError, DeleteFileError, UnsupportedFeatureError
 from ..pathres import translate_storage_error
 from ..scan import DeleteFile, DeleteSource
@@ -41,52 +40,21 @@ _DV_BLOB = "deletion-vector-v1"
 _SNAPSHOT_PROPERTY = "ducklake-snapshot-id"
 
 
-class _DecodedDeletes:
-    """Delete files already decoded in this process, least recently used first out.
-
-    DuckLake never rewrites a file in place (every file has a fresh UUID name), so a delete
-    file is decoded once per (URL, size) and reused by later queries and snapshots: on
-    object storage that saves a GET per delete file per query. Bounded by
-    ``DELETE_CACHE_BYTES``; errors are never cached.
-    """
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple, tuple[np.ndarray, np.ndarray | None]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple):
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: tuple, value: tuple[np.ndarray, np.ndarray | None]) -> None:
-        size = sum(a.nbytes for a in value if a is not None)
-        if size > self.max_bytes:
-            return
-        for array in value:
-            if array is not None:
-                array.setflags(write=False)  # shared by every later reader
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = value
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, old = self._entries.popitem(last=False)
-                self._bytes -= sum(a.nbytes for a in old if a is not None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
 DELETE_CACHE_BYTES = 64 << 20
-decoded_deletes = _DecodedDeletes(DELETE_CACHE_BYTES)
+
+
+def _nbytes(decoded: tuple[np.ndarray, np.ndarray | None]) -> int:
+    return sum(a.nbytes for a in decoded if a is not None)
+
+
+# Delete files already decoded in this process, least recently used first out. DuckLake
+# never rewrites a file in place (every file has a fresh UUID name), so a delete file is
+# decoded once per (URL, size, format) and reused by later queries and snapshots: on
+# object storage that saves a GET per delete file per query. Bounded by
+# ``DELETE_CACHE_BYTES`` of decoded arrays; errors are never cached.
+decoded_deletes: LRUCache[tuple, tuple[np.ndarray, np.ndarray | None]] = LRUCache(
+    max_weight=DELETE_CACHE_BYTES, weigh=_nbytes
+)
 
 
 def deleted_positions(
@@ -123,12 +91,17 @@ def _decoded(delete_file: DeleteFile, open_file, what: str, record_count: int | 
     """``(positions, per-position snapshots or None)``, decoded once per process, checked."""
     ref = delete_file.file
     key = (ref.url, ref.size, delete_file.file_format)
-    decoded = decoded_deletes.get(key)
-    if decoded is None:  # checked once: a delete file belongs to one data file for good
+
+    def decode_and_check() -> tuple[np.ndarray, np.ndarray | None]:
+        # checked once: a delete file belongs to one data file for good
         decoded = _decode(delete_file, open_file, what)
         _check(delete_file, decoded[0], what, record_count)
-        decoded_deletes.put(key, decoded)
-    return decoded
+        for array in decoded:
+            if array is not None:
+                array.setflags(write=False)  # shared by every later reader
+        return decoded
+
+    return decoded_deletes.get_or_compute(key, decode_and_check)
 
 
 def _check(delete_file: DeleteFile, positions: np.ndarray, what: str, record_count) -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "PlanVersionError",
     "export_plan",
     "import_plan",
+    "plan_export",
 ]
 
 PLAN_VERSION = "1"
@@ -151,6 +152,33 @@ def export_plan(
     footer (raising our typed error if damaged; ``signature``: keep the results as
     ``checked_file`` does).
     """
+    export = plan_export(plan, tasks, layouts=layouts, signature=signature)
+    metadata = {
+        "plan_version": PLAN_VERSION,
+        "table": export.table,
+        "catalog": export.catalog,
+        "snapshot": str(export.snapshot_id),
+        "field_ids": json.dumps(export.field_ids),
+        "table_schema": _stream(export.schema, []),
+        "defaults": _stream(export.schema, [export.defaults]),
+        "inlined": _stream(export.schema, list(export.inlined)),
+    }
+    schema = PLAN_SCHEMA.with_metadata({PREFIX + k: v for k, v in metadata.items()})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(export.files.replace_schema_metadata(schema.metadata))
+    return sink.getvalue().to_pybytes()
+
+
+def plan_export(
+    plan: ScanPlan,
+    tasks: Sequence[DataFileTask] | None = None,
+    *,
+    layouts: Sequence[FileLayout | None] | None = None,
+    signature: tuple | None = None,
+) -> PlanExport:
+    """What :func:`export_plan` writes, in memory (as :func:`import_plan` reads it back):
+    for a reader in this process, which need not serialise the export at all."""
     if tasks is None:
         tasks = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     if layouts is None:
@@ -185,21 +213,16 @@ def export_plan(
     defaults = pa.RecordBatch.from_arrays(
         [default_array(c, 1).cast(c.arrow_type) for c in plan.columns], schema=table_schema
     )
-    metadata = {
-        "plan_version": PLAN_VERSION,
-        "table": plan.table,
-        "catalog": plan.catalog,
-        "snapshot": str(plan.snapshot_id),
-        "field_ids": json.dumps({c.name: c.column_id for c in plan.columns}),
-        "table_schema": _stream(table_schema, []),
-        "defaults": _stream(table_schema, [defaults]),
-        "inlined": _stream(table_schema, inlined),
-    }
-    schema = PLAN_SCHEMA.with_metadata({PREFIX + k: v for k, v in metadata.items()})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
-        writer.write_batch(files.replace_schema_metadata(schema.metadata))
-    return sink.getvalue().to_pybytes()
+    return PlanExport(
+        table=plan.table,
+        catalog=plan.catalog,
+        snapshot_id=plan.snapshot_id,
+        schema=table_schema,
+        files=files,
+        field_ids={c.name: c.column_id for c in plan.columns},
+        defaults=defaults,
+        inlined=tuple(inlined),
+    )
 
 
 def import_plan(data: bytes) -> PlanExport:

@@ -18,11 +18,10 @@ from __future__ import annotations
 import atexit
 import os
 import stat
-import threading
-from collections import OrderedDict
 
 import pyarrow.dataset as ds
 
+from .._lru import LRUCache
 from ..errors import DataFileCorruptError
 from ..pathres import StorageOptions, filesystem_for, parse_location
 from ..scan import FileRef
@@ -33,38 +32,9 @@ FOOTER_CACHE_BYTES = 64 << 20
 _UNKNOWN_FOOTER = 64 << 10  # charged when the catalog has no footer size
 
 
-class _ParsedFragments:
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple, tuple[ds.ParquetFileFragment, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> ds.ParquetFileFragment | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            self._entries.move_to_end(key)
-            return entry[0]
-
-    def put(self, key: tuple, fragment: ds.ParquetFileFragment, size: int) -> None:
-        with self._lock:
-            if key in self._entries or size > self.max_bytes:
-                return
-            self._entries[key] = (fragment, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, (_, old) = self._entries.popitem(last=False)
-                self._bytes -= old
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
-parsed_fragments = _ParsedFragments(FOOTER_CACHE_BYTES)
+# by (URL, size, storage options), weighed by footer size; a fragment is put only once
+# its footer parsed, so a failure is not cached
+parsed_fragments: LRUCache[tuple, ds.ParquetFileFragment] = LRUCache(max_weight=FOOTER_CACHE_BYTES)
 # Cached fragments hold their filesystems: drop them before pyarrow finalises S3 at exit
 # (atexit runs handlers last-registered first, and pyarrow.fs registered its own earlier).
 atexit.register(parsed_fragments.clear)
@@ -85,7 +55,7 @@ def parsed_fragment(
             location.path, filesystem=filesystem, file_size=ref.size
         )
         fragment.ensure_complete_metadata()
-        parsed_fragments.put(key, fragment, ref.footer_size or _UNKNOWN_FOOTER)
+        parsed_fragments.put(key, fragment, weight=ref.footer_size or _UNKNOWN_FOOTER)
     return fragment
 
 

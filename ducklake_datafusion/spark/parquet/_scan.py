@@ -34,13 +34,13 @@ other path.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._lru import LRUCache
 from ...pathres import parse_location
 from ...read import FileLayout, checked_file, files_unchanged
 from ...scan import DataFileTask, InlinedRowsTask
@@ -94,9 +94,8 @@ class _Built:
 # columns): a snapshot's files and deletes never change, so listing the files, building
 # the masks and analysing the join happen once per session; later calls re-stat the local
 # files and reuse the DataFrame.
-_built: OrderedDict[tuple, _Built] = OrderedDict()
 _BUILT_MAX = 32
-_LOCK = threading.Lock()
+_built: LRUCache[tuple, _Built] = LRUCache(_BUILT_MAX)
 
 
 def parquet_scan(spark, table, storage, prune: pc.Expression | None = None) -> ParquetScan:
@@ -116,18 +115,12 @@ def parquet_scan(spark, table, storage, prune: pc.Expression | None = None) -> P
         tuple((c.column_id, c.name, c.type_name) for c in table.columns),
         None if prune is None else str(prune),
     )
-    with _LOCK:
-        built = _built.get(key)
-        if built is not None:
-            _built.move_to_end(key)
+    built = _built.get(key)
     if built is not None and files_unchanged(built.files):
         return built.scan
     plan = table.scan_plan(filter=prune)
     scan, files = _build(spark, table, plan, storage)
-    with _LOCK:
-        _built[key] = _Built(scan, files, spark)
-        while len(_built) > _BUILT_MAX:
-            _built.popitem(last=False)
+    _built.put(key, _Built(scan, files, spark))  # replaces a scan whose files changed
     return scan
 
 

@@ -25,12 +25,12 @@ import os
 import shutil
 import tempfile
 import threading
-from collections import OrderedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..._lru import LRUCache
 from ...errors import InvalidOptionError
 from .. import _filter_classes as sources
 from .._filters import FilterColumn, combine, translate_filter
@@ -58,9 +58,9 @@ _probe_lock = threading.Lock()
 _probe_dir: str | None = None
 # Translated conditions by (session, columns, where): planning the probe costs about as
 # much as a selective query (docs/benchmarks.md), and read_table calls for a cached scan
-# must not pay it again.
-_filters_found: OrderedDict[tuple, tuple[pc.Expression | None, object]] = OrderedDict()
+# must not pay it again. The session is held with its filter, so its id stays unique.
 _FOUND_MAX = 64
+_filters_found: LRUCache[tuple, tuple[pc.Expression | None, object]] = LRUCache(_FOUND_MAX)
 
 
 def pruning_filter(spark, table, where: str) -> pc.Expression | None:
@@ -76,17 +76,8 @@ def pruning_filter(spark, table, where: str) -> pc.Expression | None:
     if not all(spark_reads_exactly(c.type_name) for c in table.columns):
         return None
     key = (id(spark), tuple((c.name, c.type_name, str(c.arrow_type)) for c in table.columns), where)
-    with _probe_lock:
-        found = _filters_found.get(key)
-        if found is not None:
-            _filters_found.move_to_end(key)
-            return found[0]
-    expression = _pushed_filter(spark, table, where)
-    with _probe_lock:
-        _filters_found[key] = (expression, spark)  # the session held: its id stays unique
-        while len(_filters_found) > _FOUND_MAX:
-            _filters_found.popitem(last=False)
-    return expression
+    found = _filters_found.get_or_compute(key, lambda: (_pushed_filter(spark, table, where), spark))
+    return found[0]
 
 
 def _pushed_filter(spark, table, where: str) -> pc.Expression | None:
