@@ -57,7 +57,7 @@ final class PlannedFiles {
       String version = metadata == null ? null : metadata.get(VERSION_KEY);
       if (!VERSION.equals(version)) {
         throw new DuckLakeException(
-            "PlanVersionError",
+            ErrorNames.UNSUPPORTED_FEATURE,
             "the planner sent a plan export of version "
                 + version
                 + " for table "
