@@ -2,8 +2,8 @@
 
 Servers are session-scoped and requested lazily, so a run that only touches local lakes
 starts no server. The stores: moto (``s3``), MinIO (``minio``), fake-gcs-server (``gcs``)
-and Azurite (``azure``); ``tests/emulators.py`` starts the last three from the tools
-``.ci/install_emulators.sh`` installs. See ``tests/lakes.py`` for the lake API.
+and Azurite (``azure``); ``tests/support/emulators.py`` starts the last three from the
+tools ``.ci/install_emulators.sh`` installs. See ``tests/support/lakes.py`` for the lake API.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import sparkreplay
-from emulators import start_azurite, start_fake_gcs, start_minio
-from lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
-from lakes import make_lake as _make_lake
+from support import sparkreplay
+from support.emulators import start_azurite, start_fake_gcs, start_minio
+from support.lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
+from support.lakes import make_lake as _make_lake
 
 PG_HINT = "set DUCKLAKE_TEST_PG (see .ci/run)"
 TOOLS_HINT = "install it with .ci/install_emulators.sh (make test does when go/npm exist)"

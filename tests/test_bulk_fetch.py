@@ -9,8 +9,8 @@ is checked against DuckDB.
 from __future__ import annotations
 
 import pytest
-from lakes import LakeSpec
-from readcheck import check
+from support.lakes import LakeSpec
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.catalog import _sql

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from datafusion import SessionConfig, SessionContext
-from lakes import LakeSpec
+from support.lakes import LakeSpec
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 

@@ -13,7 +13,7 @@ import threading
 import time
 
 from datafusion import SessionContext
-from lakes import LakeSpec
+from support.lakes import LakeSpec
 
 from ducklake_datafusion import DuckLakeCatalog, register
 

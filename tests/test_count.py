@@ -8,8 +8,8 @@ inlined rows; and checked to open no data file where the catalog suffices.
 from __future__ import annotations
 
 import pytest
-from lakes import assert_same_rows
-from test_time_travel import EXPIRED, session, snapshot_times, write_history
+from support.histories import EXPIRED, session, snapshot_times, write_history
+from support.lakes import assert_same_rows
 
 from ducklake_datafusion.read import _footers, count_rows, execute_plan
 from ducklake_datafusion.scan import Lake, SnapshotRef

@@ -8,29 +8,16 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows
-from readcheck import check, ours
+from support.histories import write_encrypted_history
+from support.lakes import LakeSpec, assert_same_rows
+from support.readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog
 
 
-def write_history(lake) -> None:
-    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR, st STRUCT(a INTEGER))")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'v' || i, {'a': i} FROM range(1000) r(i)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'w' || i, NULL FROM range(1000, 1500) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE id % 10 = 3")  # encrypted delete files
-    lake.sql("DELETE FROM lake.main.t WHERE id IN (1, 2)")  # inlined deletes
-    lake.sql("UPDATE lake.main.t SET s = 'upd' WHERE id % 100 = 5")
-    lake.sql("INSERT INTO lake.main.t VALUES (5000, 'inlined', {'a': 1})")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN w INTEGER DEFAULT 7")
-    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO s2")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'n' || i, NULL, i FROM range(2000, 2100) r(i)")
-    lake.sql("CALL ducklake_flush_inlined_data('lake')")
-
-
 def test_encrypted_lake(make_lake, lake_spec):
     lake = make_lake(lake_spec, inline_limit=5, encrypted=True)
-    write_history(lake)
+    write_encrypted_history(lake)
     last = lake.snapshot_id()
     check(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT id, s2, w FROM lake.main.t WHERE id > 990 AND id < 1010")

@@ -16,8 +16,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from lakes import LakeSpec, assert_same_rows
-from readcheck import ours
+from support.lakes import LakeSpec, assert_same_rows
+from support.readcheck import ours
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.catalog import metadata

@@ -17,9 +17,9 @@ import shutil
 import pyarrow.compute as pc
 import pytest
 from datafusion import SessionContext
-from lake_formats import format_under_test
-from lakes import LakeSpec, assert_same_rows
-from readcheck import check
+from support.lake_formats import format_under_test
+from support.lakes import LakeSpec, assert_same_rows
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
 

@@ -13,8 +13,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import assert_same_rows
-from readcheck import error_reading_fifo, ours
+from support.lakes import assert_same_rows
+from support.readcheck import error_reading_fifo, ours
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from lakes import assert_same_rows
-from readcheck import check
+from support.lakes import assert_same_rows
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.read import execute_plan

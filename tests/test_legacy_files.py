@@ -13,8 +13,8 @@ A file replaced later by some other Parquet file without field ids is still refu
 from __future__ import annotations
 
 import pytest
-from lakes import LakeSpec
-from readcheck import check, ours
+from support.lakes import LakeSpec
+from support.readcheck import check, ours
 
 LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 from datafusion import SessionContext
-from lakes import assert_same_rows
+from support.lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 

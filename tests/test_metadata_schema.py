@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lakes import ALL_SPECS
-from readcheck import check
+from support.lakes import ALL_SPECS
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 

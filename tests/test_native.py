@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
-from lakes import assert_same_rows, evolve_table, merged_inserts
-from readcheck import check, ours
+from support.lakes import assert_same_rows, evolve_table, merged_inserts
+from support.readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import InvalidOptionError

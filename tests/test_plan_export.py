@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from test_time_travel import EXPIRED, snapshot_times, write_history
+from support.histories import EXPIRED, snapshot_times, write_history
 
 from ducklake_datafusion._rust_contract import FILE_TABLE
 from ducklake_datafusion.errors import DuckLakeError

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from readcheck import check
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.scan import DataFileTask
@@ -149,7 +149,7 @@ def test_row_group_pruning_kept_with_deletes(make_lake, monkeypatch):
     assert plan.stats.files_with_deletes == 1
     assert 1 <= len(read_groups) <= 3, read_groups  # 20 row groups in the file, 2 overlap
     expected = lake.reference("SELECT k, s FROM lake.main.r WHERE k >= 5000 AND k < 6500")
-    from lakes import assert_same_rows
+    from support.lakes import assert_same_rows
 
     assert_same_rows(result, expected)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from readcheck import check, ours
+from support.readcheck import check, ours
 
 
 @pytest.fixture
@@ -254,7 +254,7 @@ def test_scan_plan_is_picklable(lake):
     clone = pickle.loads(pickle.dumps(plan))
     assert clone.tasks == plan.tasks and clone.filter.equals(plan.filter)
     expected = lake.reference("SELECT id FROM lake.main.t WHERE id > 90")
-    from lakes import assert_same_rows
+    from support.lakes import assert_same_rows
 
     assert_same_rows(execute_plan(clone), expected)
     assert ours  # shared helper module is importable

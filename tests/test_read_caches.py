@@ -10,8 +10,8 @@ from __future__ import annotations
 import glob
 
 import pytest
-from lakes import assert_same_rows
-from readcheck import check
+from support.lakes import assert_same_rows
+from support.readcheck import check
 
 from ducklake_datafusion.read import _deletes, _footers
 
@@ -65,7 +65,7 @@ def test_a_new_lake_version_reads_no_footer_of_known_files(make_lake, monkeypatc
     refused before any open, naming the file, the table and the snapshot."""
     import os
 
-    from readcheck import error_reading_fifo, ours
+    from support.readcheck import error_reading_fifo, ours
 
     lake = make_lake(inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (k INTEGER, s VARCHAR)")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from datafusion import SessionContext
-from lakes import assert_same_rows
-from readcheck import check
+from support.lakes import assert_same_rows
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import UnsupportedFeatureError
@@ -382,7 +382,7 @@ LAYOUT_QUERIES = [
 
 @pytest.mark.parametrize("deletes", [False, True])
 def test_older_layouts_are_read_by_field_id(make_lake, deletes):
-    from lakes import evolve_table
+    from support.lakes import evolve_table
 
     lake = make_lake(inline_limit=0)
     evolve_table(lake, deletes=deletes)
@@ -393,7 +393,7 @@ def test_older_layouts_are_read_by_field_id(make_lake, deletes):
 
 
 def test_merged_files_drop_rows_of_later_snapshots(make_lake):
-    from lakes import merged_inserts
+    from support.lakes import merged_inserts
 
     lake = make_lake(inline_limit=0)
     merged_inserts(lake)

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from datafusion import SessionContext
-from lakes import assert_same_rows
-from readcheck import check
+from support.lakes import assert_same_rows
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.provider import _rust, _rust_build, _rust_lazy

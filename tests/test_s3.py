@@ -10,8 +10,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows
-from readcheck import check, ours
+from support.lakes import LakeSpec, assert_same_rows
+from support.readcheck import check, ours
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 
@@ -55,7 +55,7 @@ def s3_auth(request):
     import json
 
     import boto3
-    from lakes import S3Endpoint, start_moto
+    from support.lakes import S3Endpoint, start_moto
 
     server, endpoint = start_moto()
     try:
@@ -100,7 +100,7 @@ def _moto_auth(endpoint, count: str) -> None:
 
 def test_wrong_credentials(s3_auth, tmp_path):
     from datafusion import SessionContext
-    from lakes import make_lake
+    from support.lakes import make_lake
 
     from ducklake_datafusion import register
 

@@ -13,7 +13,7 @@ import threading
 import traceback
 
 import pytest
-from lakes import LakeSpec
+from support.lakes import LakeSpec
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 from ducklake_datafusion.pathres import StorageOptions

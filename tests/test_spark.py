@@ -25,7 +25,6 @@ if not has_data_source():  # test_spark_versions.py covers what older releases d
     pytest.skip("the ducklake data source needs pyspark 4.1+", allow_module_level=True)
 
 import pyarrow as pa
-from lakes import LakeSpec, assert_same_rows
 from pyspark.sql.datasource import (
     DataSourceReader,
     EqualNullSafe,
@@ -41,6 +40,7 @@ from pyspark.sql.datasource import (
     StringEndsWith,
     StringStartsWith,
 )
+from support.lakes import LakeSpec, assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import (

@@ -22,8 +22,8 @@ from ducklake_datafusion.spark._versions import has_data_source
 if not has_data_source():  # test_spark_versions.py covers what older releases do
     pytest.skip("the ducklake data source needs pyspark 4.1+", allow_module_level=True)
 
-from lakes import assert_same_rows
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructType
+from support.lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import (
@@ -322,7 +322,7 @@ def test_expired_snapshots_and_errors(spark, make_lake):
 def test_object_storage_from_executors(spark, make_lake, storage):
     """Both side scans reach the store with the storage options (executors, not the driver):
     S3 on moto and MinIO, GCS and Azure on their emulators."""
-    from lakes import LakeSpec
+    from support.lakes import LakeSpec
 
     lake = make_lake(LakeSpec("duckdb", storage), inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")  # 1

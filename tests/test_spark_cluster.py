@@ -1,8 +1,8 @@
 """Spark on a real multi-process cluster: ``local-cluster[2,1,1024]`` starts two executor
 JVMs of their own, as a standalone cluster's workers would, so nothing of the driver's
 process (its working directory, its Python objects) reaches the executors except what a
-job ships. Each job runs in a separate process (``spark_cluster_job.py``; one SparkContext
-per process), and its answers are compared with DuckDB's here.
+job ships. Each job runs in a separate process (``support/spark_cluster_job.py``; one
+SparkContext per process), and its answers are compared with DuckDB's here.
 
 The second job runs the executors' Python on an interpreter *without* this package (a bare
 virtual environment): tables Spark reads natively need only Spark there, and a table that
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from lakes import assert_same_rows, evolve_table
+import support
+from support.lakes import assert_same_rows, evolve_table
 
 pytest.importorskip("pyspark")
 
@@ -28,7 +29,7 @@ from ducklake_datafusion.spark._versions import has_data_source
 
 pytestmark = pytest.mark.spark
 
-JOB = Path(__file__).with_name("spark_cluster_job.py")
+JOB = Path(support.__file__).with_name("spark_cluster_job.py")
 MASTER = "local-cluster[2,1,1024]"
 WHERE = "k BETWEEN 1400 AND 2100"
 
@@ -37,8 +38,8 @@ WHERE = "k BETWEEN 1400 AND 2100"
 def lake(tmp_path_factory, request):
     """``main.t``: three layouts, deletes, inlined rows (native); ``main.added``: a file
     registered without field ids beside inlined rows (the data source's part)."""
-    from lakes import LakeSpec
-    from lakes import make_lake as build
+    from support.lakes import LakeSpec
+    from support.lakes import make_lake as build
 
     lake = build(LakeSpec("duckdb", "local"), tmp_path_factory.mktemp("cluster"), inline_limit=5)
     request.addfinalizer(lake.close)

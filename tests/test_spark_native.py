@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import (
+from support.lakes import (
     LakeSpec,
     assert_same_rows,
     deleting_history,

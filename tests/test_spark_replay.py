@@ -25,9 +25,9 @@ if not has_data_source():  # test_spark_versions.py covers what older releases d
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from lakes import assert_same_rows
 from pyspark.sql.types import StructType
-from readcheck import ours
+from support.lakes import assert_same_rows
+from support.readcheck import ours
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.spark import DuckLakeDataSource

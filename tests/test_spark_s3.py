@@ -13,7 +13,13 @@ import io
 
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, masked_natively
+from support.lakes import (
+    LakeSpec,
+    assert_same_rows,
+    deleting_history,
+    evolve_table,
+    masked_natively,
+)
 
 pytest.importorskip("pyspark")
 

@@ -6,7 +6,7 @@ Answers are compared with DuckDB's for the same snapshot.
 from __future__ import annotations
 
 import pytest
-from lakes import assert_same_rows
+from support.lakes import assert_same_rows
 
 pytest.importorskip("pyspark")
 

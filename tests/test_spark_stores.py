@@ -5,9 +5,9 @@ The connectors come from Maven's cache (``.ci/fetch_hadoop_jars.sh``): Google's
 Hadoop client pyspark bundles for Azurite, through ABFS on the Blob endpoint
 (``abfs://``: Azurite has no ADLS Gen2 endpoint, and Hadoop 3.5 no longer has WASB).
 DuckDB writes the lakes locally and ``StoreMirror`` copies their files to the store
-(``tests/emulators.py``); every answer is compared with DuckDB's at the same snapshot,
-and every plan is checked for which reader ran, so a silent fallback to the Python data
-source cannot pass for the native path.
+(``tests/support/emulators.py``); every answer is compared with DuckDB's at the same
+snapshot, and every plan is checked for which reader ran, so a silent fallback to the
+Python data source cannot pass for the native path.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ import traceback
 
 import pyarrow.parquet as pq
 import pytest
-from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, masked_natively
+from support.lakes import (
+    LakeSpec,
+    assert_same_rows,
+    deleting_history,
+    evolve_table,
+    masked_natively,
+)
 
 pytest.importorskip("pyspark")
 

@@ -11,7 +11,7 @@ pyspark 3.5 (``.ci/run``'s second environment). Answers are compared with DuckDB
 from __future__ import annotations
 
 import pytest
-from lakes import assert_same_rows, deleting_history, evolve_table
+from support.lakes import assert_same_rows, deleting_history, evolve_table
 
 pytest.importorskip("pyspark")
 

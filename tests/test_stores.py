@@ -14,9 +14,9 @@ import traceback
 
 import pytest
 from datafusion import SessionContext
-from lakes import LakeSpec, assert_same_rows
-from readcheck import check
-from test_cli import _cli
+from support.cli import run_cli
+from support.lakes import LakeSpec, assert_same_rows
+from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 
@@ -95,18 +95,18 @@ def test_cli_reads_the_store(store_lake):
     with the storage options as -s flags, then from DUCKLAKE_STORAGE_OPTIONS."""
     metadata, flags = _cli_args(store_lake)
     sql = "SELECT id, name, extra FROM lake.main.t WHERE id % 7 = 1"
-    done = _cli("sql", metadata, sql, "-f", "jsonl", *flags)
+    done = run_cli("sql", metadata, sql, "-f", "jsonl", *flags)
     assert _rows(done) == _reference_rows(store_lake, sql)
     old = "SELECT * FROM lake.main.t WHERE id % 7 = 1"  # before extra was added
-    done = _cli("sql", metadata, old, "-f", "jsonl", "--snapshot", "3", *flags)
+    done = run_cli("sql", metadata, old, "-f", "jsonl", "--snapshot", "3", *flags)
     assert _rows(done) == _reference_rows(store_lake, old, snapshot=3)
     last = store_lake.snapshot_id()
-    done = _cli("changes", metadata, "main.t", "2", str(last), "-f", "jsonl", *flags)
+    done = run_cli("changes", metadata, "main.t", "2", str(last), "-f", "jsonl", *flags)
     changes = f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, {last})"
     assert _rows(done) == _reference_rows(store_lake, changes)
     env = {"DUCKLAKE_STORAGE_OPTIONS": json.dumps(store_lake.reader_args()["storage_options"])}
     count = "SELECT count(*) AS n FROM lake.main.t"
-    done = _cli("sql", metadata, count, "-f", "jsonl", "--data-path", flags[1], env=env)
+    done = run_cli("sql", metadata, count, "-f", "jsonl", "--data-path", flags[1], env=env)
     assert _rows(done) == _reference_rows(store_lake, count)
 
 

@@ -7,7 +7,7 @@ methods are compared with DuckDB directly).
 
 from __future__ import annotations
 
-from lakes import assert_same_rows
+from support.lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog
 

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
-from lake_formats import migrated_copy
-from lakes import LakeSpec, assert_same_rows
-from puffin import puffin_file
+from support.lake_formats import migrated_copy
+from support.lakes import LakeSpec, assert_same_rows
+from support.puffin import puffin_file
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import UnsupportedFeatureError, UnsupportedVersionError
@@ -110,12 +110,12 @@ def test_the_reference_writer_s_view_column_comment(reference_lake):
 
 
 def test_the_reference_writer_s_1_1_lake_from_the_command_line(reference_lake, tmp_path):
-    from test_cli import _cli
+    from support.cli import run_cli
 
     args, checks = reference_lake
     check = checks["queries"][2]  # the group-by over deletion vectors
     out = tmp_path / "out.parquet"
-    done = _cli(
+    done = run_cli(
         "sql", args["metadata"], check["sql"], "--data-path", args["data_path"],
         "-f", "parquet", "-O", str(out),
     )  # fmt: skip
@@ -607,7 +607,7 @@ def _catalog_of_version(make_lake, version: str) -> str:
 
 @pytest.mark.parametrize("version", ["1.2", "2.0", "1.1-dev2"])
 def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path):
-    from test_cli import _cli
+    from support.cli import run_cli
 
     from ducklake_datafusion.functions import table_changes
 
@@ -618,7 +618,7 @@ def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path
             _ours({"metadata": metadata}, "SELECT * FROM lake.main.t", native=native)
     with pytest.raises(UnsupportedVersionError, match=message):
         table_changes(DuckLakeCatalog(metadata), "main", "t", 0, 1)
-    done = _cli("sql", metadata, "SELECT * FROM lake.main.t")
+    done = run_cli("sql", metadata, "SELECT * FROM lake.main.t")
     assert done.returncode != 0 and "UnsupportedVersionError" in done.stderr, done.stderr
     assert f"version '{version}'" in done.stderr
 

@@ -10,8 +10,8 @@ travel.
 from __future__ import annotations
 
 import pytest
-from lakes import assert_same_rows
-from readcheck import ours
+from support.lakes import assert_same_rows
+from support.readcheck import ours
 
 VALUES = [
     "42", "'hello'", "{'a': 1, 'b': [1, 2, 3]}", "NULL", "[1.5, NULL, 2.5]",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from datafusion import SessionConfig, SessionContext
-from lakes import assert_same_rows
+from support.lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 

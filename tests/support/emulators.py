@@ -269,7 +269,7 @@ def start_azurite(workdir: Path, container: str) -> tuple[Server, AzureEndpoint]
 
 def start_minio(workdir: Path):
     """MinIO on a free port with a random root user; returns ``(Server, S3Endpoint)``."""
-    from lakes import S3Endpoint
+    from .lakes import S3Endpoint
 
     binary = find_tool("minio")
     if binary is None:

@@ -3,7 +3,7 @@
 Every read test builds its lake with DuckDB + the ``ducklake`` extension (the reference
 writer) and checks our reader against DuckDB's answer for the same lake state (the oracle),
 over the matrix catalog back-end (DuckDB file, SQLite, PostgreSQL) x storage (local, S3 on
-moto or MinIO, GCS on fake-gcs-server, Azure on Azurite: ``tests/emulators.py``).
+moto or MinIO, GCS on fake-gcs-server, Azure on Azurite: ``tests/support/emulators.py``).
 
 DuckDB-file catalogs and locking, as measured with duckdb 1.5.5 in ONE process:
 
@@ -50,7 +50,8 @@ from typing import Any, Literal
 import duckdb
 import duckdb_extensions
 import pyarrow as pa
-from lake_formats import format_under_test, migrated_copy
+
+from .lake_formats import format_under_test, migrated_copy
 
 __all__ = [
     "ALL_SPECS",
@@ -487,7 +488,7 @@ def make_lake(
         data_path = str(root / "data") + "/"
         os.makedirs(data_path)
         if spec.storage in MIRRORED:
-            from emulators import StoreMirror
+            from .emulators import StoreMirror
 
             if store is None:
                 raise ValueError(f"{spec.id} needs its store (store=...)")

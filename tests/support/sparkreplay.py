@@ -22,7 +22,7 @@ import logging
 import re
 from collections.abc import Callable
 
-from lakes import LakeSpec, assert_same_rows
+from .lakes import LakeSpec, assert_same_rows
 
 session: Callable[[], object] | None = None  # set per test by conftest when Spark can run
 replayed: set[tuple[str, str, str, int]] = set()
@@ -95,7 +95,7 @@ def _compare(spark, lake, schema: str, table: str, snapshot: int) -> None:
 
 def _refused_by_datafusion(lake, schema: str, table: str, snapshot: int) -> str | None:
     """The kind of typed error DataFusion raises for the whole table (None: it reads it)."""
-    from readcheck import ours
+    from .readcheck import ours
 
     try:
         ours(lake, f"SELECT * FROM lake.{_quote(schema)}.{_quote(table)}", snapshot=snapshot)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 
-import sparkreplay
 from datafusion import SessionContext
-from lake_formats import format_under_test
-from lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, register
+
+from . import sparkreplay
+from .lake_formats import format_under_test
+from .lakes import assert_same_rows
 
 
 def ours(lake, sql: str, *, format: str | None = None, **catalog_kwargs):
