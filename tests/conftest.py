@@ -49,7 +49,7 @@ def _pyspark_has_data_source() -> bool | None:
 
 def pytest_collection_modifyitems(config, items):
     """Tests of the data source skip on pyspark 3.5 / 4.0, which read natively only
-    (``tests/test_spark_versions.py`` checks what those releases raise instead)."""
+    (``tests/spark/test_spark_versions.py`` checks what those releases raise instead)."""
     if _pyspark_has_data_source() is not False:
         return
     import pyspark
@@ -348,7 +348,7 @@ def spark(tmp_path_factory):
     builder = SparkSession.builder
     jars, _ = connector_jars()
     # The package's jar: deletes applied inside Spark's reader (spark/parquet/_deleted_rows.py;
-    # tests/test_spark_native.py also reads every lake through the mask join without it).
+    # tests/spark/test_spark_native.py also reads every lake through the mask join without it).
     jars = ",".join(filter(None, [package_spark_jar(), jars]))
     if jars:  # object stores read by Spark's own reader (test_spark_s3, test_spark_stores)
         builder = builder.config("spark.jars", jars)

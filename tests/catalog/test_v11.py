@@ -30,7 +30,7 @@ from support.puffin import puffin_file
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import UnsupportedFeatureError, UnsupportedVersionError
 
-REFERENCE_LAKE = Path(__file__).resolve().parents[2] / "shared" / "lakes" / "ducklake-1.1-dev1"
+REFERENCE_LAKE = Path(__file__).resolve().parents[3] / "shared" / "lakes" / "ducklake-1.1-dev1"
 LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
 
 

@@ -32,7 +32,7 @@ from ducklake_datafusion._rust_contract import (
 )
 from ducklake_datafusion.provider import _rust, _rust_lazy
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STUB = ROOT / "ducklake_datafusion" / "_rust.pyi"
 JAVA_ERROR_NAMES = ROOT / "jvm/src/main/java/io/ducklake_datafusion/spark/ErrorNames.java"
 
