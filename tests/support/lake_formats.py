@@ -18,8 +18,9 @@ must read exactly as DuckDB read the 1.0 one, at every snapshot: the tests compa
 DuckDB's answer on the 1.0 form (the 1.5 writer cannot open a 1.1 catalog).
 
 ``DUCKLAKE_TEST_FORMAT=1.1`` makes ``Lake.reader_args()`` hand our reader a migrated copy
-of the catalog (refreshed on each call, so a test that writes again reads its new state);
-DuckDB, the oracle, keeps reading the original.
+of the catalog (brought up to date in the same file when the catalog changed, so a test
+that writes again reads its new state, and a reader holding the copy refreshes as on the
+original); DuckDB, the oracle, keeps reading the original.
 """
 
 from __future__ import annotations
@@ -118,24 +119,32 @@ def migrated_copy(
     version: str = "1.1",
     edit=None,
     inlined_tables: Iterable[str] | None = None,
+    in_place: bool = False,
 ) -> tuple[str, str | None]:
     """A 1.1 copy of a 1.0 catalog, made anew: ``(metadata, metadata_schema)`` to read it.
 
-    DuckDB and SQLite files are copied beside the original (``*-v11``) and replaced
-    atomically, so a reader holding the copy's path sees the new one as a replaced file;
+    DuckDB and SQLite files are copied beside the original (``*-v11``) and migrated there;
     a PostgreSQL catalog is copied into the schema :data:`COPY_SCHEMA` of its database.
-    ``edit(catalog)``, if given, runs after the migration, in the same transaction (the
-    tests' 1.1-only constructions); ``inlined_tables`` as for :func:`migrate`.
+    An existing file copy is replaced atomically, so a reader holding its path sees a
+    replaced file (and drops what it memoised); with ``in_place`` the new copy is written
+    into the existing file instead (the same file, as the writer updates its own), for a
+    copy that follows its catalog's commits: a reader then refreshes from the rows that
+    changed, as it does on the original. ``edit(catalog)``, if given, runs after the
+    migration, in the same transaction (the tests' 1.1-only constructions);
+    ``inlined_tables`` as for :func:`migrate`.
     """
     steps = {"version": version, "edit": edit, "inlined_tables": inlined_tables}
     if metadata.startswith("sqlite:"):
         path = metadata.removeprefix("sqlite:")
-        target = _file_copy(path, lambda tmp: _migrate_sqlite(tmp, **steps))
+        overwrite = _overwrite_sqlite if in_place else None
+        target = _file_copy(path, lambda tmp: _migrate_sqlite(tmp, **steps), overwrite)
         return "sqlite:" + target, None
     if metadata.startswith("postgres:"):
         _migrate_postgres(metadata.removeprefix("postgres:"), metadata_schema, **steps)
         return metadata, COPY_SCHEMA
-    target = _file_copy(metadata, lambda tmp: _migrate_duckdb(tmp, metadata_schema, **steps))
+    overwrite = _overwrite_duckdb if in_place else None
+    migrate_file = lambda tmp: _migrate_duckdb(tmp, metadata_schema, **steps)
+    target = _file_copy(metadata, migrate_file, overwrite)
     return target, metadata_schema
 
 
@@ -145,7 +154,9 @@ def _run(catalog: _Catalog, *, version: str, edit, inlined_tables) -> None:
         edit(catalog)
 
 
-def _file_copy(path: str, migrate_file) -> str:
+def _file_copy(path: str, migrate_file, overwrite=None) -> str:
+    """Copy ``path`` (and its DuckDB write-ahead log) beside it, migrate the copy, and put
+    it at ``*-v11``: renamed over an existing one, or written into it by ``overwrite``."""
     root, ext = os.path.splitext(path)
     target = f"{root}-v11{ext}"
     tmp = f"{root}-v11-tmp{ext}"
@@ -158,8 +169,32 @@ def _file_copy(path: str, migrate_file) -> str:
     migrate_file(tmp)
     if os.path.exists(target + ".wal"):
         os.remove(target + ".wal")
-    os.replace(tmp, target)
+    if overwrite and os.path.exists(target):
+        overwrite(tmp, target)
+        os.remove(tmp)
+    else:
+        os.replace(tmp, target)
     return target
+
+
+def _overwrite_duckdb(source: str, target: str) -> None:
+    """The bytes of ``source`` written into the file ``target`` (same inode; the migrated
+    file is checkpointed, so it has no log). A reader copies the file, never opens it, and
+    sees a changed file the way it sees a commit of the writer."""
+    shutil.copyfile(source, target)  # truncates and rewrites target: not a new file
+
+
+def _overwrite_sqlite(source: str, target: str) -> None:
+    """``source``'s database written into ``target`` by SQLite's backup API: one write
+    transaction on the same file, which open readers see as a commit (their caches follow
+    the change counter), never as a replaced file."""
+    src = sqlite3.connect(source)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
 
 
 def _migrate_duckdb(path: str, metadata_schema: str | None, **steps) -> None:

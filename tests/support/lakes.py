@@ -373,10 +373,12 @@ class Lake:
         return args
 
     def _migrated(self) -> tuple[str, str | None]:
-        """The 1.1 copy of the catalog, made again when the catalog changed since."""
+        """The 1.1 copy of the catalog, made again when the catalog changed since, into
+        the same file (a reader sees the writer's commits on the copy as on the original)."""
         signature = self._catalog_signature()
         if self._v11 is None or self._v11[0] != signature:
-            self._v11 = (signature, migrated_copy(self.metadata, self.metadata_schema))
+            copy = migrated_copy(self.metadata, self.metadata_schema, in_place=True)
+            self._v11 = (signature, copy)
         return self._v11[1]
 
     def _catalog_signature(self) -> tuple:
