@@ -50,9 +50,10 @@ test: venv emulators
 
 # The test files that exercise the catalog itself (refresh, cuts, memo, faults, time travel,
 # metadata tables, the change feed), with our reader on every lake's catalog migrated to
-# DuckLake 1.1; every read test checks the 1.1 form anyway (tests/readcheck.py).
-V11_TESTS := tests/test_incremental.py tests/test_file_cut.py tests/test_metadata_memo.py \
-	tests/test_catalog_faults.py tests/test_time_travel.py tests/test_table_metadata.py \
+# DuckLake 1.1; every read test checks the 1.1 form anyway (tests/support/readcheck.py).
+V11_TESTS := tests/catalog/test_incremental.py tests/catalog/test_file_cut.py \
+	tests/catalog/test_metadata_memo.py tests/catalog/test_catalog_faults.py \
+	tests/catalog/test_time_travel.py tests/catalog/test_table_metadata.py \
 	tests/test_errors.py tests/test_changes.py
 test-v11: venv
 	DUCKLAKE_TEST_FORMAT=1.1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(V11_TESTS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install the object-store servers the tests start on 127.0.0.1 (tests/emulators.py) into a
-# cache outside the clone, once per version:
+# Install the object-store servers the tests start on 127.0.0.1 (tests/support/emulators.py)
+# into a cache outside the clone, once per version:
 #   fake-gcs-server (GCS) and MinIO (S3), built with `go install` from the Go module proxy;
 #   Azurite (Azure Blob Storage), the npm package.
 # Cache: $DUCKLAKE_TEST_TOOLS, default ~/.cache/ducklake-datafusion/tools.

@@ -1,6 +1,6 @@
 """Types of the Rust extension ``ducklake_datafusion._rust`` (``rust/src``).
 
-``tests/test_rust_contract.py`` checks that this stub and the built module name the same
+``tests/provider/test_rust_contract.py`` checks that this stub and the built module name the same
 things, with the same parameters.
 """
 

@@ -10,7 +10,7 @@ these shapes, which the extension checks on arrival (by name and type: a mismatc
   ``None`` (no pruning by catalog bounds);
 * ``inlined``, ``defaults``: the table's own schema.
 
-``tests/test_rust_contract.py`` checks these against what the extension expects
+``tests/provider/test_rust_contract.py`` checks these against what the extension expects
 (``_rust.boundary_schemas``, ``_rust.PROVIDER_SPEC_FIELDS``). A lazy provider's scan hands
 its filters to the planner as ``_rust.Predicate`` values (``rust/src/predicates.rs``,
 typed in ``_rust.pyi``).

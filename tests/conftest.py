@@ -2,8 +2,8 @@
 
 Servers are session-scoped and requested lazily, so a run that only touches local lakes
 starts no server. The stores: moto (``s3``), MinIO (``minio``), fake-gcs-server (``gcs``)
-and Azurite (``azure``); ``tests/emulators.py`` starts the last three from the tools
-``.ci/install_emulators.sh`` installs. See ``tests/lakes.py`` for the lake API.
+and Azurite (``azure``); ``tests/support/emulators.py`` starts the last three from the
+tools ``.ci/install_emulators.sh`` installs. See ``tests/support/lakes.py`` for the lake API.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import sparkreplay
-from emulators import start_azurite, start_fake_gcs, start_minio
-from lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
-from lakes import make_lake as _make_lake
+from support import sparkreplay
+from support.emulators import start_azurite, start_fake_gcs, start_minio
+from support.lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
+from support.lakes import make_lake as _make_lake
 
 PG_HINT = "set DUCKLAKE_TEST_PG (see .ci/run)"
 TOOLS_HINT = "install it with .ci/install_emulators.sh (make test does when go/npm exist)"
@@ -49,7 +49,7 @@ def _pyspark_has_data_source() -> bool | None:
 
 def pytest_collection_modifyitems(config, items):
     """Tests of the data source skip on pyspark 3.5 / 4.0, which read natively only
-    (``tests/test_spark_versions.py`` checks what those releases raise instead)."""
+    (``tests/spark/test_spark_versions.py`` checks what those releases raise instead)."""
     if _pyspark_has_data_source() is not False:
         return
     import pyspark
@@ -347,7 +347,7 @@ def spark(tmp_path_factory):
     builder = SparkSession.builder
     jars, _ = connector_jars()
     # The package's jar: deletes applied inside Spark's reader (spark/parquet/_deleted_rows.py;
-    # tests/test_spark_native.py also reads every lake through the mask join without it).
+    # tests/spark/test_spark_native.py also reads every lake through the mask join without it).
     jars = ",".join(filter(None, [package_spark_jar(), jars]))
     if jars:  # object stores read by Spark's own reader (test_spark_s3, test_spark_stores)
         builder = builder.config("spark.jars", jars)

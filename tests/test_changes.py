@@ -14,7 +14,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 from datafusion import SessionContext
-from lakes import LakeSpec, assert_same_rows
+from support.lakes import LakeSpec, assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 from ducklake_datafusion.functions import list_files, snapshots, table_changes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 import pytest
-from lakes import assert_same_rows
+from support.lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 from ducklake_datafusion.dataframes import polars_predicate_to_arrow

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from readcheck import ours
+from support.readcheck import ours
 
 from ducklake_datafusion import DuckLakeCatalog, errors
 from ducklake_datafusion.types import ColumnSpec, arrow_type_for
@@ -55,7 +55,7 @@ def test_catalog_without_snapshots(make_lake):
     """A catalog whose ducklake_snapshot table is empty is refused, naming the file."""
     import sqlite3
 
-    from lakes import LakeSpec
+    from support.lakes import LakeSpec
 
     lake = make_lake(LakeSpec("sqlite", "local"))
     lake.sql("CREATE TABLE lake.main.t (a INTEGER)")

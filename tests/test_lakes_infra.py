@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lakes import assert_same_rows, assert_same_types
+from support.lakes import assert_same_rows, assert_same_types
 
 
 def test_write_delete_and_time_travel(lake):
@@ -78,7 +78,7 @@ def test_inline_limit_zero_writes_parquet(make_lake, tmp_path):
 
 
 def test_s3_round_trip_with_pyarrow(s3, make_lake):
-    from lakes import LakeSpec
+    from support.lakes import LakeSpec
 
     lake = make_lake(LakeSpec("duckdb", "s3"), inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (a INTEGER, s VARCHAR)")

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakes import LakeSpec, assert_same_rows
-from test_encrypted import write_history
+import support
+from support.histories import write_encrypted_history
+from support.lakes import LakeSpec, assert_same_rows
 
 READER_PYTHON = os.environ.get("DUCKLAKE_TEST_READER_PYTHON")
-JOB = Path(__file__).with_name("reader_job.py")
+JOB = Path(support.__file__).with_name("reader_job.py")
 CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
 WIDE = "SELECT id, CAST(h AS VARCHAR) AS h, CAST(u AS VARCHAR) AS u, iv, uu, j, m, st FROM lake.main.ty"
 
@@ -47,10 +48,10 @@ def _types_table(lake) -> None:
 @pytest.mark.parametrize("spec", CATALOGS, ids=lambda s: s.id)
 def test_lakes_of_the_reference_writer_read_with_the_newest_duckdb(make_lake, tmp_path, spec):
     plain = make_lake(spec, inline_limit=5)
-    write_history(plain)
+    write_encrypted_history(plain)
     _types_table(plain)
     encrypted = make_lake(spec, inline_limit=5, encrypted=True)
-    write_history(encrypted)
+    write_encrypted_history(encrypted)
     queries = {
         "all": "SELECT * FROM lake.main.t",
         "filtered": "SELECT * FROM lake.main.t WHERE id > 990 AND id < 1010",
@@ -119,13 +120,13 @@ con.execute("DETACH dst")
 def test_a_duckdb_2_catalog_file_of_a_1_1_lake(make_lake, tmp_path):
     """A DuckLake 1.1 catalog in a file DuckDB 2 wrote: read with duckdb 2 as DuckDB 1.5
     read the 1.0 lake it came from; with duckdb 1.5, refused saying which duckdb it needs."""
-    from lake_formats import migrated_copy
+    from support.lake_formats import migrated_copy
 
     from ducklake_datafusion import DuckLakeCatalog
     from ducklake_datafusion.errors import UnsupportedVersionError
 
     lake = make_lake(LakeSpec("duckdb", "local"), inline_limit=5)
-    write_history(lake)
+    write_encrypted_history(lake)
     migrated, _ = migrated_copy(lake.reader_args("1.0")["metadata"], None)
     newer = str(tmp_path / "duckdb2.ducklake")
     done = subprocess.run(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from datafusion import SessionContext
-from lakes import LakeSpec, PgServer, assert_same_rows
+from support.lakes import LakeSpec, PgServer, assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import CatalogClosedError
@@ -74,7 +74,7 @@ def small_pg():
 @pytest.fixture(params=["duckdb", "sqlite", "postgres"])
 def released_lake(request, tmp_path, small_pg_if_needed):
     """A local lake on each catalog database: deletes, an inlined row, five snapshots."""
-    from lakes import make_lake
+    from support.lakes import make_lake
 
     spec = LakeSpec(request.param, "local")
     lake = make_lake(spec, tmp_path, pg=small_pg_if_needed(spec), inline_limit=5)

@@ -13,7 +13,7 @@ Exactness: a file is left out only when a statistics row of the column says that
 value of the file lies outside the bounds, compared as integers (text the guard does not
 read as an integer of up to 18 characters compares as NULL: the file is kept). The
 planner prunes the files that remain with the same statistics, so a cut plan keeps
-exactly the files a full plan keeps (``tests/test_file_cut.py`` compares both and DuckDB
+exactly the files a full plan keeps (``tests/catalog/test_file_cut.py`` compares both and DuckDB
 on every catalog). Only integer types up to 64 bits are cut: their statistics are plain
 decimal text on every catalog, unlike floats (NaN), strings (collations) and times
 (spellings). The cut's result is memoised under its own key, never as the table's file

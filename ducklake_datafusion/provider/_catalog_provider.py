@@ -5,7 +5,7 @@ reads the catalog database, so tables created, renamed or dropped by other proce
 seen by the next query. Each resolved table pins one snapshot (the catalog's pinned one,
 else the latest at that moment), so one query reads one consistent snapshot.
 
-Errors and DataFusion (datafusion 55, guarded by ``tests/test_contract.py``): only an
+Errors and DataFusion (datafusion 55, guarded by ``tests/provider/test_contract.py``): only an
 exception raised by ``SchemaProvider.table()`` reaches the user, as the exception itself,
 from ``ctx.sql``. Errors raised by ``schema_names()``, ``schema()`` and ``table_names``
 are logged and turned into "nothing there" (a query then fails with a misleading "table

@@ -1,7 +1,7 @@
 """The DataFusion hook: a ``pyarrow.dataset.Dataset`` that DataFusion can scan.
 
 Contract with ``datafusion.catalog.Table(dataset)`` (datafusion 55; guarded by
-``tests/test_contract.py``):
+``tests/provider/test_contract.py``):
 
 * ``dataset.schema`` gives the table schema.
 * ``dataset.scanner(columns=[...], filter=expr)`` is asked for ``projected_schema`` at plan

@@ -101,7 +101,7 @@ def _predicate(predicate: Predicate) -> pc.Expression:
     raise ValueError(f"unknown predicate {kind!r}")
 
 
-# by ``_rust.Predicate.COMPARISONS`` (tests/test_rust_contract.py)
+# by ``_rust.Predicate.COMPARISONS`` (tests/provider/test_rust_contract.py)
 _COMPARISONS = {
     "==": lambda f, v: f == v,
     "!=": lambda f, v: f != v,

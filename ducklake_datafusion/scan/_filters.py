@@ -9,7 +9,7 @@ The key-value pairs are read in order through the Arrow C data interface, becaus
 
 The resulting :class:`Call` / :class:`Field` / :class:`Literal` tree is what the planner
 prunes files with, and what the Spark adapter translates Spark filters into.
-``tests/test_filters.py`` round-trips every shape DataFusion produces, so a pyarrow
+``tests/provider/test_contract.py`` round-trips every shape DataFusion produces, so a pyarrow
 release that changes the format fails loudly there.
 """
 

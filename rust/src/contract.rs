@@ -2,8 +2,8 @@
 //!
 //! The Python side defines the same shapes once (`ducklake_datafusion/provider/
 //! _rust_contract.py`: `FILE_TABLE`, `bounds_schema`, `ProviderSpec`) and builds what it
-//! sends from them; `tests/test_rust_contract.py` compares them with `expected_schemas` and
-//! `ProviderSpec::FIELDS` (exported as `_rust.boundary_schemas` and
+//! sends from them; `tests/provider/test_rust_contract.py` compares them with
+//! `expected_schemas` and `ProviderSpec::FIELDS` (exported as `_rust.boundary_schemas` and
 //! `_rust.PROVIDER_SPEC_FIELDS`). Every batch received is checked here, by name and type,
 //! before a column is read: a mismatch is a `ContractError` naming the table and the column.
 

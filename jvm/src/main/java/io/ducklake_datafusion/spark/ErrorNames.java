@@ -6,7 +6,7 @@ package io.ducklake_datafusion.spark;
  *
  * <p>An exception thrown inside Spark's reader reaches Python as text only, so our error
  * class travels in the message as {@code "ClassName: message"} ({@link #text}), the form the
- * Python side looks for. {@code tests/test_rust_contract.py} checks that each of {@link
+ * Python side looks for. {@code tests/provider/test_rust_contract.py} checks that each of {@link
  * #all} is in {@code ducklake_datafusion.errors.__all__} (through the JVM of a Spark session
  * with this jar). Errors the catalog's planner raises carry the planner's own class names.
  */
