@@ -8,7 +8,7 @@ snapshot of a history with delete files, inlined rows, schema changes and merged
 from __future__ import annotations
 
 import pyarrow as pa
-from test_time_travel import EXPIRED, snapshot_times, write_history
+from support.histories import EXPIRED, snapshot_times, write_history
 
 from ducklake_datafusion.read import PLAN_SCHEMA, export_plan, import_plan, plan_export
 from ducklake_datafusion.scan import Lake, SnapshotRef

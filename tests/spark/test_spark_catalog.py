@@ -16,7 +16,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, merged_inserts
+from support.lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, merged_inserts
 
 pytest.importorskip("pyspark")
 
