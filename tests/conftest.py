@@ -351,6 +351,10 @@ def spark(tmp_path_factory):
     jars = ",".join(filter(None, [package_spark_jar(), jars]))
     if jars:  # object stores read by Spark's own reader (test_spark_s3, test_spark_stores)
         builder = builder.config("spark.jars", jars)
+    if package_spark_jar() is not None:  # ducklake_table_changes (tests/spark/test_spark_catalog)
+        builder = builder.config(
+            "spark.sql.extensions", "io.ducklake_datafusion.spark.DuckLakeExtensions"
+        )
     session = (
         builder.master("local[2]")
         .appName("ducklake-datafusion-tests")

@@ -405,3 +405,30 @@ def test_the_planner_protocol_answers_without_spark(make_lake):
     assert export.files.column("deleted").to_pylist() == [[3]]
     assert pa.ipc.open_stream(answers[2][1][1]).read_all().num_rows == 0
     assert answers[3][0]["error"]["class"] == "TableNotFoundError"
+
+
+@pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
+def test_the_change_feed_in_sql_is_duckdbs(spark, make_lake, catalog, spec):
+    lake = make_lake(spec, inline_limit=3)
+    deleting_history(lake)
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN extra INTEGER DEFAULT 4")
+    lake.sql("UPDATE lake.main.t SET extra = 5 WHERE k < 100")
+    name = catalog(lake)
+    last = lake.snapshot_id()
+    for start, end in [(2, 2), (2, 5), (4, 8), (6, last), (1, last)]:
+        got = spark.sql(f"SELECT * FROM ducklake_table_changes('{name}.main.t', {start}, {end})")
+        expected = lake.reference(
+            f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', {start}, {end})"
+        )
+        assert_same_rows(got.toArrow(), expected)
+    no_end = spark.sql(f"SELECT * FROM ducklake_table_changes('{name}.main.t', 5)")
+    expected = lake.reference(
+        f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', 5, {last})"
+    )
+    assert_same_rows(no_end.toArrow(), expected)
+    text = _error_text(spark, f"SELECT * FROM ducklake_table_changes('{name}.main.t', 999, 1000)")
+    assert "SnapshotNotFoundError" in text
+    text = _error_text(
+        spark, "SELECT * FROM ducklake_table_changes('spark_catalog.default.t', 1, 2)"
+    )
+    assert "InvalidOptionError" in text and "not a DuckLake catalog" in text

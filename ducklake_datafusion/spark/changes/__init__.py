@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ._driver_feed import driver_changes_frame
-from ._range import ChangeRange, changes_schema, feed_table, feed_target, resolve_changes
+from ._range import (
+    ChangeRange,
+    changes_schema,
+    feed_table,
+    feed_target,
+    resolve_bounds,
+    resolve_changes,
+)
 
 __all__ = [
     "ChangeRange",
@@ -22,6 +29,7 @@ __all__ = [
     "feed_table",
     "feed_target",
     "read_changes_frame",
+    "resolve_bounds",
     "resolve_changes",
 ]
 

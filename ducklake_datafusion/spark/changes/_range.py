@@ -31,6 +31,7 @@ __all__ = [
     "feed_column",
     "feed_table",
     "feed_target",
+    "resolve_bounds",
     "resolve_changes",
 ]
 
@@ -67,12 +68,12 @@ def resolve_changes(options: SourceOptions) -> ChangeRange:
         TableNotFoundError: the table does not exist at the end snapshot.
     """
     with options.open_lake() as lake:
-        first, last = _resolve_bounds(lake, options.changes_start, options.changes_end)
+        first, last = resolve_bounds(lake, options.changes_start, options.changes_end)
     with options.pinned(last).open_table() as table:
         return ChangeRange(first, last, table.columns)
 
 
-def _resolve_bounds(lake, start: str | None, end: str | None) -> tuple[int, int]:
+def resolve_bounds(lake, start: str | None, end: str | None) -> tuple[int, int]:
     """The same resolution ``table_changes`` applies, in one catalog transaction."""
     backend = lake.backend
     description = backend.description

@@ -16,7 +16,8 @@ Requests (``op``) and their answers:
 * ``table`` ``{namespace, name, version?, timestamp_us?}`` -> the table at the latest (or
   pinned) snapshot, or at ``VERSION AS OF`` / ``TIMESTAMP AS OF``: its Spark schema
   (JSON, column comments in the fields' metadata) and snapshot (``_table``);
-* ``scan`` ``{namespace, name, snapshot, columns, filters}`` -> the scan's plan (``_scan``).
+* ``scan`` ``{namespace, name, snapshot, columns, filters}`` -> the scan's plan (``_scan``);
+* ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -36,6 +37,7 @@ from ...errors import DuckLakeError, InvalidOptionError
 from ...pathres import ACCEPTED_KEYS
 from ...scan import Lake
 from .._options import snapshot_option, snapshot_time_option
+from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
 from ._table import resolve_table, table_response
@@ -67,6 +69,8 @@ class Planner:
             return {"tables": self._tables(str(request["namespace"]))}, []
         if op == "table":
             return table_response(self.lake, request), []
+        if op == "changes":
+            return changes_response(self.lake, request)
         if op == "scan":
             table = resolve_table(self.lake, request)
             return scan_response(table, request)

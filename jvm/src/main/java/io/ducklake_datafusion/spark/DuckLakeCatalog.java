@@ -254,6 +254,19 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     return new DuckLakeTable(this, name, table, schema);
   }
 
+  /** The change feed of {@code ident} from {@code start} through {@code end} (null: latest). */
+  ChangesTable loadChanges(Identifier ident, String start, String end) {
+    ObjectNode request = request("changes");
+    request.put("namespace", ident.namespace()[0]);
+    request.put("name", ident.name());
+    request.put("start", start);
+    if (end != null) {
+      request.put("end", end);
+    }
+    PlannerProcess.Answer answer = call(request);
+    return new ChangesTable(name, answer.header, answer.blobs[0]);
+  }
+
   @Override
   public Table createTable(
       Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
