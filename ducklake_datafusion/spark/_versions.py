@@ -27,6 +27,7 @@ __all__ = [
     "DATA_SOURCE_PYSPARK",
     "OLDEST_PYSPARK",
     "has_data_source",
+    "is_connect",
     "pyspark_at_least",
     "pyspark_version",
     "require_data_source",
@@ -92,3 +93,10 @@ def require_data_source(what: str, why: str | None = None) -> None:
         f"pyspark {pyspark_version()} reads only what Spark's own Parquet reader reads "
         "exactly. Run this read on pyspark 4.1 to 4.3 (pip install 'pyspark>=4.1,<4.4')"
     )
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session: no JVM on this side, so nothing of
+    ``sparkContext``, ``_jvm`` or ``_jdf`` (the server's catalog, ``DuckLakeCatalog``,
+    reads everything natively there)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

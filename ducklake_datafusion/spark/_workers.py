@@ -17,6 +17,7 @@ import threading
 
 from .. import __version__
 from ..errors import MissingDependencyError
+from ._versions import is_connect
 
 __all__ = ["check_workers", "explain_probe"]
 
@@ -28,6 +29,15 @@ def probe(_rows):
         return [(True, getattr(ducklake_datafusion, "__version__", "?"), sys.executable)]
     except Exception as exc:
         return [(False, f"{type(exc).__name__}: {exc}", sys.executable)]
+"""
+# The same probe over Arrow batches, for Spark Connect (also pickled by value).
+_ARROW_PROBE = """
+def arrow_probe(batches):
+    import pyarrow as pa
+    for _ in batches:
+        pass
+    (ok, detail, executable), = probe([])
+    yield pa.RecordBatch.from_pydict({"ok": [ok], "detail": [detail], "executable": [executable]})
 """
 _checked: set[str] = set()
 _lock = threading.Lock()
@@ -64,21 +74,36 @@ def check_workers(spark, *, needed_for: str | None = None) -> None:
 
 
 def _check(spark) -> None:
-    context = spark.sparkContext
-    key = context.applicationId
+    connect = is_connect(spark)
+    key = spark.conf.get("spark.app.id", None) if connect else spark.sparkContext.applicationId
     with _lock:
-        if key in _checked:
+        if key is not None and key in _checked:
             return
     try:
-        result = context.parallelize([0], 1).mapPartitions(_probe()).collect()
+        if connect:  # no SparkContext: the same probe as an Arrow map over one row
+            result = _run_on_connect(spark)
+        else:
+            result = spark.sparkContext.parallelize([0], 1).mapPartitions(_probe()).collect()
     except Exception as exc:
         raise MissingDependencyError(
             f"Spark's Python workers failed to run a check of ducklake-datafusion "
             f"({type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}). {_HOW}"
         ) from exc
     explain_probe(result)
-    with _lock:
-        _checked.add(key)
+    if key is not None:
+        with _lock:
+            _checked.add(key)
+
+
+def _run_on_connect(spark) -> list[tuple[bool, str, str]]:
+    """The probe on a Spark Connect server's Python workers (``mapInArrow``)."""
+    probe = _probe()
+    namespace: dict = {"__name__": "__main__", "probe": probe}
+    exec(compile(_ARROW_PROBE, "<ducklake worker probe>", "exec"), namespace)  # noqa: S102
+    rows = spark.range(1, numPartitions=1).mapInArrow(
+        namespace["arrow_probe"], "ok boolean, detail string, executable string"
+    )
+    return [(r.ok, r.detail, r.executable) for r in rows.collect()]
 
 
 def explain_probe(result: list[tuple[bool, str, str]]) -> None:

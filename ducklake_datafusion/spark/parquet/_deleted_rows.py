@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import MissingDependencyError
 from ...pathres import parse_location
 from ...read import deleted_positions_of
-from .._versions import pyspark_at_least
+from .._versions import is_connect, pyspark_at_least
 from ._files import read_files
 from ._hadoop import hadoop_url
 
@@ -71,6 +71,14 @@ def has_reader(spark) -> bool:
     """Whether the session's JVM loads the jar's format (cached per session)."""
     from py4j.protocol import Py4JError
 
+    if is_connect(spark):  # the jar may well be on the server; this client cannot reach it
+        _log.info(
+            "Spark Connect: read_table cannot hand deleted positions to the server's JVM, so "
+            "deletes are applied by a join; the DuckLake catalog (spark.sql.catalog.<name> = "
+            "io.ducklake_datafusion.spark.DuckLakeCatalog on the server) applies them inside "
+            "Spark's reader"
+        )
+        return False
     try:
         jvm = spark._jvm
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()

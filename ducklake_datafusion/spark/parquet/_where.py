@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import datetime as _dt
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -35,7 +36,10 @@ from ...errors import InvalidOptionError
 from .. import _filter_classes as sources
 from .._filters import FilterColumn, combine, translate_filter
 from .._types import spark_arrow_type, spark_schema
+from .._versions import is_connect
 from ._exact_types import spark_reads_exactly
+
+_log = logging.getLogger("ducklake_datafusion.spark")
 
 __all__ = ["pruning_filter"]
 
@@ -74,6 +78,12 @@ def pruning_filter(spark, table, where: str) -> pc.Expression | None:
         InvalidOptionError: ``where`` is not a valid Spark SQL condition on the table.
     """
     if not all(spark_reads_exactly(c.type_name) for c in table.columns):
+        return None
+    if is_connect(spark):  # no JVM here to ask which filters Spark pushes: Spark filters
+        _log.info(
+            "read_table(where=...) on Spark Connect filters the rows but prunes no files; "
+            "the DuckLake catalog on the server prunes with the query's filters"
+        )
         return None
     key = (id(spark), tuple((c.name, c.type_name, str(c.arrow_type)) for c in table.columns), where)
     found = _filters_found.get_or_compute(key, lambda: (_pushed_filter(spark, table, where), spark))
