@@ -161,7 +161,39 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
         {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
         {"name": "mixed", "kind": "read_table", "table": "main.added"},
     ]
+    if spark_package_jar is not None:  # the catalog: executors need the jar and nothing else
+        reads += [
+            {"name": "catalog", "kind": "catalog_sql", "sql": "SELECT * FROM lake.main.t"},
+            {
+                "name": "catalog_where",
+                "kind": "catalog_sql",
+                "sql": f"SELECT * FROM lake.main.t VERSION AS OF 9 WHERE {WHERE}",
+            },
+            {
+                "name": "catalog_added",
+                "kind": "catalog_sql",
+                "sql": "SELECT * FROM lake.main.added",
+            },
+            {
+                "name": "catalog_changes",
+                "kind": "catalog_sql",
+                "sql": "SELECT * FROM ducklake_table_changes('lake.main.t', 2, 12)",
+            },
+        ]
     out = _run(lake, tmp_path, reads, str(bare / "bin" / "python"), spark_package_jar)
+    if spark_package_jar is not None:
+        assert_same_rows(_answer(out, "catalog"), lake.reference("SELECT * FROM lake.main.t"))
+        assert_same_rows(
+            _answer(out, "catalog_where"),
+            lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => 9) WHERE {WHERE}"),
+        )
+        assert_same_rows(
+            _answer(out, "catalog_added"), lake.reference("SELECT * FROM lake.main.added")
+        )
+        assert_same_rows(
+            _answer(out, "catalog_changes"),
+            lake.reference("SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, 12)"),
+        )
     assert_same_rows(_answer(out, "native"), lake.reference("SELECT * FROM lake.main.t"))
     assert_same_rows(
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")

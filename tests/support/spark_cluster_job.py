@@ -29,9 +29,11 @@ from ducklake_datafusion.spark.parquet._deleted_rows import has_reader
 
 
 def _session(master: str, jar: str | None) -> SparkSession:
-    builder = (
-        SparkSession.builder if jar is None else SparkSession.builder.config("spark.jars", jar)
-    )
+    builder = SparkSession.builder
+    if jar is not None:  # the package's jar: its reader, its catalog, ducklake_table_changes
+        builder = builder.config("spark.jars", jar).config(
+            "spark.sql.extensions", "io.ducklake_datafusion.spark.DuckLakeExtensions"
+        )
     return (
         builder.master(master)
         .appName("ducklake-datafusion-cluster-test")
@@ -80,6 +82,12 @@ def _frame(spark, spec: dict, read: dict):
         return spark.sql(read["sql"])
     if kind == "changes":
         return read_changes(spark, metadata, read["table"], read["start"], read["end"])
+    if kind == "catalog_sql":  # the lake as a Spark catalog, its planner on the driver
+        prefix = "spark.sql.catalog.lake"
+        spark.conf.set(prefix, "io.ducklake_datafusion.spark.DuckLakeCatalog")
+        spark.conf.set(prefix + ".metadata", metadata)
+        spark.conf.set(prefix + ".python", sys.executable)
+        return spark.sql(read["sql"])
     if kind == "format":
         return spark.read.format("ducklake").option("metadata", metadata).load(read["table"])
     raise ValueError(f"unknown read kind {kind!r}")
