@@ -19,6 +19,10 @@ timed on the same queries round-robin (median of ``--repeat`` runs after one war
   jar reads it: deletes applied by the broadcast mask join (``spark/parquet/_mask_join.py``);
 * ``ducklake native, where=`` (selective query): ``read_table(..., where=condition)``: the
   files pruned by catalog statistics before Spark lists them (``spark/parquet/_where.py``);
+* ``catalog``: ``SELECT ... FROM <catalog>.main.t VERSION AS OF n`` through the
+  ``DuckLakeCatalog`` of the package's jar: planned by the package's planner process with
+  the query's filters (files pruned before Spark lists them), read by Spark's own Parquet
+  reader with deletes dropped inside it; planned anew for every query (timed);
 * ``parquet``: ``spark.read.parquet(*files)`` over the very same data files, deletes ignored
   (so it counts more rows on the second state), with Spark's column pruning and row-group
   filters: the floor;
@@ -253,6 +257,31 @@ def _query(df, select: str, group: str | None):
     return lambda: [tuple(df.selectExpr(*columns).collect()[0])]
 
 
+def _catalog(spark, store: str, metadata: str, kwargs: dict) -> str:
+    """A DuckLake catalog of the lake (``DuckLakeCatalog``) in the session; its name."""
+    name = "bench_" + "".join(c for c in store.lower() if c.isalnum())
+    prefix = f"spark.sql.catalog.{name}"
+    spark.conf.set(prefix, "io.ducklake_datafusion.spark.DuckLakeCatalog")
+    spark.conf.set(prefix + ".metadata", metadata)
+    spark.conf.set(prefix + ".python", sys.executable)
+    if kwargs.get("data_path"):
+        spark.conf.set(prefix + ".data_path", kwargs["data_path"])
+    for key, value in (kwargs.get("storage_options") or {}).items():
+        spark.conf.set(
+            f"{prefix}.{key}", str(value).lower() if isinstance(value, bool) else str(value)
+        )
+    return name
+
+
+def _catalog_files(frame) -> int:
+    """How many files the catalog's scan hands to Spark's reader (from its plan)."""
+    import re
+
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    found = re.search(r"files: (\d+) read by Spark", plan)
+    return int(found.group(1)) if found else 0
+
+
 def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(
         all(
@@ -313,6 +342,10 @@ def main() -> None:
                     spark, metadata, "main.t", snapshot=snapshot, native=False, **kwargs
                 ),
                 "ducklake native": native,
+                "catalog": spark.sql(
+                    f"SELECT * FROM {_catalog(spark, store, metadata, kwargs)}.main.t "
+                    f"VERSION AS OF {snapshot}"
+                ),
             }
             if state != "no deletes":
                 readers["ducklake native, mask join"] = _with_mask_join(
@@ -343,7 +376,12 @@ def main() -> None:
                 timed = measure_interleaved(runs, repeat=repeat)
                 floor = timed["parquet"][0].median
                 for reader, (timing, answer) in timed.items():
-                    listed = len(frames[reader].inputFiles()) if reader != "memory source" else 0
+                    if reader == "catalog":
+                        listed = _catalog_files(frames[reader])
+                    elif reader != "memory source":
+                        listed = len(frames[reader].inputFiles())
+                    else:
+                        listed = 0
                     if reader == "parquet":
                         check = "the floor" + ("" if state == "no deletes" else ": deletes ignored")
                     elif reader == "memory source":
@@ -358,7 +396,9 @@ def main() -> None:
                             seconds(timing.median),
                             seconds(timing.best),
                             ratio(timing.median, floor),
-                            f"{listed}/{len(files)}" if listed or "native" in reader else "-",
+                            f"{listed}/{len(files)}"
+                            if listed or "native" in reader or reader == "catalog"
+                            else "-",
                             check,
                         ]
                     )
