@@ -432,3 +432,37 @@ def test_the_change_feed_in_sql_is_duckdbs(spark, make_lake, catalog, spec):
         spark, "SELECT * FROM ducklake_table_changes('spark_catalog.default.t', 1, 2)"
     )
     assert "InvalidOptionError" in text and "not a DuckLake catalog" in text
+
+
+@pytest.fixture(
+    params=[LakeSpec("duckdb", "s3"), LakeSpec("duckdb", "gcs"), LakeSpec("sqlite", "azure")],
+    ids=lambda spec: spec.storage,
+)
+def store(request):
+    """(lake spec on an object store, the Spark session with that store's connector)."""
+    spec = request.param
+    fixture = {"s3": "s3a", "gcs": "gcs_spark", "azure": "abfs_spark"}[spec.storage]
+    spark = request.getfixturevalue(fixture)
+    if spec.storage == "azure":
+        from ducklake_datafusion.spark.parquet import _hadoop
+
+        if _hadoop._hadoop_version(spark) < _hadoop._ABFS_BLOB_HADOOP:
+            pytest.skip("this Hadoop's ABFS has no Blob endpoint mode (Azurite)")
+    return spec, spark
+
+
+def test_lakes_on_object_stores_read_through_the_catalog(store, make_lake, catalog):
+    spec, spark = store
+    lake = make_lake(spec, inline_limit=3)
+    deleting_history(lake)
+    name = catalog(lake)
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(frame.toArrow(), expected)
+    text = _scan_text(spark.table(f"{name}.main.t"))
+    assert "files: 3 read by Spark" in text and "read exactly" not in text, text
+    where = "k BETWEEN 1490 AND 1570"
+    frame = spark.sql(f"SELECT * FROM {name}.main.t WHERE {where}")
+    assert_same_rows(frame.toArrow(), lake.reference(f"SELECT * FROM lake.main.t WHERE {where}"))
+    assert "files: 1 read by Spark, 2 pruned of 3 live" in _scan_text(frame)

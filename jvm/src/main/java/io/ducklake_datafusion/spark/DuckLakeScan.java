@@ -203,6 +203,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     }
     Configuration hadoop = session.sessionState().newHadoopConf();
     header.path("hadoop_options").fields().forEachRemaining(e -> hadoop.set(e.getKey(), e.getValue().asText()));
+    List<String> urls = new ArrayList<>();
+    files.forEach(file -> urls.add(file.hadoopUrl));
+    Connectors.prepare(hadoop, urls, table.name());
     @SuppressWarnings("unchecked")
     Function1<PartitionedFile, Iterator<InternalRow>>[] readers = new Function1[groupSchemas.size()];
     boolean[] masked = new boolean[readers.length];
