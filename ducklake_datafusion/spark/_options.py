@@ -167,7 +167,9 @@ class SourceOptions:
         Raises:
             InvalidOptionError: a missing or malformed option, or an unknown key.
         """
-        values = {str(k).lower(): v for k, v in options.items() if v is not None}
+        values = _without_table_properties(
+            {str(k).lower(): v for k, v in options.items() if v is not None}
+        )
         already_read = AlreadyRead.from_option(values.pop(ALREADY_READ_OPTION, None))
         storage = {k: v for k, v in values.items() if k not in SOURCE_KEYS}
         unknown = [k for k in storage if k not in ACCEPTED_KEYS]
@@ -178,9 +180,17 @@ class SourceOptions:
             )
         metadata = values.get("metadata")
         if not metadata:
+            hint = ""
+            if not options:  # pyspark hands a table created USING ducklake none at read time
+                hint = (
+                    "; it received no options at all, as pyspark reads a table created with "
+                    "CREATE TABLE ... USING ducklake: for SQL, configure the lake as a catalog "
+                    "instead (spark.sql.catalog.lake = io.ducklake_datafusion.spark."
+                    "DuckLakeCatalog, spark.sql.catalog.lake.metadata = <catalog>)"
+                )
             raise InvalidOptionError(
                 "format 'ducklake' needs .option('metadata', <catalog>), e.g. 'lake.ducklake', "
-                "'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'"
+                "'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'" + hint
             )
         name, suffix = split_time_travel(_table_option(values))
         schema_name, table_name = split_table_name(name)
@@ -288,6 +298,21 @@ class OpenTable:
     def close(self) -> None:
         """Release the catalog database now (a DuckDB file would stay locked a while)."""
         self.lake.close()
+
+
+# What Spark adds to the options of a table created ``USING ducklake OPTIONS (...)``: the
+# table's properties, and each option again as ``option.<key>``.
+_TABLE_PROPERTIES = frozenset(["location", "owner", "provider", "external", "is_managed_location"])
+
+
+def _without_table_properties(values: dict[str, str]) -> dict[str, str]:
+    """``values`` without the properties Spark adds for a ``CREATE TABLE ... USING
+    ducklake`` (an ``option.<key>`` stands for ``<key>`` where that is not given)."""
+    found = {k: v for k, v in values.items() if k not in _TABLE_PROPERTIES}
+    for key in [k for k in found if k.startswith("option.")]:
+        value = found.pop(key)
+        found.setdefault(key[len("option.") :], value)
+    return found
 
 
 def _table_option(values: Mapping[str, str]) -> str:

@@ -74,3 +74,26 @@ def test_suffix_rules():
     assert parse("main.a@b").table_name == "a@b"  # not a snapshot: part of the name
     with pytest.raises(InvalidOptionError, match="already names a snapshot"):
         parse("main.t@v3", snapshot="4")
+
+
+def test_options_of_a_table_created_using_ducklake_are_understood():
+    """Spark adds the table's properties and ``option.<key>`` copies to the options of a
+    table created ``USING ducklake OPTIONS (...)``; they are not unknown options. At read
+    time pyspark hands such a table's source no options at all: the error says to
+    configure the catalog instead."""
+    parsed = SourceOptions.parse(
+        {
+            "location": "main.t",
+            "owner": "root",
+            "provider": "ducklake",
+            "option.metadata": "lake.ducklake",
+            "path": "main.t",
+        }
+    )
+    assert (parsed.metadata, parsed.schema_name, parsed.table_name) == (
+        "lake.ducklake",
+        "main",
+        "t",
+    )
+    with pytest.raises(InvalidOptionError, match="DuckLakeCatalog"):
+        SourceOptions.parse({})
