@@ -245,7 +245,7 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     try {
       table = call(request).header;
     } catch (DuckLakeException e) {
-      if ("TableNotFoundError".equals(e.errorClass())) {
+      if (ErrorNames.TABLE_NOT_FOUND.equals(e.errorClass())) {
         throw new NoSuchTableException(ident);
       }
       throw e;

@@ -26,6 +26,9 @@ public final class ErrorNames {
   /** The catalog cannot do what was asked (a write, DDL). */
   public static final String UNSUPPORTED_FEATURE = "UnsupportedFeatureError";
 
+  /** The planner found no such table (the catalog raises Spark's own exception for it). */
+  public static final String TABLE_NOT_FOUND = "TableNotFoundError";
+
   /** An option or a plan that does not make sense. */
   public static final String INVALID_OPTION = "InvalidOptionError";
 
@@ -38,6 +41,7 @@ public final class ErrorNames {
     DATA_FILE_CORRUPT,
     MISSING_DEPENDENCY,
     UNSUPPORTED_FEATURE,
+    TABLE_NOT_FOUND,
     INVALID_OPTION,
     STORAGE
   };

@@ -154,7 +154,7 @@ final class PlannerProcess implements AutoCloseable {
     JsonNode error = header.get("error");
     if (error != null) {
       throw new DuckLakeException(
-          error.path("class").asText("DuckLakeError"), error.path("message").asText(""), null);
+          error.path("class").asText(ErrorNames.DUCKLAKE), error.path("message").asText(""), null);
     }
     return new Answer(header, blobs);
   }
