@@ -194,15 +194,18 @@ def _with_mask_join(spark, metadata: str, snapshot: int, kwargs: dict):
     from ducklake_datafusion.spark import read_table
     from ducklake_datafusion.spark.parquet import _scan
 
-    cached, has_reader = dict(_scan._built), _scan.has_reader
-    _scan._built.clear()
+    built = _scan._built
+    cached = [(key, built.get(key)) for key in built.ordered_keys()]
+    has_reader = _scan.has_reader
+    built.clear()
     _scan.has_reader = lambda spark: False
     try:
         return read_table(spark, metadata, "main.t", snapshot=snapshot, **kwargs)
     finally:
         _scan.has_reader = has_reader
-        _scan._built.clear()
-        _scan._built.update(cached)
+        built.clear()
+        for key, value in cached:
+            built.put(key, value)
 
 
 def _duckdb_answer(lake, snapshot: int, select: str, where: str | None, group: str | None):

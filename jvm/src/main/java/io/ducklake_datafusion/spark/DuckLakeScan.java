@@ -52,11 +52,44 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   private final DuckLakeTable table;
   private final StructType readSchema;
   private final Filter[] pushed;
-  private final JsonNode header;
-  private final List<PlannedFiles.File> files;
-  private final byte[] exactRows;
-  private InputPartition[] partitions;
-  private DuckLakeReaderFactory factory;
+  private final Plan plan;
+
+  /**
+   * The planner's answer for one (snapshot, columns, filters) and what the reads need of it,
+   * built once: kept by the {@link DuckLakeTable} (one loaded table: one snapshot), so a
+   * DataFrame queried again is not planned again. Before reuse, the local files are checked
+   * to still have the planned length (as {@code read_table} re-checks them); a changed file
+   * is planned anew, where the planner's checks raise our typed error.
+   */
+  static final class Plan {
+    final JsonNode header;
+    final List<PlannedFiles.File> files;
+    final byte[] exactRows;
+    InputPartition[] partitions;
+    DuckLakeReaderFactory factory;
+
+    Plan(PlannerProcess.Answer answer, String table) {
+      this.header = answer.header;
+      List<String> urls = new ArrayList<>();
+      header.path("hadoop_urls").forEach(url -> urls.add(url.asText()));
+      this.files = PlannedFiles.parse(answer.blobs[0], urls, table);
+      this.exactRows = header.path("exact_rows").asLong() > 0 ? answer.blobs[1] : null;
+    }
+
+    /** Every local file still has its planned length (object stores are not re-listed). */
+    boolean localFilesUnchanged() {
+      for (PlannedFiles.File file : files) {
+        if (!file.hadoopUrl.startsWith("file:")) {
+          continue;
+        }
+        java.io.File local = new java.io.File(new Path(file.hadoopUrl).toUri().getPath());
+        if (!local.isFile() || (file.size >= 0 && local.length() != file.size)) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
 
   DuckLakeScan(DuckLakeTable table, StructType required, List<ObjectNode> filters, Filter[] pushed) {
     this.table = table;
@@ -73,12 +106,34 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     }
     ArrayNode pushedJson = request.putArray("filters");
     filters.forEach(pushedJson::add);
-    PlannerProcess.Answer answer = table.catalog().call(request);
-    this.header = answer.header;
-    List<String> urls = new ArrayList<>();
-    header.path("hadoop_urls").forEach(url -> urls.add(url.asText()));
-    this.files = PlannedFiles.parse(answer.blobs[0], urls, table.name());
-    this.exactRows = header.path("exact_rows").asLong() > 0 ? answer.blobs[1] : null;
+    String key = request.toString() + readSettings();
+    Plan found = table.plan(key);
+    if (found == null || !found.localFilesUnchanged()) {
+      found = new Plan(table.catalog().call(request), table.name());
+      table.keepPlan(key, found);
+    }
+    this.plan = found;
+  }
+
+  /** The session settings a plan's reads depend on (part of its cache key). */
+  private static String readSettings() {
+    SparkSession session = SparkSession.active();
+    StringBuilder key = new StringBuilder();
+    for (String name :
+        new String[] {
+          "spark.sql.parquet.enableVectorizedReader",
+          "spark.sql.parquet.enableNestedColumnVectorizedReader",
+          "spark.sql.parquet.filterPushdown",
+          "spark.sql.files.maxPartitionBytes",
+          "spark.sql.files.openCostInBytes",
+          "spark.sql.codegen.wholeStage",
+          "spark.sql.codegen.maxFields",
+          "spark.sql.parquet.columnarReaderBatchSize",
+          "spark.sql.caseSensitive"
+        }) {
+      key.append('\u0000').append(session.conf().getOption(name).getOrElse(() -> ""));
+    }
+    return key.append('\u0000').append(session.sparkContext().defaultParallelism()).toString();
   }
 
   /** The table's own type of each required column: nested fields are not pruned here. */
@@ -98,23 +153,23 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   @Override
   public String description() {
     StringBuilder text = new StringBuilder("DuckLake ");
-    text.append(table.name()).append(" snapshot ").append(header.path("snapshot").asLong());
-    text.append(" [files: ").append(header.path("files_spark").asLong()).append(" read by Spark");
-    long exact = header.path("files_exact").asLong();
+    text.append(table.name()).append(" snapshot ").append(plan.header.path("snapshot").asLong());
+    text.append(" [files: ").append(plan.header.path("files_spark").asLong()).append(" read by Spark");
+    long exact = plan.header.path("files_exact").asLong();
     if (exact > 0) {
       text.append(", ").append(exact).append(" read exactly by the planner");
     }
-    text.append(", ").append(header.path("files_pruned").asLong()).append(" pruned of ");
-    text.append(header.path("files_live").asLong()).append(" live");
-    long rows = header.path("exact_rows").asLong();
+    text.append(", ").append(plan.header.path("files_pruned").asLong()).append(" pruned of ");
+    text.append(plan.header.path("files_live").asLong()).append(" live");
+    long rows = plan.header.path("exact_rows").asLong();
     if (rows > 0) {
       text.append("; ").append(rows).append(" rows from the planner");
     }
-    for (JsonNode reason : header.path("exact_reasons")) {
+    for (JsonNode reason : plan.header.path("exact_reasons")) {
       text.append("; ").append(reason.asText());
     }
-    if (!header.path("filter").isNull() && header.has("filter")) {
-      text.append("; pruned with ").append(header.path("filter").asText());
+    if (plan.header.has("filter") && !plan.header.path("filter").isNull()) {
+      text.append("; pruned with ").append(plan.header.path("filter").asText());
     }
     return text.append("]").toString();
   }
@@ -126,8 +181,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public Statistics estimateStatistics() {
-    final long bytes = header.path("bytes").asLong();
-    final long rows = header.path("rows").asLong();
+    final long bytes = plan.header.path("bytes").asLong();
+    final long rows = plan.header.path("rows").asLong();
     return new Statistics() {
       @Override
       public OptionalLong sizeInBytes() {
@@ -142,19 +197,23 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   }
 
   @Override
-  public synchronized InputPartition[] planInputPartitions() {
-    if (partitions == null) {
-      build();
+  public InputPartition[] planInputPartitions() {
+    synchronized (plan) {
+      if (plan.partitions == null) {
+        build();
+      }
+      return plan.partitions.clone();
     }
-    return partitions.clone();
   }
 
   @Override
-  public synchronized PartitionReaderFactory createReaderFactory() {
-    if (factory == null) {
-      build();
+  public PartitionReaderFactory createReaderFactory() {
+    synchronized (plan) {
+      if (plan.factory == null) {
+        build();
+      }
+      return plan.factory;
     }
-    return factory;
   }
 
   /** The read groups, their reader functions, the deleted rows and the partitions. */
@@ -166,9 +225,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     List<StructType> groupSchemas = new ArrayList<>();
     List<Boolean> groupMasked = new ArrayList<>();
     List<Boolean> groupCurrent = new ArrayList<>();
-    int[] fileGroup = new int[files.size()];
-    for (int f = 0; f < files.size(); f++) {
-      PlannedFiles.File file = files.get(f);
+    int[] fileGroup = new int[plan.files.size()];
+    for (int f = 0; f < plan.files.size(); f++) {
+      PlannedFiles.File file = plan.files.get(f);
       boolean masked = file.deleted != null;
       StructField[] fields = new StructField[readSchema.fields().length + (masked ? 1 : 0)];
       boolean current = true;
@@ -202,9 +261,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
       columnar &= format.supportBatch(session, schema);
     }
     Configuration hadoop = session.sessionState().newHadoopConf();
-    header.path("hadoop_options").fields().forEachRemaining(e -> hadoop.set(e.getKey(), e.getValue().asText()));
+    plan.header.path("hadoop_options").fields().forEachRemaining(e -> hadoop.set(e.getKey(), e.getValue().asText()));
     List<String> urls = new ArrayList<>();
-    files.forEach(file -> urls.add(file.hadoopUrl));
+    plan.files.forEach(file -> urls.add(file.hadoopUrl));
     Connectors.prepare(hadoop, urls, table.name());
     @SuppressWarnings("unchecked")
     Function1<PartitionedFile, Iterator<InternalRow>>[] readers = new Function1[groupSchemas.size()];
@@ -229,7 +288,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     Broadcast<DeletedRows> deletes = null;
     if (groupMasked.contains(Boolean.TRUE)) {
       HashMap<String, DeletedRows.FileDeletes> byPath = new HashMap<>();
-      for (PlannedFiles.File file : files) {
+      for (PlannedFiles.File file : plan.files) {
         if (file.deleted != null) {
           byPath.put(
               new Path(file.hadoopUrl).toString(),
@@ -241,8 +300,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
           JavaSparkContext.fromSparkContext(session.sparkContext())
               .broadcast(DeletedRows.of(name, byPath));
     }
-    factory = new DuckLakeReaderFactory(readers, masked, readSchema, columnar, deletes);
-    partitions = FileSlices.partitions(session, files, fileGroup, exactRows);
+    plan.factory = new DuckLakeReaderFactory(readers, masked, readSchema, columnar, deletes);
+    plan.partitions = FileSlices.partitions(session, plan.files, fileGroup, plan.exactRows);
   }
 
   private static int indexOf(String[] names, String name) {

@@ -24,6 +24,16 @@ final class DuckLakeTable implements Table, SupportsRead {
   private final long snapshot;
   private final StructType schema;
   private final Map<String, String> properties = new LinkedHashMap<>();
+  // Plans of this table state by request (columns, filters, read settings), last used kept.
+  private final Map<String, DuckLakeScan.Plan> plans =
+      new LinkedHashMap<String, DuckLakeScan.Plan>(16, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, DuckLakeScan.Plan> eldest) {
+          return size() > 16;
+        }
+      };
 
   DuckLakeTable(DuckLakeCatalog catalog, String catalogName, JsonNode info, StructType schema) {
     this.catalog = catalog;
@@ -63,6 +73,14 @@ final class DuckLakeTable implements Table, SupportsRead {
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     return new DuckLakeScanBuilder(this);
+  }
+
+  synchronized DuckLakeScan.Plan plan(String key) {
+    return plans.get(key);
+  }
+
+  synchronized void keepPlan(String key, DuckLakeScan.Plan plan) {
+    plans.put(key, plan);
   }
 
   DuckLakeCatalog catalog() {
