@@ -11,11 +11,11 @@ Its tasks are split two ways:
   which also checks it against the catalog and raises our typed error if it is damaged),
   and each column either is read under some physical name with the column's own type or
   is missing with a NULL default; the table's types must all be ones Spark's reader
-  returns exactly (``parquet.spark_reads_exactly``). Deletes are applied inside Spark's
+  returns exactly (``parquet.spark_reads_exactly``, and structs, lists and maps of them). Deletes are applied inside Spark's
   reader by the jar, from the exported positions;
 * everything else (inlined rows, name-mapped or encrypted files, files of a narrower
   type or with a default, merged files, a store whose options Hadoop cannot take, tables
-  of types Spark's reader changes) is read here by the exact reader, filtered and
+  of types Spark's reader changes, files whose nested fields differ from the table's) is read here by the exact reader, filtered and
   projected, and sent as Arrow rows already of the types Spark expects (``_arrow``). The
   header says how many files went that way and why.
 """
@@ -72,10 +72,20 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
     return header, [export, _ipc(rows)]
 
 
+def reads_exactly(column) -> bool:
+    """Whether Spark's Parquet reader returns the column exactly: a type of
+    ``spark_reads_exactly``, or a struct, list or map of such (the catalog's scan maps files
+    by their top-level columns, so nested columns of the table's own layout read as they
+    are; a file whose nested fields differ is read exactly by the planner)."""
+    if column.type_name in ("struct", "list", "map"):
+        return bool(column.children) and all(reads_exactly(c) for c in column.children)
+    return spark_reads_exactly(column.type_name)
+
+
 def _split(table: LakeTable, plan):
     """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest."""
     columns = table.columns
-    types_ok = all(spark_reads_exactly(c.type_name) for c in columns)
+    types_ok = all(reads_exactly(c) for c in columns)
     reserved = any(c.name == ROW_INDEX for c in columns)
     spark_files, layouts, urls, exact = [], [], [], []
     options: dict[str, str] = {}
@@ -109,7 +119,7 @@ def _split(table: LakeTable, plan):
 
 def _not_spark(task: DataFileTask, types_ok: bool, reserved: bool, table) -> str | None:
     if not types_ok:
-        odd = [c.type_name for c in table.columns if not spark_reads_exactly(c.type_name)]
+        odd = [c.type_name for c in table.columns if not reads_exactly(c)]
         return f"files of a table with types Spark's reader changes ({', '.join(odd)})"
     if task.encryption_key is not None:
         return "encrypted files"
