@@ -32,12 +32,12 @@ SELECT k, s FROM lake.main.t WHERE k >= 2400
 """
 PYTHON_FLOW = """
 from pyspark import pipelines as dp
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 
 @dp.materialized_view
 def per_group() -> DataFrame:
-    rows = spark.table("lake.main.t")
+    rows = SparkSession.active().table("lake.main.t")
     return rows.groupBy("g").agg(F.count("*").alias("n"), F.sum("k").alias("sk"))
 """
 
