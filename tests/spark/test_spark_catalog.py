@@ -492,3 +492,43 @@ def test_nested_columns_are_read_by_sparks_reader(spark, make_lake, catalog):
     picked = spark.sql(f"SELECT k, st.b, l[1] AS second FROM {name}.main.t WHERE k < 50")
     expected = lake.reference("SELECT k, st.b AS b, l[2] AS second FROM lake.main.t WHERE k < 50")
     assert_same_rows(picked.toArrow(), expected)
+
+
+@pytest.mark.parametrize(
+    "conf",
+    [
+        {},  # vectorised, whole files
+        {"spark.sql.files.maxPartitionBytes": "16k", "spark.sql.files.openCostInBytes": "1k"},
+        {"spark.sql.parquet.enableVectorizedReader": "false"},  # rows
+        {"spark.sql.parquet.columnarReaderBatchSize": "100"},
+    ],
+    ids=["whole", "split", "rows", "small-batches"],
+)
+def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalog, conf):
+    """Files cut into slices at row-group bounds, the row reader, small batches: each row
+    keeps its position in its file, and the deleted ones are dropped."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000) r(i)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000, 20000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
+    lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
+    name = catalog(lake)
+    previous = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        frame = spark.table(f"{name}.main.t")
+        assert_same_rows(frame.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
+        if "spark.sql.files.maxPartitionBytes" in conf:
+            assert frame.rdd.getNumPartitions() > 2  # the files were cut
+        count = spark.sql(f"SELECT count(*) AS n, sum(k) AS sk FROM {name}.main.t")
+        expected = lake.reference("SELECT count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t")
+        assert_same_rows(count.toArrow(), expected)
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
