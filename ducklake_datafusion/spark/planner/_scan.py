@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
+from ...errors import InvalidOptionError
 from ...pathres import parse_location
 from ...read import checked_file, execute_tasks, export_plan, read_request
 from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array
@@ -45,7 +46,9 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
     columns = names if columns is None else [str(c) for c in columns]
     unknown = [c for c in columns if c not in names]
     if unknown:
-        raise KeyError(f"table {table.name} has no column(s) {unknown}")
+        raise InvalidOptionError(
+            f"table {table.name} (snapshot {table.snapshot_id}) has no column(s) {unknown}"
+        )
     prune = pruning_expression(request.get("filters") or (), table.columns)
     plan = table.scan_plan(filter=prune)
     spark_files, layouts, urls, options, exact, reasons = _split(table, plan)
