@@ -532,3 +532,26 @@ def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalo
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def test_a_pinned_catalog_reads_its_snapshot_unless_the_query_names_another(
+    spark, make_lake, catalog
+):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(10) r(i)")
+    pinned = lake.snapshot_id()
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(10, 25) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k < 3")
+    name = catalog(lake, snapshot=str(pinned))
+    at_pin = spark.sql(f"SELECT count(*) AS n, sum(k) AS sk FROM {name}.main.t")
+    expected = lake.reference(
+        f"SELECT count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t AT (VERSION => {pinned})"
+    )
+    assert_same_rows(at_pin.toArrow(), expected)
+    latest = lake.snapshot_id()
+    named = spark.sql(
+        f"SELECT count(*) AS n, sum(k) AS sk FROM {name}.main.t VERSION AS OF {latest}"
+    )
+    expected = lake.reference("SELECT count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t")
+    assert_same_rows(named.toArrow(), expected)
