@@ -555,3 +555,28 @@ def test_a_pinned_catalog_reads_its_snapshot_unless_the_query_names_another(
     )
     expected = lake.reference("SELECT count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t")
     assert_same_rows(named.toArrow(), expected)
+
+
+def test_files_on_a_store_without_a_connector_are_read_by_the_planner(make_lake, request):
+    """The JVM names the Hadoop schemes it has connectors for; the planner reads files on
+    any other store exactly and says why (no Spark needed to check the planner's side)."""
+    from ducklake_datafusion.spark.planner import Planner
+
+    lake = make_lake(LakeSpec("duckdb", "s3"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(100) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 9 = 0")
+    args = lake.reader_args()
+    planner = Planner()
+    request.addfinalizer(planner.close)
+    planner.handle(
+        {"op": "open", "options": {"metadata": args["metadata"], **args["storage_options"]}}
+    )
+    scan = {"op": "scan", "namespace": "main", "name": "t", "snapshot": lake.snapshot_id()}
+    header, _ = planner.handle({**scan, "hadoop_schemes": ["s3a"]})
+    assert (header["files_spark"], header["files_exact"]) == (1, 0)
+    header, blobs = planner.handle({**scan, "hadoop_schemes": ["gs"]})
+    assert (header["files_spark"], header["files_exact"]) == (0, 1)
+    assert header["exact_reasons"] == ["1 files on s3a://, whose Hadoop connector this Spark lacks"]
+    rows = pa.ipc.open_stream(blobs[1]).read_all()
+    assert_same_rows(rows, lake.reference("SELECT * FROM lake.main.t"))

@@ -51,7 +51,10 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         )
     prune = pruning_expression(request.get("filters") or (), table.columns)
     plan = table.scan_plan(filter=prune)
-    spark_files, layouts, urls, options, exact, reasons = _split(table, plan)
+    schemes = request.get("hadoop_schemes")
+    spark_files, layouts, urls, options, exact, reasons = _split(
+        table, plan, None if schemes is None else frozenset(schemes)
+    )
     export = export_plan(plan, spark_files, layouts=layouts)
     rows = _exact_rows(plan, exact, columns, table)
     stats = plan.stats
@@ -85,8 +88,12 @@ def reads_exactly(column) -> bool:
     return spark_reads_exactly(column.type_name)
 
 
-def _split(table: LakeTable, plan):
-    """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest."""
+def _split(table: LakeTable, plan, schemes: frozenset[str] | None):
+    """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest.
+
+    ``schemes``: the Hadoop schemes the JVM has a connector for (``None``: any); files
+    on another store are read exactly here.
+    """
     columns = table.columns
     types_ok = all(reads_exactly(c) for c in columns)
     reserved = any(c.name == ROW_INDEX for c in columns)
@@ -105,10 +112,16 @@ def _split(table: LakeTable, plan):
             layout = checked.layout
             why = _layout_problem(layout, columns)
         store = None
+        url = None
         if why is None:
             store = _store_options(task.file.url, plan.storage)
             if store is None:
                 why = "files on a store whose options Spark's connector cannot take"
+        if why is None:
+            url = _hadoop_url(task.file.url, plan.storage)
+            scheme = url.split(":", 1)[0]
+            if schemes is not None and scheme != "file" and scheme not in schemes:
+                why = f"files on {scheme}://, whose Hadoop connector this Spark lacks"
         if why is not None:
             reasons[why] += 1
             exact.append(task)
@@ -116,7 +129,7 @@ def _split(table: LakeTable, plan):
         options.update(store)
         spark_files.append(task)
         layouts.append(layout)
-        urls.append(_hadoop_url(task.file.url, plan.storage))
+        urls.append(url)
     return spark_files, layouts, urls, options, exact, reasons
 
 

@@ -68,6 +68,21 @@ final class Connectors {
     }
   }
 
+  /**
+   * The object-store schemes whose Hadoop connector this JVM has (or, for {@code gs}, can be
+   * named): the planner reads files on any other store exactly instead.
+   */
+  static java.util.List<String> available(Configuration conf) {
+    java.util.List<String> found = new java.util.ArrayList<>();
+    for (String scheme : new String[] {"s3a", "gs", "abfs", "abfss"}) {
+      if (filesystemClass(conf, scheme) != null
+          || (scheme.equals("gs") && conf.getClassByNameOrNull(GOOGLE_GCS) != null)) {
+        found.add(scheme);
+      }
+    }
+    return found;
+  }
+
   private static String filesystemClass(Configuration conf, String scheme) {
     try {
       return FileSystem.getFileSystemClass(scheme, conf).getName();

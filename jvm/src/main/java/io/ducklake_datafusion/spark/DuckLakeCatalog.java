@@ -103,6 +103,18 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     }
   }
 
+  private volatile List<String> hadoopSchemes;
+
+  /** The object-store schemes this Spark can read with a Hadoop connector (asked once). */
+  List<String> hadoopSchemes() {
+    List<String> found = hadoopSchemes;
+    if (found == null) {
+      found = Connectors.available(SparkSession.active().sessionState().newHadoopConf());
+      hadoopSchemes = found;
+    }
+    return found;
+  }
+
   private String pythonExecutable() {
     if (python != null && !python.isEmpty()) {
       return python;

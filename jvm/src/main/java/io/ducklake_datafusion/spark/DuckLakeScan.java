@@ -106,6 +106,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     }
     ArrayNode pushedJson = request.putArray("filters");
     filters.forEach(pushedJson::add);
+    ArrayNode schemes = request.putArray("hadoop_schemes");
+    table.catalog().hadoopSchemes().forEach(schemes::add);
     String key = request.toString() + readSettings();
     Plan found = table.plan(key);
     if (found == null || !found.localFilesUnchanged()) {
