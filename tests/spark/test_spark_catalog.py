@@ -16,7 +16,14 @@ import time
 
 import pyarrow as pa
 import pytest
-from support.lakes import LakeSpec, assert_same_rows, deleting_history, evolve_table, merged_inserts
+from support.lakes import (
+    LakeSpec,
+    assert_same_rows,
+    deleting_history,
+    evolve_table,
+    merged_inserts,
+    row_grouped_deletes,
+)
 
 pytest.importorskip("pyspark")
 
@@ -66,6 +73,14 @@ def _scan_text(frame) -> str:
     plan = frame._jdf.queryExecution().executedPlan().toString()
     assert "BatchScan" in plan, plan
     return plan
+
+
+def _every_snapshot_as_duckdb(spark, lake, name: str) -> None:
+    """``SELECT *`` at every snapshot from the first INSERT on equals DuckDB's."""
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
+        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
+        assert_same_rows(frame.toArrow(), expected)
 
 
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
@@ -456,10 +471,7 @@ def test_lakes_on_object_stores_read_through_the_catalog(store, make_lake, catal
     lake = make_lake(spec, inline_limit=3)
     deleting_history(lake)
     name = catalog(lake)
-    for snapshot in range(2, lake.snapshot_id() + 1):
-        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(frame.toArrow(), expected)
+    _every_snapshot_as_duckdb(spark, lake, name)
     text = _scan_text(spark.table(f"{name}.main.t"))
     assert "files: 3 read by Spark" in text and "read exactly" not in text, text
     where = "k BETWEEN 1490 AND 1570"
@@ -483,10 +495,7 @@ def test_nested_columns_are_read_by_sparks_reader(spark, make_lake, catalog):
     lake.sql("ALTER TABLE lake.main.t ADD COLUMN extra INTEGER")
     lake.sql("INSERT INTO lake.main.t (k, l, st) VALUES (1000, [1], {'a': 1, 'b': 'one'})")
     name = catalog(lake)
-    for snapshot in range(2, lake.snapshot_id() + 1):
-        frame = spark.sql(f"SELECT * FROM {name}.main.t VERSION AS OF {snapshot}")
-        expected = lake.reference(f"SELECT * FROM lake.main.t AT (VERSION => {snapshot})")
-        assert_same_rows(frame.toArrow(), expected)
+    _every_snapshot_as_duckdb(spark, lake, name)
     text = _scan_text(spark.table(f"{name}.main.t"))
     assert "files: 2 read by Spark" in text and "read exactly" not in text, text
     picked = spark.sql(f"SELECT k, st.b, l[1] AS second FROM {name}.main.t WHERE k < 50")
@@ -508,12 +517,7 @@ def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalo
     """Files cut into slices at row-group bounds, the row reader, small batches: each row
     keeps its position in its file, and the deleted ones are dropped."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000) r(i)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000, 20000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
-    lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
+    row_grouped_deletes(lake)
     name = catalog(lake)
     previous = {key: spark.conf.get(key, None) for key in conf}
     for key, value in conf.items():

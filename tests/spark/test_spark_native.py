@@ -22,6 +22,7 @@ from support.lakes import (
     evolve_table,
     masked_natively,
     merged_inserts,
+    row_grouped_deletes,
 )
 
 pytest.importorskip("pyspark")
@@ -553,12 +554,7 @@ def _row_grouped_lake(make_lake):
     """Two files of five row groups each, deletes in every row group of one of them and
     in a few of the other (inlined deletes too)."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
-    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000) r(i)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000, 20000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
-    lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
+    row_grouped_deletes(lake)
     return lake
 
 

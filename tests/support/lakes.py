@@ -603,6 +603,17 @@ def deleting_history(lake: Lake) -> None:
     lake.sql("INSERT INTO lake.main.t VALUES (5000, 1, 'inlined')")
 
 
+def row_grouped_deletes(lake: Lake) -> None:
+    """``lake.main.t (k, s)``: two files of ten row groups of 1,000 rows each, deletes in
+    every row group of one and in a few of the other (the lake needs ``inline_limit=0``)."""
+    lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000) r(i)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000, 20000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
+    lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
+
+
 def merged_inserts(lake: Lake) -> None:
     """``lake.main.t (k, s)`` from four INSERTs of 1,000 rows merged into one file, which
     holds each row's snapshot id."""

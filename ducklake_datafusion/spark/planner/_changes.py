@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import pyarrow as pa
-
 from ...read import table_changes
 from ...scan import Lake, SnapshotRef
 from .._arrow import to_spark_table
 from ..changes import changes_schema, feed_target, resolve_bounds
+from ._frames import arrow_stream
 
 __all__ = ["changes_response"]
 
@@ -34,9 +33,6 @@ def changes_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
     target, _ = feed_target(schema)
     feed = table_changes(lake, namespace, name, first, last)
     rows = to_spark_table(feed.select(list(range(len(target)))), target)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
     header = {
         "namespace": namespace,
         "name": name,
@@ -45,4 +41,4 @@ def changes_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
         "rows": rows.num_rows,
         "schema": schema.json(),
     }
-    return header, [sink.getvalue().to_pybytes()]
+    return header, [arrow_stream(rows)]

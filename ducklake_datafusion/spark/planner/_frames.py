@@ -14,7 +14,9 @@ import struct
 from collections.abc import Sequence
 from typing import BinaryIO
 
-__all__ = ["read_request", "write_response"]
+import pyarrow as pa
+
+__all__ = ["arrow_stream", "read_request", "write_response"]
 
 _HEADER = struct.Struct(">I")
 _BLOB = struct.Struct(">Q")
@@ -44,3 +46,11 @@ def write_response(stream: BinaryIO, header: dict, blobs: Sequence[bytes] = ()) 
         parts.append(blob)
     stream.write(b"".join(parts))
     stream.flush()
+
+
+def arrow_stream(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream, the form of every blob of rows."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

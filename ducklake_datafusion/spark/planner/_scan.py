@@ -26,15 +26,18 @@ from collections import Counter
 from collections.abc import Mapping
 
 import pyarrow as pa
+from pyspark.sql.types import StructType
 
 from ...errors import InvalidOptionError
 from ...pathres import parse_location
 from ...read import checked_file, execute_tasks, export_plan, read_request
 from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array
 from .._arrow import to_spark_table
-from .._types import spark_arrow_field, spark_arrow_type, spark_schema, spark_type
+from .._types import spark_schema, spark_type
+from ..changes import feed_target
 from ..parquet import ROW_INDEX, hadoop_options, hadoop_url, spark_reads_exactly
 from ._filters_json import pruning_expression
+from ._frames import arrow_stream
 
 __all__ = ["scan_response"]
 
@@ -75,7 +78,7 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         "hadoop_urls": urls,
         "hadoop_options": options,
     }
-    return header, [export, _ipc(rows)]
+    return header, [export, arrow_stream(rows)]
 
 
 def reads_exactly(column) -> bool:
@@ -183,11 +186,8 @@ def _hadoop_url(url: str, storage) -> str:
 
 def _exact_rows(plan, tasks, columns, table) -> pa.Table:
     """The rows of ``tasks`` read by the exact reader, as the Arrow types Spark expects."""
-    fields = [f for f in spark_schema(table.columns).fields if f.name in columns]
-    by_name = {f.name: f for f in fields}
-    target = pa.schema(
-        [spark_arrow_field(by_name[n], spark_arrow_type(by_name[n].dataType, n)) for n in columns]
-    )
+    by_name = {f.name: f for f in spark_schema(table.columns).fields}
+    target, _ = feed_target(StructType([by_name[n] for n in columns]))
     if not tasks:
         return target.empty_table()
     request = read_request(plan, columns)
@@ -196,10 +196,3 @@ def _exact_rows(plan, tasks, columns, table) -> pa.Table:
         b.cast(schema) if b.schema != schema else b for b in execute_tasks(plan, tasks, request)
     ]
     return to_spark_table(pa.Table.from_batches(batches, schema=schema), target)
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()

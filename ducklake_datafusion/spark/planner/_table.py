@@ -10,10 +10,9 @@ id it resolved to, so every scan of one ``Table`` object reads the same snapshot
 from __future__ import annotations
 
 import datetime as _dt
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 
+from ..._lru import LRUCache
 from ...catalog import table_column_comments
 from ...errors import InvalidOptionError
 from ...scan import Lake, LakeTable, SnapshotRef
@@ -24,9 +23,7 @@ __all__ = ["resolve_table", "table_response"]
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # Tables resolved at a fixed snapshot id, by (lake, schema, table, snapshot): a scan
 # after loadTable needs no catalog query for the table's columns.
-_RESOLVED: OrderedDict[tuple, LakeTable] = OrderedDict()
-_RESOLVED_MAX = 64
-_LOCK = threading.Lock()
+_RESOLVED: LRUCache[tuple, LakeTable] = LRUCache(64)
 
 
 def resolve_table(lake: Lake, request: Mapping) -> LakeTable:
@@ -37,17 +34,11 @@ def resolve_table(lake: Lake, request: Mapping) -> LakeTable:
         return lake.table(namespace, name)
     if ref.snapshot_id is None:
         return lake.table_at(namespace, name, ref)
-    key = (id(lake), namespace, name, ref.snapshot_id)
-    with _LOCK:
-        found = _RESOLVED.get(key)
-        if found is not None and found.lake is lake:
-            _RESOLVED.move_to_end(key)
-            return found
+    found = _RESOLVED.get((id(lake), namespace, name, ref.snapshot_id))
+    if found is not None and found.lake is lake:  # the id of a closed lake may be reused
+        return found
     table = lake.table_at(namespace, name, ref)
-    with _LOCK:
-        _RESOLVED[key] = table
-        while len(_RESOLVED) > _RESOLVED_MAX:
-            _RESOLVED.popitem(last=False)
+    _RESOLVED.put((id(lake), namespace, name, ref.snapshot_id), table)
     return table
 
 
