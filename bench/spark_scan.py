@@ -308,9 +308,16 @@ def main() -> None:
     parser.add_argument(
         "--no-s3", action="store_true", help="skip the copy of the lake on S3 (moto)"
     )
+    parser.add_argument(
+        "--query",
+        action="append",
+        choices=sorted(QUERIES),
+        help="run only this query (repeatable; default: every query)",
+    )
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     repeat = args.repeat or (3 if args.quick else 5)
+    queries = {k: v for k, v in QUERIES.items() if not args.query or k in args.query}
     print(environment())
     print(f"repeats:  {repeat} timed runs after 1 warm-up; medians in seconds\n")
     started = time.perf_counter()
@@ -354,7 +361,7 @@ def main() -> None:
                 readers["ducklake native, mask join"] = _with_mask_join(
                     spark, metadata, snapshot, kwargs
                 )
-            for name, (select, where, group) in QUERIES.items():
+            for name, (select, where, group) in queries.items():
                 condition = where.format(lo=lo, hi=hi) if where else None
                 expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
                 files = [spark_file(path) for path in files]
@@ -406,7 +413,7 @@ def main() -> None:
                         ]
                     )
     print(f"\n## {sizes.total:,} rows in {sizes.files} files, before and after the DELETE\n")
-    for name, (select, where, group) in QUERIES.items():
+    for name, (select, where, group) in queries.items():
         where_text = f" WHERE {where.format(lo=lo, hi=hi)}" if where else ""
         group_text = f" GROUP BY {group}" if group else ""
         print(f"- {name}: SELECT {select} FROM t{where_text}{group_text}")
