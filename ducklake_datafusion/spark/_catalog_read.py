@@ -44,10 +44,10 @@ import re
 import sys
 
 from .._secrets import scrub
-from ..pathres._options import SECRET_FIELDS
+from ..pathres import SECRET_FIELDS
 from ._options import SourceOptions
 from ._versions import is_connect
-from .parquet import _scan as _native_scan
+from .parquet import has_jar
 
 __all__ = ["CATALOG_CLASS", "catalog_frame", "catalog_settings"]
 
@@ -125,10 +125,10 @@ def catalog_frame(spark, parsed: SourceOptions):
 
 def _has_catalog(spark) -> bool:
     """Whether this session can load the jar's catalog. The catalog ships in the jar of
-    the deleted-rows format, whose check (``parquet/_deleted_rows.has_reader``, cached per
-    session, logged) tells whether the jar is on the classpath; a Connect client cannot
-    see the server's classpath: it tries, and falls back on failure."""
-    return is_connect(spark) or _native_scan.has_reader(spark)
+    the deleted-rows format, whose check (``parquet.has_jar``, cached per session, logged)
+    tells whether the jar is on the classpath; a Connect client cannot see the server's
+    classpath: it tries, and falls back on failure."""
+    return is_connect(spark) or has_jar(spark)
 
 
 def _unredacted(spark, name: str, options: dict[str, str]) -> list[str]:

@@ -238,7 +238,9 @@ def test_read_tables_runtime_catalog_keeps_secrets_out_of_set(spark, spark_packa
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
     secrets = {"access_key_id": "AKIAEXAMPLE1", "secret_access_key": "s3cr3t-value-2"}
     secrets.update(account_key="azure-key-3", account_name="acct", region="eu-west-1")
-    parsed = SourceOptions.parse({"metadata": "postgres:dbname=x password=pw4", "path": "t", **secrets})
+    parsed = SourceOptions.parse(
+        {"metadata": "postgres:dbname=x password=pw4", "path": "t", **secrets}
+    )
     name, options = _catalog_read.catalog_settings(parsed, None)
     assert name == _catalog_read.catalog_settings(parsed, None)[0]  # one catalog per options
     other = SourceOptions.parse({"metadata": "postgres:dbname=x password=pw4", "path": "t"})

@@ -13,7 +13,7 @@ source API: this is all of ``read_table`` on pyspark 3.5 and 4.0.
 from ._deleted_rows import ROW_INDEX, spark_jar
 from ._exact_types import spark_reads_exactly
 from ._hadoop import hadoop_options, hadoop_url
-from ._scan import ParquetScan, parquet_scan
+from ._scan import ParquetScan, has_jar, parquet_scan
 from ._where import pruning_filter
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "ParquetScan",
     "hadoop_options",
     "hadoop_url",
+    "has_jar",
     "parquet_scan",
     "pruning_filter",
     "spark_jar",
