@@ -21,6 +21,8 @@ configured at runtime for this lake: Spark loads catalogs lazily, by name, from
   reads as ``<option>``; if the session's regex does not hide that name, the catalog is not
   used and the table is read the earlier way (``parquet``), which sends secrets to no
   setting. ``spark.conf.get`` still returns them to this session, as any setting.
+* **Planner processes.** Each runtime catalog has its planner process, which exits after
+  ``PLANNER_IDLE_SECONDS`` unused and is started again on demand.
 * **One snapshot per DataFrame.** ``snapshot`` / ``@v<n>`` read ``VERSION AS OF``,
   ``snapshot_time`` ``TIMESTAMP AS OF`` (the last snapshot at or before it, in UTC when the
   time has no offset); otherwise the latest snapshot is looked up once here
@@ -57,6 +59,11 @@ CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
 SECRET_PREFIX = "secret."
 # Spark's default spark.redaction.regex (core/.../internal/config/package.scala).
 DEFAULT_REDACTION = "(?i)secret|password|token|access[.]?key"
+# A runtime catalog's planner process (~190 MB resident) exits after this long unused
+# (the catalog's default is 300 s): a session reading many lakes keeps few of them alive.
+# The next scan starts one again (~1 s); a DataFrame queried again with the same filters
+# reuses the JVM's cached plan and needs none.
+PLANNER_IDLE_SECONDS = 60
 _NAME_KEY = os.urandom(16)  # keys the catalog names: stable in this process, opaque outside
 
 
@@ -84,6 +91,7 @@ def catalog_settings(parsed: SourceOptions, python: str | None) -> tuple[str, di
         options[(SECRET_PREFIX + name) if name in SECRET_FIELDS else name] = text
     if python:
         options["python"] = python
+    options["planner_idle_seconds"] = str(PLANNER_IDLE_SECONDS)
     canonical = json.dumps(options, sort_keys=True).encode()
     digest = hmac.new(_NAME_KEY, canonical, hashlib.sha256).hexdigest()[:16]
     return f"ducklake_read_{digest}", options
