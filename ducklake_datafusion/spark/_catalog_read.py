@@ -115,11 +115,14 @@ def catalog_frame(spark, parsed: SourceOptions):
         )
         return None
     ident = f"{_quoted(name)}.{_quoted(parsed.schema_name)}.{_quoted(parsed.table_name)}"
+    configured = False
     try:
-        _configure(spark, name, options)
+        configured = _configure(spark, name, options)
         frame = spark.sql(f"SELECT * FROM {ident} {_as_of(spark, ident, parsed)}")
         frame.columns  # noqa: B018 -- analysed now: a failure falls back here, not later
     except Exception as exc:  # noqa: BLE001 -- the earlier path reads it or raises ours
+        if configured:  # e.g. no jar on a Connect server: leave no settings behind
+            _unset(spark, name, options)
         _log.info(
             "read_table of %s: the DuckLake catalog could not read it (%s: %s); reading it "
             "without the catalog",
@@ -157,18 +160,30 @@ def _unredacted(spark, name: str, options: dict[str, str]) -> list[str]:
     ]
 
 
-def _configure(spark, name: str, options: dict[str, str]) -> None:
-    """Set the catalog's settings, unless this session has them (same name: same options).
+def _configure(spark, name: str, options: dict[str, str]) -> bool:
+    """Set the catalog's settings, unless this session has them (same name: same
+    options); whether it set them.
 
     ``spark.conf.set``, not ``SET`` statements: a statement's text (with its values) would
     show in the SQL tab of the UI.
     """
     prefix = f"spark.sql.catalog.{name}"
     if spark.conf.get(prefix, None) == CATALOG_CLASS:
-        return
+        return False
     for key, value in options.items():
         spark.conf.set(f"{prefix}.{key}", value)
     spark.conf.set(prefix, CATALOG_CLASS)  # last: the catalog loads complete
+    return True
+
+
+def _unset(spark, name: str, options: dict[str, str]) -> None:
+    """Remove the settings :func:`_configure` set (best effort: the read goes on anyway)."""
+    prefix = f"spark.sql.catalog.{name}"
+    for key in (prefix, *(f"{prefix}.{key}" for key in options)):
+        try:
+            spark.conf.unset(key)
+        except Exception:  # noqa: BLE001,S110 -- a setting left behind is redacted anyway
+            pass
 
 
 def _as_of(spark, ident: str, parsed: SourceOptions) -> str:
