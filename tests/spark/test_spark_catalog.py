@@ -227,6 +227,32 @@ def test_read_table_where_prunes_files_through_the_catalog(
     assert_same_rows(same.toArrow(), expected)  # read_table pinned the then latest snapshot
 
 
+def test_read_table_errors_stay_ours_on_the_catalog_path(spark, make_lake, spark_package_jar):
+    """A read the catalog cannot build is read_table's earlier path, with its typed error,
+    and leaves no catalog settings behind; the next good read is the catalog's scan."""
+    from ducklake_datafusion.errors import SnapshotNotFoundError, TableNotFoundError
+    from ducklake_datafusion.spark import _catalog_read
+    from ducklake_datafusion.spark._options import SourceOptions
+
+    if spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (a INTEGER)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(10) r(i)")
+    metadata = lake.reader_args()["metadata"]
+    with pytest.raises(TableNotFoundError, match="nope"):
+        read_table(spark, metadata, "main.nope")
+    with pytest.raises(SnapshotNotFoundError, match="99"):
+        read_table(spark, metadata, "main.t", snapshot=99)
+    parsed = SourceOptions.parse({"metadata": metadata, "path": "t"})
+    prefix = "spark.sql.catalog." + _catalog_read.catalog_settings(parsed, sys.executable)[0]
+    assert spark.conf.get(prefix, None) is None
+    frame = read_table(spark, metadata, "t").where("a > 4")
+    assert_same_rows(frame.toArrow(), lake.reference("SELECT * FROM lake.main.t WHERE a > 4"))
+    assert "files: 1 read by Spark" in _scan_text(frame)
+    assert spark.conf.get(prefix, None) == CATALOG_CLASS
+
+
 def test_read_tables_runtime_catalog_keeps_secrets_out_of_set(spark, spark_package_jar):
     """Secret storage options reach the runtime catalog as ``secret.<option>``, which Spark's
     default redaction hides in ``SET`` (``access_key_id`` and ``account_key`` it would show
