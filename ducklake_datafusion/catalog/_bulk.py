@@ -89,6 +89,4 @@ def mysql_csv_query(sql: str, schema: pa.Schema) -> str:
         else:
             parts.append(f"IFNULL({name}, '')")
     line = f"CONCAT_WS(',', {', '.join(parts)})"
-    return (
-        f"SELECT GROUP_CONCAT({line} SEPARATOR '\\n'), count(*) FROM ({sql}) AS ducklake_rows"
-    )
+    return f"SELECT GROUP_CONCAT({line} SEPARATOR '\\n'), count(*) FROM ({sql}) AS ducklake_rows"

@@ -73,7 +73,11 @@ class MySQLTarget:
         if keys.get("compress", "").lower() in ("1", "true"):
             kwargs["compress"] = True
         mode = (keys.get("ssl_mode") or "preferred").lower()
-        ssl = {k[4:]: keys[k] for k in ("ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_cipher") if keys.get(k)}
+        ssl = {
+            k[4:]: keys[k]
+            for k in ("ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_cipher")
+            if keys.get(k)
+        }
         if mode == "disabled":
             kwargs["ssl_disabled"] = True
         elif mode != "preferred" or ssl:
@@ -92,7 +96,9 @@ def parse_mysql(text: str) -> MySQLTarget:
         try:
             port = url.port
         except ValueError:
-            raise InvalidOptionError(_bad(url.netloc.rpartition("@")[2], "the port is not a number")) from None
+            raise InvalidOptionError(
+                _bad(url.netloc.rpartition("@")[2], "the port is not a number")
+            ) from None
         if url.hostname:
             keys["host"] = url.hostname
         if port:
@@ -119,7 +125,10 @@ def parse_mysql(text: str) -> MySQLTarget:
     unknown = sorted(set(keys) - _KNOWN)
     if unknown:
         raise InvalidOptionError(
-            _bad(_describe_keys(keys), f"unknown keys {unknown}; DuckDB's MySQL keys are {sorted(_KNOWN)}")
+            _bad(
+                _describe_keys(keys),
+                f"unknown keys {unknown}; DuckDB's MySQL keys are {sorted(_KNOWN)}",
+            )
         )
     for key, variable in _ENVIRONMENT.items():
         if key not in keys and os.environ.get(variable):
@@ -131,7 +140,9 @@ def parse_mysql(text: str) -> MySQLTarget:
     if keys.get("port") and not keys["port"].isdigit():
         raise InvalidOptionError(_bad(_describe_keys(keys), "the port is not a number"))
     if (keys.get("ssl_mode") or "preferred").lower() not in _SSL_MODES:
-        raise InvalidOptionError(_bad(_describe_keys(keys), f"ssl_mode must be one of {_SSL_MODES}"))
+        raise InvalidOptionError(
+            _bad(_describe_keys(keys), f"ssl_mode must be one of {_SSL_MODES}")
+        )
     return MySQLTarget(tuple(keys.items()))
 
 

@@ -270,6 +270,7 @@ class Lake:
         # MySQL cells: the DuckDB file the writer writes, copied to MySQL (``mysql_lakes``)
         self.writer_metadata = writer_metadata
         self._copied = True
+        self._copy_digests: dict = {}  # what the last copy copied (``mysql_lakes``)
         self.metadata_schema = metadata_schema
         self.encrypted = encrypted
         self.metadata = metadata
@@ -376,7 +377,12 @@ class Lake:
         import pytest
 
         try:
-            copy_catalog(self._con, self.writer_metadata, self.metadata.removeprefix("mysql:"))
+            copy_catalog(
+                self._con,
+                self.writer_metadata,
+                self.metadata.removeprefix("mysql:"),
+                self._copy_digests,
+            )
         except CopyRefused as exc:
             pytest.skip(f"{self.spec.id}: {exc}")
 

@@ -86,17 +86,22 @@ def create_catalog(con, conninfo: str, data_path: str) -> None:
     con.execute("DETACH ducklake_mysql_init")
 
 
-def copy_catalog(con, source_file: str, conninfo: str) -> None:
+def copy_catalog(con, source_file: str, conninfo: str, copied: dict) -> None:
     """Make the MySQL catalog hold exactly the rows of the DuckDB-file catalog.
+
+    ``copied`` (kept by the caller between copies) holds an order-independent digest of
+    each table as last copied, so only the tables a write changed are copied again (each
+    statement through the MySQL extension costs a round trip and a commit).
 
     Raises ``CopyRefused`` with DuckDB's reason when MySQL cannot hold a table (an inlined
     column of a nested type): the caller skips the test, naming it.
     """
     con.execute(f"ATTACH {_lit(source_file)} AS ducklake_copy_src (READ_ONLY)")
     try:
+        source = _source_tables(con)
         con.execute(f"ATTACH {_lit(conninfo)} AS ducklake_copy_dst (TYPE mysql)")
         try:
-            _copy_tables(con)
+            _copy_tables(con, mysql_keys(conninfo)["database"], source, copied)
         finally:
             con.execute("DETACH ducklake_copy_dst")
     finally:
@@ -107,35 +112,65 @@ class CopyRefused(Exception):
     """MySQL (through DuckDB's MySQL extension) cannot hold a table of the catalog."""
 
 
-def _tables(con, database: str) -> dict[str, tuple[str, ...]]:
+def _source_tables(con) -> dict[str, tuple[str, ...]]:
+    """The file catalog's tables and their columns (read before MySQL is attached:
+    ``duckdb_columns()`` would list every database of the server)."""
     rows = con.execute(
         "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
-        "WHERE database_name = ? AND table_name LIKE 'ducklake_%' GROUP BY table_name",
-        [database],
+        "WHERE database_name = 'ducklake_copy_src' AND table_name LIKE 'ducklake_%' "
+        "GROUP BY table_name"
     ).fetchall()
     return {name: tuple(columns) for name, columns in rows}
 
 
-def _copy_tables(con) -> None:
-    source = _tables(con, "ducklake_copy_src")
-    target = _tables(con, "ducklake_copy_dst")
+def _target_tables(con) -> dict[str, tuple[str, ...]]:
+    """The MySQL catalog's tables and their columns, asked of its database only."""
+    rows = con.execute(
+        "SELECT table_name, column_name FROM mysql_query('ducklake_copy_dst', "
+        "'SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = DATABASE() ORDER BY table_name, ordinal_position')"
+    ).fetchall()
+    tables: dict[str, list[str]] = {}
+    for name, column in rows:
+        tables.setdefault(name, []).append(column)
+    return {
+        name: tuple(columns) for name, columns in tables.items() if name.startswith("ducklake_")
+    }
+
+
+def _digest(con, name: str) -> tuple:
+    """``(rows, sum of row hashes)`` of a source table: changes when any row does."""
+    return con.execute(
+        f'SELECT count(*), CAST(sum(hash(t)) AS VARCHAR) FROM ducklake_copy_src.main."{name}" t'
+    ).fetchone()
+
+
+def _copy_tables(con, database: str, source: dict, copied: dict) -> None:
+    target = _target_tables(con)
+    dst = 'ducklake_copy_dst."' + database.replace('"', '""') + '"'
     for name in sorted(set(target) - set(source)):  # inlined tables the writer dropped
-        con.execute(f'DROP TABLE ducklake_copy_dst."{name}"')
+        con.execute(f'DROP TABLE {dst}."{name}"')
+        copied.pop(name, None)
     for name, columns in sorted(source.items()):
-        quoted = f'"{name}"'
-        if target.get(name) == columns and not name.startswith("ducklake_inlined_"):
-            con.execute(f"DELETE FROM ducklake_copy_dst.{quoted}")
-            con.execute(
-                f"INSERT INTO ducklake_copy_dst.{quoted} BY NAME "
-                f"SELECT * FROM ducklake_copy_src.main.{quoted}"
-            )
+        digest = (columns, _digest(con, name))
+        if name in target and copied.get(name) == digest:
             continue
-        if name in target:
-            con.execute(f"DROP TABLE ducklake_copy_dst.{quoted}")
-        try:
-            con.execute(
-                f"CREATE TABLE ducklake_copy_dst.{quoted} AS "
-                f"SELECT * FROM ducklake_copy_src.main.{quoted}"
-            )
-        except Exception as exc:  # noqa: BLE001 - duckdb.Error; named for the skip
-            raise CopyRefused(f"MySQL cannot hold catalog table {name}: {exc}") from exc
+        copied.pop(name, None)
+        _copy_table(con, dst, name, columns, target)
+        copied[name] = digest
+
+
+def _copy_table(con, dst: str, name: str, columns: tuple, target: dict) -> None:
+    quoted = f'"{name}"'
+    if target.get(name) == columns and not name.startswith("ducklake_inlined_"):
+        con.execute(f"DELETE FROM {dst}.{quoted}")
+        con.execute(
+            f"INSERT INTO {dst}.{quoted} BY NAME SELECT * FROM ducklake_copy_src.main.{quoted}"
+        )
+        return
+    if name in target:
+        con.execute(f"DROP TABLE {dst}.{quoted}")
+    try:
+        con.execute(f"CREATE TABLE {dst}.{quoted} AS SELECT * FROM ducklake_copy_src.main.{quoted}")
+    except Exception as exc:
+        raise CopyRefused(f"MySQL cannot hold catalog table {name}: {exc}") from exc
