@@ -123,7 +123,9 @@ class _MySQLSession(SessionBase):
         if schema is not None:
             text, count = self._execute(mysql_csv_query(sql, schema), params).fetchone()
             try:
-                table = parse_csv((text or "").encode(), schema)
+                # a line end after the last line: a NULL there would be an empty last field
+                data = text.encode() if isinstance(text, str) else bytes(text or b"")
+                table = parse_csv(data + b"\n" if data else b"", schema)
                 if table.num_rows == int(count):
                     return table
             except pa.ArrowInvalid:
