@@ -2,6 +2,7 @@
 # extension, rust/), a JDK's javac (the Spark jar, jvm/) and PyPI/crates.io. Cargo's target
 # directory lives outside the clone, so every later build on the machine is incremental.
 #   make test PYTEST_ARGS="-k duckdb-local -x"     # PostgreSQL cells skip unless DUCKLAKE_TEST_PG
+#                                                  # (MySQL cells: DUCKLAKE_TEST_MYSQL)
 #   .ci/run                                        # CI: starts PostgreSQL, then make test
 # make test also installs the object-store emulators (fake-gcs-server, Azurite, MinIO) into
 # ~/.cache/ducklake-datafusion/tools when go / npm are there; otherwise their tests skip.

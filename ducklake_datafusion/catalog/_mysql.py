@@ -174,6 +174,9 @@ class MySQLBackend:
                 autocommit=False,
                 connect_timeout=10,
             )
+        except pymysql.MySQLError as exc:
+            raise self._translate(exc) from None
+        try:
             with connection.cursor() as cursor:
                 cursor.execute(
                     "SET SESSION sql_mode = 'ANSI_QUOTES', time_zone = '+00:00', "
@@ -181,6 +184,7 @@ class MySQLBackend:
                 )
                 cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         except pymysql.MySQLError as exc:
+            connection.close()
             raise self._translate(exc) from None
         self.connections.put(connection)
         return connection
