@@ -63,12 +63,12 @@ class MetadataSession(Protocol):
 
 @runtime_checkable
 class MetadataBackend(Protocol):
-    """A catalog database: DuckDB file, SQLite file or PostgreSQL database.
+    """A catalog database: DuckDB file, SQLite file, PostgreSQL or MySQL/MariaDB database.
 
     Attributes:
         description: names the catalog for error messages; never contains credentials.
         inlined_values_are_text: True when the backend stores inlined values of most types
-            as text (SQLite, PostgreSQL) so they must be parsed as DuckDB literals.
+            as text (SQLite, PostgreSQL, MySQL) so they must be parsed as DuckDB literals.
         cache: shared by the backend's sessions: validated settings and the metadata memos
             (per snapshot, per lake version); clearing it only costs re-reading.
     """
