@@ -22,7 +22,7 @@ from support.lakes import ALL_SPECS, LakeSpec, MySQLServer, PgServer, S3Endpoint
 from support.lakes import make_lake as _make_lake
 
 PG_HINT = "set DUCKLAKE_TEST_PG (see .ci/run)"
-MYSQL_HINT = "set DUCKLAKE_TEST_MYSQL, e.g. eval \"$(.ci/start_mysql.sh)\" (see .ci/run)"
+MYSQL_HINT = 'set DUCKLAKE_TEST_MYSQL, e.g. eval "$(.ci/start_mysql.sh)" (see .ci/run)'
 TOOLS_HINT = "install it with .ci/install_emulators.sh (make test does when go/npm exist)"
 BUCKET = "ducklake-tests"  # the bucket (GCS) or container (Azure) lakes put their files in
 
