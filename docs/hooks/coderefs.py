@@ -50,7 +50,7 @@ _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*/?(::\w+)?$")
 log = logging.getLogger("mkdocs.plugins.coderefs")
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (mkdocs' API)
+def on_page_markdown(markdown: str, page, config, files) -> str:
     """Warn (which fails the strict build) for every reference the page gets wrong."""
     for problem in check_markdown(markdown, ROOT):
         log.warning("%s: %s", page.file.src_path, problem)
@@ -69,7 +69,9 @@ def check_markdown(text: str, root: Path = ROOT) -> list[str]:
         if fenced:
             match = _IMPORT.match(line)
             if match:
-                refs += [f"{match[1]}.{name.strip()}" for name in match[2].split(",") if name.strip()]
+                refs += [
+                    f"{match[1]}.{name.strip()}" for name in match[2].split(",") if name.strip()
+                ]
         else:
             refs += [span.strip() for _, span, removed in _SPAN.findall(line) if not removed]
         for ref in refs:
@@ -97,7 +99,9 @@ def _check_ref(ref: str, root: Path) -> str | None:
     found = next((c for c in candidates if c.exists()), None)
     if found is None:
         return "names a file that does not exist"
-    if test and not re.search(rf"^\s*(async\s+)?def {re.escape(test)}\(", found.read_text(), re.M):
+    if test and not re.search(
+        rf"^\s*(async\s+)?def {re.escape(test)}\(", found.read_text(), re.MULTILINE
+    ):
         return f"names no function {test} in {found.relative_to(root)}"
     return None
 
@@ -132,7 +136,7 @@ def _module_file(parts: list[str], root: Path) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _top_level(module: Path) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
     """The names ``module`` defines at its top level, and each class's own names."""
     tree = ast.parse(module.read_text(), str(module))
