@@ -18,7 +18,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
 RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.lock
 JVM_SOURCES := $(wildcard jvm/src/main/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 
-.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint
+.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint docs
 
 venv: $(VENV)/.built
 
@@ -68,6 +68,19 @@ demo: venv
 
 bench: venv
 	$(PY) bench/scan.py
+
+# The documentation site (mkdocs.yml, docs/), built strictly: a broken link or anchor, or a
+# code reference to a module, function or file that no longer exists, fails it. mkdocs and
+# its dependencies (pinned in .ci/docs.txt) live in a venv of their own, not the test venv.
+DOCS_VENV ?= $(HOME)/.cache/ducklake-datafusion/docs-venv
+$(DOCS_VENV)/.installed: .ci/docs.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q --disable-pip-version-check -r .ci/docs.txt
+	touch $@
+
+# (Never --quiet: it drops the warnings before --strict counts them, and the build passes.)
+docs: $(DOCS_VENV)/.installed
+	$(DOCS_VENV)/bin/mkdocs build --strict
 
 lint: venv rust-lint
 	$(VENV)/bin/ruff check .
