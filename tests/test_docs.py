@@ -90,6 +90,7 @@ def test_code_reference_check_catches_rot() -> None:
         "`ducklake_datafusion.scan.ScanPlan` `ducklake_datafusion.scan.NoSuchPlan` "
         "`provider/_no_such_module.py` `tests/test_docs.py::test_no_such_test` "
         "`tests/test_docs.py::test_readme_is_short` `provider/_gone.py` (removed)\n"
+        "`DuckLakeCatalog.forget_metadata()` `DuckLakeTable.scan_plan` `DuckLakeTable.no_such`\n"
         "```python\nfrom ducklake_datafusion.spark import read_table, no_such_reader\n```\n"
     )
     problems = _coderefs().check_markdown(text, ROOT)
@@ -98,6 +99,7 @@ def test_code_reference_check_catches_rot() -> None:
         "ducklake_datafusion.scan.NoSuchPlan",
         "provider/_no_such_module.py",
         "tests/test_docs.py::test_no_such_test",
+        "DuckLakeTable.no_such",
         "ducklake_datafusion.spark.no_such_reader",
     ]
 
