@@ -19,7 +19,6 @@ import ast
 import contextlib
 import re
 import threading
-import traceback
 from collections import deque
 from collections.abc import Iterator
 
@@ -146,11 +145,12 @@ class MissingDependencyError(DuckLakeError, ImportError):
 # rebuilt from its class name and message. The message is the key rather than a token
 # added to it: it already names the table, snapshot and file, and whoever reads the
 # DataFusion exception as it is reads what the error said. Remembered errors have their
-# traceback frames cleared (a failed scan's locals hold its table and catalog); at most
-# ``_KEPT`` are kept.
+# traceback frames cleared (a failed scan's locals hold its table and catalog:
+# ``_clear_frames``); at most ``_KEPT`` are kept.
 
 _KEPT = 64
-_recent: deque[tuple[str, DuckLakeError]] = deque(maxlen=_KEPT)
+# (the text DataFusion carries, the error, the frames of its chain not yet cleared)
+_recent: deque[tuple[str, DuckLakeError, list]] = deque(maxlen=_KEPT)
 _recent_lock = threading.Lock()
 _CLASS_IN_TEXT = re.compile(r"\b([A-Z][A-Za-z]+Error): ")
 # a table function's error, as DataFusion quotes it: ``value: XError('message')``
@@ -165,15 +165,34 @@ def _key(error: BaseException) -> str:
 
 def _remember(error: DuckLakeError) -> None:
     """Keep ``error``, about to leave for DataFusion, for :func:`typed`."""
-    seen: set[int] = set()
+    frames, seen = [], set()
     link: BaseException | None = error
-    while link is not None and id(link) not in seen:
+    while link is not None and id(link) not in seen:  # the chain: cause, else context
         seen.add(id(link))
-        if link.__traceback__ is not None:
-            traceback.clear_frames(link.__traceback__)
+        tb = link.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
         link = link.__cause__ or link.__context__
     with _recent_lock:
-        _recent.append((_key(error), error))
+        _recent.append((_key(error), error, frames))
+        _clear_frames()
+
+
+def _clear_frames() -> None:
+    """Release the locals of the frames the remembered errors were raised through: they
+    hold the failed scan's table and catalog. A frame still running when its error is
+    remembered (the one that hands it to DataFusion) is cleared at the next remember or
+    look-up, once it finished. Only those frames: a caller's, added when the error is
+    raised again, are left alone."""
+    for _, _, frames in _recent:
+        running = []
+        for frame in frames:
+            try:
+                frame.clear()
+            except RuntimeError:  # still executing
+                running.append(frame)
+        frames[:] = running
 
 
 @contextlib.contextmanager
@@ -199,8 +218,9 @@ def typed(exc: BaseException) -> DuckLakeError | None:
         return exc
     text = str(exc)
     with _recent_lock:
+        _clear_frames()
         recent = list(_recent)
-    for key, error in reversed(recent):
+    for key, error, _ in reversed(recent):
         if key in text or repr(error) in text:  # a table function's error: its repr
             return error
     for match in _CLASS_IN_TEXT.finditer(text):
