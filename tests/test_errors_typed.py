@@ -210,3 +210,24 @@ def test_remembered_errors_are_bounded_and_release_their_frames(lake):
         while tb is not None:
             assert not tb.tb_frame.f_locals, tb.tb_frame.f_code.co_name
             tb = tb.tb_next
+
+
+def test_the_data_frame_adapters_raise_our_class_directly(lake):
+    """pandas and Polars read through the exact reader, not DataFusion: no text to undo."""
+    from ducklake_datafusion.dataframes import scan_polars, to_pandas, to_polars
+
+    data, _, _ = _files(lake)
+    os.remove(data)
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    reads = {"to_pandas": lambda: to_pandas(table)}
+    try:
+        import polars  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        reads["to_polars"] = lambda: to_polars(table)
+        reads["scan_polars"] = lambda: scan_polars(table).collect()
+    for name, read in reads.items():
+        with pytest.raises(errors.DataFileMissingError, match="main.t") as info:
+            read()
+        assert os.path.basename(data) in str(info.value), name
