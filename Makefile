@@ -55,7 +55,7 @@ jars:
 # The abi3 manylinux wheel (the Rust extension and both jars) into dist/; the release profile
 # in CARGO_TARGET_DIR, as the editable install's, so a warm machine rebuilds only our crate.
 wheel: jars $(VENV)/.installed
-	$(PY) -m maturin build -q --release --out dist
+	$(PY) -m maturin build -q --release --interpreter $(PY) --out dist
 # The sdist (Rust and Java sources, both jars prebuilt); `pip wheel` on it builds the wheel.
 sdist: jars $(VENV)/.installed
 	$(PY) -m maturin sdist --out dist
