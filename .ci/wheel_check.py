@@ -129,7 +129,11 @@ def check_spark(catalog: str, data: str, tmp: Path) -> None:
         plan = executed_plan(frame)
         if "parquet-deleted-rows" not in plan or "BroadcastHashJoin" in plan:
             raise AssertionError(f"read_table's deletes are not applied in Spark's reader:\n{plan}")
-        same("Spark read_table (deletes in Spark's reader)", [tuple(r) for r in frame.collect()], want)
+        same(
+            "Spark read_table (deletes in Spark's reader)",
+            [tuple(r) for r in frame.collect()],
+            want,
+        )
 
         prefix = "spark.sql.catalog.wheel"
         spark.conf.set(prefix, "io.ducklake_datafusion.spark.DuckLakeCatalog")
