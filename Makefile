@@ -1,6 +1,7 @@
 # Developer and CI entry points. Needs python3 (>= 3.10, with venv), cargo/rustc (the Rust
-# extension, rust/), a JDK's javac (the Spark jar, jvm/) and PyPI/crates.io. Cargo's target
-# directory lives outside the clone, so every later build on the machine is incremental.
+# extension, rust/), a JDK's javac (the Spark jar, jvm/; and Maven for make jars / wheel)
+# and PyPI/crates.io. Cargo's target directory lives outside the clone, so every later build
+# on the machine is incremental.
 #   make test PYTEST_ARGS="-k duckdb-local -x"     # PostgreSQL cells skip unless DUCKLAKE_TEST_PG
 #   .ci/run                                        # CI: starts PostgreSQL, then make test
 # make test also installs the object-store emulators (fake-gcs-server, Azurite, MinIO) into
@@ -18,7 +19,6 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
 RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.lock
 JVM_SOURCES := $(wildcard jvm/src/*/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml | head -1)
-SPARK_JARS := $(foreach s,2.12 2.13,ducklake_datafusion/spark/jars/ducklake-spark_$(s).jar)
 
 .PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint docs jars wheel sdist
 
