@@ -26,7 +26,10 @@ from support.lakes import LakeSpec, assert_same_rows, deleting_history
 
 pytest.importorskip("pyspark")
 
+from ducklake_datafusion.errors import InvalidOptionError, MissingDependencyError
+from ducklake_datafusion.spark import spark_jar
 from ducklake_datafusion.spark._versions import pyspark_at_least
+from ducklake_datafusion.spark.parquet import _deleted_rows
 
 pytestmark = pytest.mark.spark
 
@@ -65,6 +68,36 @@ def test_the_jars_coordinates_carry_the_package_version():
     for scala in ("2.12", "2.13"):
         pom = ROOT / "jvm" / f"scala-{scala}" / "pom.xml"
         assert _pom_coordinates(pom) == (GROUP, f"ducklake-spark_{scala}", version)
+
+
+@pytest.mark.parametrize("scala", ["2.12", "2.13"])
+def test_spark_jar_picks_the_jar_of_a_scala_version(scala):
+    """The wheel carries both jars (``make jars`` / ``make wheel`` put them into the package,
+    .ci/run does so before the tests); ``spark_jar(scala=...)`` names either."""
+    try:
+        jar = Path(spark_jar(scala=scala))
+    except MissingDependencyError:
+        if _in_ci():
+            raise
+        pytest.skip(f"the Scala {scala} jar is not built here (make jars)")
+    assert jar.name == f"ducklake-spark_{scala}.jar" and jar.parent == _deleted_rows._JARS
+    default = "2.13" if pyspark_at_least(4, 0) else "2.12"
+    if scala == default:
+        assert spark_jar() == str(jar)
+
+
+def test_spark_jar_of_an_unknown_scala_version_says_which_exist():
+    with pytest.raises(InvalidOptionError, match=r"scala='3'.*2\.12 and 2\.13"):
+        spark_jar(scala="3")
+
+
+def test_a_missing_jar_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(_deleted_rows, "_JARS", tmp_path)  # an installation without jars
+    with pytest.raises(MissingDependencyError) as raised:
+        spark_jar(scala="2.12")
+    text = str(raised.value)
+    assert "Scala 2.12" in text and str(tmp_path / "ducklake-spark_2.12.jar") in text
+    assert "wheel" in text and "make jars" in text and "jvm/build.sh" in text
 
 
 @pytest.fixture(scope="module")

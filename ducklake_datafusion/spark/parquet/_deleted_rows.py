@@ -74,9 +74,9 @@ def spark_jar(scala: str | None = None) -> str:
     if not jar.is_file():
         raise MissingDependencyError(
             f"the package's Spark jar for Scala {scala} is not in this installation ({jar}); "
-            "the released wheel carries it: reinstall ducklake-datafusion from a wheel, or in "
-            "a source checkout run jvm/build.sh with this Python (it needs a JDK) or "
-            "`make wheel`"
+            "the wheel carries it: install ducklake-datafusion from its wheel, or in a source "
+            "checkout run `make jars` (both jars; a JDK and Maven) or jvm/build.sh PYTHON "
+            "(the jar for that Python's pyspark; a JDK)"
         )
     return str(jar)
 
