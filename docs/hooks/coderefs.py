@@ -38,7 +38,9 @@ __all__ = ["check_markdown", "on_page_markdown"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "ducklake_datafusion"
-JAVA_DIR = Path("jvm/src/main/java/io/ducklake_datafusion/spark")
+# The jar's shared sources, and the per-Scala-version ones (jvm/pom.xml).
+JAVA_DIRS = ("jvm/src/main/java", "jvm/src/scala-2.12/java", "jvm/src/scala-2.13/java")
+JAVA_PACKAGE = Path("io/ducklake_datafusion/spark")
 # Paths whose first part is one of these are checked.
 TOP_DIRS = {"tests", "bench", "examples", "jvm", "rust", "docs", ".ci", PACKAGE}
 PACKAGE_DIRS = {"catalog", "pathres", "scan", "read", "provider", "spark"}
@@ -101,7 +103,7 @@ def _check_ref(ref: str, root: Path) -> str | None:
     elif first in PACKAGE_DIRS and "/" in path or path in {"types.py", "errors.py", "cli.py"}:
         candidates = [root / PACKAGE / path]
     elif "/" not in path and path.endswith(".java"):
-        candidates = [root / JAVA_DIR / path]
+        candidates = [root / d / JAVA_PACKAGE / path for d in JAVA_DIRS]
     else:
         return None
     found = next((c for c in candidates if c.exists()), None)
