@@ -1,7 +1,9 @@
 # Developer and CI entry points. Needs python3 (>= 3.10, with venv), cargo/rustc (the Rust
-# extension, rust/), a JDK's javac (the Spark jar, jvm/) and PyPI/crates.io. Cargo's target
-# directory lives outside the clone, so every later build on the machine is incremental.
+# extension, rust/), a JDK's javac (the Spark jar, jvm/; and Maven for make jars / wheel)
+# and PyPI/crates.io. Cargo's target directory lives outside the clone, so every later build
+# on the machine is incremental.
 #   make test PYTEST_ARGS="-k duckdb-local -x"     # PostgreSQL cells skip unless DUCKLAKE_TEST_PG
+#                                                  # (MySQL cells: DUCKLAKE_TEST_MYSQL)
 #   .ci/run                                        # CI: starts PostgreSQL, then make test
 # make test also installs the object-store emulators (fake-gcs-server, Azurite, MinIO) into
 # ~/.cache/ducklake-datafusion/tools when go / npm are there; otherwise their tests skip.
@@ -16,9 +18,10 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
 RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.lock
-JVM_SOURCES := $(wildcard jvm/src/main/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
+JVM_SOURCES := $(wildcard jvm/src/*/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml | head -1)
 
-.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint
+.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint docs jars wheel sdist
 
 venv: $(VENV)/.built
 
@@ -40,6 +43,23 @@ $(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES) $(JVM_SOURCES)
 		--no-deps --no-build-isolation -e .
 	jvm/build.sh $(PY)
 	touch $@
+
+# Both Spark jars (Scala 2.12 and 2.13) as Maven builds them (jvm/pom.xml: the released
+# artifacts, also `mvn install`ed for spark.jars.packages), into the package for the wheel.
+# Needs a JDK and Maven; ~35 s with a cold ~/.m2 (~170 MB of Spark's jars), ~7 s warm.
+jars:
+	cd jvm && mvn -q -B package
+	mkdir -p ducklake_datafusion/spark/jars
+	for s in 2.12 2.13; do cp jvm/scala-$$s/target/ducklake-spark_$$s-$(VERSION).jar \
+		ducklake_datafusion/spark/jars/ducklake-spark_$$s.jar; done
+
+# The abi3 manylinux wheel (the Rust extension and both jars) into dist/; the release profile
+# in CARGO_TARGET_DIR, as the editable install's, so a warm machine rebuilds only our crate.
+wheel: jars $(VENV)/.installed
+	$(PY) -m maturin build -q --release --interpreter $(PY) --out dist
+# The sdist (Rust and Java sources, both jars prebuilt); `pip wheel` on it builds the wheel.
+sdist: jars $(VENV)/.installed
+	$(PY) -m maturin sdist --out dist
 
 # A no-op once installed (each tool's version is stamped in the cache).
 emulators:
@@ -68,6 +88,19 @@ demo: venv
 
 bench: venv
 	$(PY) bench/scan.py
+
+# The documentation site (mkdocs.yml, docs/), built strictly: a broken link or anchor, or a
+# code reference to a module, function or file that no longer exists, fails it. mkdocs and
+# its dependencies (pinned in .ci/docs.txt) live in a venv of their own, not the test venv.
+DOCS_VENV ?= $(HOME)/.cache/ducklake-datafusion/docs-venv
+$(DOCS_VENV)/.installed: .ci/docs.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q --disable-pip-version-check -r .ci/docs.txt
+	touch $@
+
+# (Never --quiet: it drops the warnings before --strict counts them, and the build passes.)
+docs: $(DOCS_VENV)/.installed
+	$(DOCS_VENV)/bin/mkdocs build --strict
 
 lint: venv rust-lint
 	$(VENV)/bin/ruff check .

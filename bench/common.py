@@ -29,7 +29,12 @@ LAKES = REPO / "bench_lakes"
 RECIPE = 1  # bump when a lake recipe changes, so cached lakes are rebuilt
 
 # Extensions the writer needs per catalog kind (names of duckdb-extension-* wheels).
-_EXTENSIONS = {"duckdb": [], "sqlite": ["sqlite_scanner"], "postgres": ["postgres_scanner"]}
+_EXTENSIONS = {
+    "duckdb": [],
+    "sqlite": ["sqlite_scanner"],
+    "postgres": ["postgres_scanner"],
+    "mysql": ["mysql_scanner"],
+}
 
 
 # ------------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
     ducklake-datafusion sql CATALOG "SELECT ..." [--format table|csv|jsonl|parquet] [-O FILE]
     ducklake-datafusion tables CATALOG
-    ducklake-datafusion snapshots CATALOG
+    ducklake-datafusion snapshots CATALOG              (newest first)
     ducklake-datafusion describe CATALOG schema.table
     ducklake-datafusion files CATALOG schema.table [--snapshot N]
-    ducklake-datafusion changes CATALOG schema.table START END
+    ducklake-datafusion changes CATALOG schema.table START [END]   (END: the latest)
 
 ``CATALOG`` is spelled as for ``DuckLakeCatalog`` (a DuckDB file, ``sqlite:...``,
 ``postgres:...``). In ``sql`` the lake is the catalog ``lake`` (``--name`` changes it), so
@@ -14,9 +14,13 @@ options come from ``-s key=value`` flags and from ``DUCKLAKE_STORAGE_OPTIONS`` (
 object), flags winning. On a terminal a progress line (rows, seconds) is shown on stderr
 while a query runs. ``python -m ducklake_datafusion`` is the same program.
 
-Exit codes follow the error hierarchy (see :data:`EXIT_CODES`): 0 success, 2 bad usage or
-option, 3 catalog, 4 table or snapshot not found, 5 data file or storage, 6 unsupported
-feature or type, 7 SQL DataFusion rejected, 1 anything else.
+Every command opens the catalog first, so a catalog that cannot be read fails before any
+SQL runs. Errors print ``ClassName: message`` on stderr, our errors under their own class
+(also when DataFusion carried them as text: ``errors.typed``), SQL that DataFusion rejects
+or fails to run as ``DataFusionError``. Exit codes follow the error hierarchy (see
+:data:`EXIT_CODES`): 0 success, 2 bad usage or option, 3 catalog, 4 table or snapshot not
+found, 5 data file or storage, 6 unsupported feature or type, 7 SQL DataFusion rejected, 1
+anything else.
 """
 
 from __future__ import annotations
@@ -50,42 +54,50 @@ EXIT_CODES: tuple[tuple[type[errors.DuckLakeError], int], ...] = (
     (errors.MissingDependencyError, 6),
 )
 SQL_ERROR = 7
-_CLASS_IN_TEXT = re.compile(r"\b([A-Z][A-Za-z]+Error): ")
 TABLE_ROWS = 40  # rows shown by the aligned-table format (``--max-rows``)
+WHOLE_COLUMNS = ("data_file", "delete_file")  # paths a user copies: never clipped
+_NOT_FOUND = re.compile(r"table '([^']+)' not found")
+
+
+class DataFusionError(Exception):
+    """SQL that DataFusion rejected or failed to run (none of our errors): the message is
+    DataFusion's, without its ``DataFusion error:`` prefix."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        with errors.raised_as_ours():
+            return args.run(args)
     except errors.DuckLakeError as exc:
-        return _fail(exc, type(exc))
+        code = next((c for cls, c in EXIT_CODES if isinstance(exc, cls)), 1)
+        return _fail(exc, code)
+    except DataFusionError as exc:
+        return _fail(exc, SQL_ERROR)
     except BrokenPipeError:  # `... | head`
         return 0
-    except Exception as exc:  # noqa: BLE001 - DataFusion errors carry ours as text
-        return _fail(exc, _class_in_text(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - a bug or the system: named, code 1
+        return _fail(exc, 1)
 
 
-def _fail(exc: BaseException, kind: type | None) -> int:
-    code = SQL_ERROR
-    if kind is not None:
-        code = next((c for cls, c in EXIT_CODES if issubclass(kind, cls)), 1)
-        name = kind.__name__
-    else:
-        name = "error"
-    message = str(exc).strip()
-    print(f"{name}: {message}", file=sys.stderr)
+def _fail(exc: BaseException, code: int) -> int:
+    print(f"{type(exc).__name__}: {str(exc).strip()}", file=sys.stderr)
     return code
 
 
-def _class_in_text(text: str) -> type | None:
-    """Our error class named in a DataFusion message (``External error: XError: ...``)."""
-    for match in _CLASS_IN_TEXT.finditer(text):
-        found = getattr(errors, match.group(1), None)
-        if isinstance(found, type) and issubclass(found, errors.DuckLakeError):
-            return found
-    return None
+@contextlib.contextmanager
+def _datafusion(hint=None) -> Iterator[None]:
+    """Around DataFusion calls: our errors as our classes, any other as
+    :class:`DataFusionError` (its text passed through ``hint``, when given)."""
+    try:
+        with errors.raised_as_ours():
+            yield
+    except errors.DuckLakeError:
+        raise
+    except Exception as exc:  # DataFusion raises plain Exception (or ValueError)
+        text = str(exc).strip().removeprefix("DataFusion error: ")
+        raise DataFusionError(hint(text) if hint else text) from exc
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -125,12 +137,19 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("query", help='the query, e.g. "SELECT * FROM lake.main.t"')
     sql.add_argument("--name", default="lake", help="the lake's catalog name (default: lake)")
     command("tables", "list the tables with file counts and sizes", _run_tables, snapshot=True)
-    command("snapshots", "list the snapshots and what each changed", _run_snapshots)
+    command(
+        "snapshots",
+        "list the snapshots, newest first, and what each changed "
+        f"(--format table shows the newest {TABLE_ROWS}: --max-rows N, 0 for all)",
+        _run_snapshots,
+    )
     command("describe", "show a table's columns", _run_describe, table=True, snapshot=True)
     command("files", "list a table's data and delete files", _run_files, table=True, snapshot=True)
     changes = command("changes", "the change feed between two snapshots", _run_changes, table=True)
     changes.add_argument("start", help="first snapshot (id or ISO time), inclusive")
-    changes.add_argument("end", help="last snapshot (id or ISO time), inclusive")
+    changes.add_argument(
+        "end", nargs="?", help="last snapshot (id or ISO time), inclusive (default: the latest)"
+    )
     return parser
 
 
@@ -198,13 +217,51 @@ def _run_sql(args) -> int:
 
     from . import register
 
+    lake = _lake(args)
+    lake.snapshot_id()  # the catalog opens (and the pinned snapshot exists) before any SQL
     ctx = SessionContext(SessionConfig().with_information_schema(True))
-    register(ctx, args.name, _lake(args))
-    frame = ctx.sql(args.query)
-    schema = frame.schema()
-    batches = (b.to_pyarrow() for b in frame.execute_stream())
-    _write(args, schema, _with_progress(batches))
+    register(ctx, args.name, lake)
+
+    def hint(text: str) -> str:
+        return _table_hint(text, lake, args.name)
+
+    with _datafusion(hint):
+        frame = ctx.sql(args.query)
+        schema = frame.schema()
+        stream = iter(frame.execute_stream())
+    _write(args, schema, _with_progress(_batches(stream)))
     return 0
+
+
+def _batches(stream) -> Iterator[pa.RecordBatch]:
+    """The stream's batches, DataFusion's errors while it runs as ours (``_datafusion``)."""
+    while True:
+        with _datafusion():
+            batch = next(stream, None)
+        if batch is None:
+            return
+        yield batch.to_pyarrow()
+
+
+def _table_hint(text: str, lake, name: str) -> str:
+    """DataFusion's "table not found" with the lake's name for it: ``FROM main.orders``
+    is DataFusion's own catalog; the lake is the catalog ``name`` (``lake.main.orders``)."""
+    match = _NOT_FOUND.search(text)
+    if match is None:
+        return text
+    parts = match.group(1).split(".")
+    if parts[0] == name:
+        return f"{text}; `ducklake-datafusion tables` lists the lake's tables"
+    table = parts[-1]
+    schema = parts[-2] if len(parts) > 1 and parts[-2] != "public" else "main"
+    try:
+        lake.table(schema, table)
+    except errors.DuckLakeError:
+        return (
+            f"{text}; the lake's tables are named {name}.<schema>.<table> "
+            "(`ducklake-datafusion tables` lists them)"
+        )
+    return f"{text}; the lake is the catalog {name!r}: write {name}.{schema}.{table}"
 
 
 def _run_tables(args) -> int:
@@ -213,7 +270,7 @@ def _run_tables(args) -> int:
 
 
 def _run_snapshots(args) -> int:
-    table = _lake(args).snapshots()
+    table = _lake(args).snapshots().sort_by([("snapshot_id", "descending")])
     changes = [
         "; ".join(f"{k}: {', '.join(v)}" for k, v in (row or []))
         for row in table["changes"].to_pylist()
@@ -267,7 +324,7 @@ def _run_files(args) -> int:
     files = files.select(["data_file", "data_file_size_bytes", "delete_file"])
     files = files.append_column("record_count", pa.array([e[0] for e in extra], pa.int64()))
     files = files.append_column("column_stats", pa.array([e[1] for e in extra], pa.string()))
-    _write_table(args, files)
+    _write_table(args, files, whole=WHOLE_COLUMNS)
     return 0
 
 
@@ -290,20 +347,22 @@ def _run_changes(args) -> int:
     from .functions import table_changes
 
     schema, table = _split_table(args.table)
-    _write_table(
-        args, table_changes(_lake(args, pinned=False), schema, table, args.start, args.end)
-    )
+    lake = _lake(args, pinned=False)
+    end = args.end if args.end is not None else lake.snapshot_id()  # the latest
+    _write_table(args, table_changes(lake, schema, table, args.start, end))
     return 0
 
 
 # -- output -------------------------------------------------------------------------------------
 
 
-def _write_table(args, table: pa.Table) -> None:
-    _write(args, table.schema, iter(table.to_batches()))
+def _write_table(args, table: pa.Table, whole: Sequence[str] = ()) -> None:
+    _write(args, table.schema, iter(table.to_batches()), whole)
 
 
-def _write(args, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+def _write(
+    args, schema: pa.Schema, batches: Iterator[pa.RecordBatch], whole: Sequence[str] = ()
+) -> None:
     if args.format == "parquet":
         if not args.output:
             raise errors.InvalidOptionError("--format parquet needs --output FILE")
@@ -324,7 +383,7 @@ def _write(args, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
                 for row in batch.to_pylist():
                     out.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
         else:
-            _aligned(out, schema, batches, args.max_rows)
+            _aligned(out, schema, batches, args.max_rows, whole)
 
 
 def _csv(out, schema: pa.Schema, batches) -> None:
@@ -360,8 +419,9 @@ def _text(value) -> str:
     return str(value)
 
 
-def _aligned(out, schema: pa.Schema, batches, max_rows: int) -> None:
-    """An aligned text table of the first ``max_rows`` rows (all if 0), then the count."""
+def _aligned(out, schema: pa.Schema, batches, max_rows: int, whole: Sequence[str] = ()) -> None:
+    """An aligned text table of the first ``max_rows`` rows (all if 0), then the count.
+    Long cells are clipped, except in the ``whole`` columns (paths a user copies)."""
     rows, total = [], 0
     for batch in batches:
         total += batch.num_rows
@@ -370,7 +430,8 @@ def _aligned(out, schema: pa.Schema, batches, max_rows: int) -> None:
                 if max_rows and len(rows) >= max_rows:
                     break
                 rows.append(["NULL" if v is None else _text(v) for v in row.values()])
-    cells = [[_clip(c) for c in row] for row in rows]
+    width = [None if n in whole else 60 for n in schema.names]
+    cells = [[_clip(c, w) for c, w in zip(row, width)] for row in rows]
     names = [_clip(n) for n in schema.names]
     widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
@@ -384,9 +445,9 @@ def _aligned(out, schema: pa.Schema, batches, max_rows: int) -> None:
     out.write(f"{total} row{'s' if total != 1 else ''}{shown}\n")
 
 
-def _clip(text: str, width: int = 60) -> str:
+def _clip(text: str, width: int | None = 60) -> str:
     text = text.replace("\n", "\\n")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 def _with_progress(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -5,12 +5,22 @@ Every error raised on purpose by this package derives from :class:`DuckLakeError
 and file involved and say what to do; they never contain credentials (each message is
 scrubbed when the error is made).
 
-Errors raised inside a DataFusion scan cross the Rust boundary and reach the user as a
-DataFusion exception whose text contains the class name and message of the original
-error (see ``tests/test_errors.py``).
+Errors raised while DataFusion plans or runs a scan reach the caller of
+``ctx.sql(...).collect()`` as DataFusion's plain ``Exception``: the Rust scan crosses the
+``datafusion-ffi`` boundary and the exact reader's batches cross Arrow's C stream, and
+both carry only text, ``... ClassName: message``. :func:`raised_as_ours` (or
+:func:`typed`) turns such an exception back into ours; see "Getting our classes back"
+below.
 """
 
 from __future__ import annotations
+
+import ast
+import contextlib
+import re
+import threading
+from collections import deque
+from collections.abc import Iterator
 
 from ._secrets import scrub
 
@@ -34,6 +44,8 @@ __all__ = [
     "UnsupportedFeatureError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
+    "raised_as_ours",
+    "typed",
 ]
 
 
@@ -121,3 +133,130 @@ class InternalError(DuckLakeError):
 class MissingDependencyError(DuckLakeError, ImportError):
     """An optional dependency (polars, pandas, psycopg, pyspark) is not installed; the
     message names the extra to install."""
+
+
+# -- Getting our classes back ------------------------------------------------------------------
+#
+# The places where our errors leave for DataFusion (``_remembered``: the Rust scan's
+# resolver, the exact reader's fragments and batches) keep the last few, keyed by the text
+# ``ClassName: message`` that DataFusion's exception will carry, and :func:`typed` finds
+# the one an exception carries: the very object raised, with its ``__cause__``. An error
+# the Rust scan makes itself while it reads (its file checks: no Python object exists) is
+# rebuilt from its class name and message. The message is the key rather than a token
+# added to it: it already names the table, snapshot and file, and whoever reads the
+# DataFusion exception as it is reads what the error said. Remembered errors have their
+# traceback frames cleared (a failed scan's locals hold its table and catalog:
+# ``_clear_frames``); at most ``_KEPT`` are kept.
+
+_KEPT = 64
+# (the text DataFusion carries, the error, the frames of its chain not yet cleared)
+_recent: deque[tuple[str, DuckLakeError, list]] = deque(maxlen=_KEPT)
+_recent_lock = threading.Lock()
+_CLASS_IN_TEXT = re.compile(r"\b([A-Z][A-Za-z]+Error): ")
+# a table function's error, as DataFusion quotes it: ``value: XError('message')``
+_REPR_IN_TEXT = re.compile(
+    r"value: ([A-Z][A-Za-z]+Error)\(('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\)"
+)
+
+
+def _key(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _remember(error: DuckLakeError) -> None:
+    """Keep ``error``, about to leave for DataFusion, for :func:`typed`."""
+    frames, seen = [], set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:  # the chain: cause, else context
+        seen.add(id(link))
+        tb = link.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        link = link.__cause__ or link.__context__
+    with _recent_lock:
+        _recent.append((_key(error), error, frames))
+        _clear_frames()
+
+
+def _clear_frames() -> None:
+    """Release the locals of the frames the remembered errors were raised through: they
+    hold the failed scan's table and catalog. A frame still running when its error is
+    remembered (the one that hands it to DataFusion) is cleared at the next remember or
+    look-up, once it finished. Only those frames: a caller's, added when the error is
+    raised again, are left alone."""
+    for _, _, frames in _recent:
+        running = []
+        for frame in frames:
+            try:
+                frame.clear()
+            except RuntimeError:  # still executing
+                running.append(frame)
+        frames[:] = running
+
+
+@contextlib.contextmanager
+def _remembered() -> Iterator[None]:
+    """Around our code whose errors DataFusion receives: ours are remembered and raised
+    on unchanged."""
+    try:
+        yield
+    except DuckLakeError as exc:
+        _remember(exc)
+        raise
+
+
+def typed(exc: BaseException) -> DuckLakeError | None:
+    """The error of this package that ``exc`` is, or that a DataFusion exception carries
+    in its text; ``None`` when it carries none (a SQL error, for one).
+
+    The object that was raised when this process remembers it; otherwise a new instance
+    of the class the text names, its message the text after the class name (which names
+    the table, snapshot and file).
+    """
+    if isinstance(exc, DuckLakeError):
+        return exc
+    text = str(exc)
+    with _recent_lock:
+        _clear_frames()
+        recent = list(_recent)
+    for key, error, _ in reversed(recent):
+        if key in text or repr(error) in text:  # a table function's error: its repr
+            return error
+    for match in _CLASS_IN_TEXT.finditer(text):
+        found = globals().get(match.group(1))
+        if isinstance(found, type) and issubclass(found, DuckLakeError):
+            return found(text[match.end() :].strip())
+    match = _REPR_IN_TEXT.search(text)
+    if match is not None:
+        found = globals().get(match.group(1))
+        if isinstance(found, type) and issubclass(found, DuckLakeError):
+            with contextlib.suppress(ValueError, SyntaxError):
+                return found(ast.literal_eval(match.group(2)))
+    return None
+
+
+@contextlib.contextmanager
+def raised_as_ours() -> Iterator[None]:
+    """Re-raise an exception that carries one of our errors as that error, so that
+    ``except DataFileMissingError`` (or ``except DuckLakeError``) works around DataFusion
+    calls::
+
+        with errors.raised_as_ours():
+            ctx.sql("SELECT * FROM lake.main.t").collect()
+
+    The error keeps its own ``__cause__`` (DataFusion's exception is its context), or,
+    rebuilt from the text, has DataFusion's exception as its cause. Anything else (a SQL
+    error) propagates unchanged.
+    """
+    try:
+        yield
+    except DuckLakeError:
+        raise
+    except Exception as exc:
+        ours = typed(exc)
+        if ours is None:
+            raise
+        if ours.__cause__ is None:
+            raise ours from exc
+        raise ours  # its own cause stays; DataFusion's exception is the context

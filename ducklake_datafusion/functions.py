@@ -29,11 +29,12 @@ reach the user as a DataFusion ``ValueError`` ("Execution error: PyErr { type: <
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .errors import InvalidOptionError
+from .errors import InvalidOptionError, _remembered
 from .provider import DuckLakeCatalog, list_files_table, snapshots_table, table_info_table
 from .read import table_changes
 from .scan import SnapshotRef, parse_snapshot_ref
@@ -202,4 +203,16 @@ def register_table_functions(ctx) -> None:
     from datafusion import udtf
 
     for name, function in _UDTFS.items():
-        ctx.register_udtf(udtf(function, name, with_session=True))
+        ctx.register_udtf(udtf(_remembering(function), name, with_session=True))
+
+
+def _remembering(function):
+    """``function`` with its errors remembered for ``errors.typed``: DataFusion hands
+    them to the caller as a ``ValueError`` quoting the error's repr."""
+
+    @functools.wraps(function)
+    def run(*exprs, session):
+        with _remembered():
+            return function(*exprs, session=session)
+
+    return run

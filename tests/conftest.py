@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from support import sparkreplay
 from support.emulators import start_azurite, start_fake_gcs, start_minio
-from support.lakes import ALL_SPECS, LakeSpec, PgServer, S3Endpoint, start_moto
+from support.lakes import ALL_SPECS, LakeSpec, MySQLServer, PgServer, S3Endpoint, start_moto
 from support.lakes import make_lake as _make_lake
 
 PG_HINT = "set DUCKLAKE_TEST_PG (see .ci/run)"
+MYSQL_HINT = 'set DUCKLAKE_TEST_MYSQL, e.g. eval "$(.ci/start_mysql.sh)" (see .ci/run)'
 TOOLS_HINT = "install it with .ci/install_emulators.sh (make test does when go/npm exist)"
 BUCKET = "ducklake-tests"  # the bucket (GCS) or container (Azure) lakes put their files in
 
@@ -183,6 +184,31 @@ def pg():
     return PgServer(conninfo)
 
 
+@pytest.fixture(scope="session")
+def mysql():
+    """A reachable MySQL/MariaDB server from ``DUCKLAKE_TEST_MYSQL`` (DuckDB's MySQL keys
+    without a database); skip (fail under CI=true) if none."""
+    conninfo = os.environ.get("DUCKLAKE_TEST_MYSQL")
+    problem = None
+    if not conninfo:
+        problem = "DUCKLAKE_TEST_MYSQL is not set"
+    else:
+        try:
+            import pymysql
+
+            MySQLServer(conninfo).ping()
+        except ImportError as exc:
+            problem = f"PyMySQL is not installed ({exc})"
+        except pymysql.MySQLError as exc:
+            problem = f"{conninfo!r}: {exc}".strip()
+    if problem:
+        message = f"MySQL not reachable: {MYSQL_HINT} ({problem})"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    return MySQLServer(conninfo)
+
+
 @pytest.fixture(params=ALL_SPECS, ids=lambda spec: spec.id)
 def lake_spec(request) -> LakeSpec:
     """Every cell of the matrix: duckdb-local ... postgres-s3, sqlite-minio, duckdb-gcs, ..."""
@@ -206,6 +232,8 @@ def make_lake(request, tmp_path):
                 spec = LakeSpec("duckdb", "local")
         if spec.catalog == "postgres":
             kw.setdefault("pg", request.getfixturevalue("pg"))
+        elif spec.catalog == "mysql":
+            kw.setdefault("mysql", request.getfixturevalue("mysql"))
         if spec.storage in ("s3", "minio"):
             kw.setdefault("s3", request.getfixturevalue(spec.storage))
         elif spec.storage in ("gcs", "azure"):

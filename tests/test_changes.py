@@ -2,9 +2,9 @@
 
 ``ducklake_table_changes`` is compared with DuckDB's function of that name on ordinary
 histories (inserts, deletes and updates in files and inlined, schema changes, merge and
-flush). Where we deliberately differ (docs/time_travel.md) the feed is checked against
-DuckDB's *time travel* instead: replaying it onto the state before the range must give
-DuckDB's state at every snapshot of the range.
+flush). Where we deliberately differ (docs/read-semantics.md, "Change feed") the feed is
+checked against DuckDB's *time travel* instead: replaying it onto the state before the
+range must give DuckDB's state at every snapshot of the range.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -53,7 +54,9 @@ def test_sql_formats(lake, tmp_path):
 def test_inspection_commands(lake):
     assert "| t " in run_cli("tables", lake.metadata).stdout
     snapshots = run_cli("snapshots", lake.metadata, "-f", "jsonl").stdout.splitlines()
-    expected = lake.reference("SELECT snapshot_id FROM ducklake_snapshots('lake')")
+    expected = lake.reference(
+        "SELECT snapshot_id FROM ducklake_snapshots('lake') ORDER BY snapshot_id DESC"
+    )
     assert [json.loads(x)["snapshot_id"] for x in snapshots] == expected.column(0).to_pylist()
     described = list(
         csv.DictReader(io.StringIO(run_cli("describe", lake.metadata, "t", "-f", "csv").stdout))
@@ -90,7 +93,15 @@ def test_inspection_commands(lake):
             4,
             "SnapshotNotFoundError",
         ),
-        (("sql", "{lake}", "SELEC 1"), 7, "error"),
+        (("sql", "{lake}", "SELEC 1"), 7, "DataFusionError"),
+        (("sql", "{lake}", "SELECT nope FROM lake.main.t"), 7, "DataFusionError"),
+        (("sql", "{missing}", "SELECT 1"), 3, "CatalogNotFoundError"),
+        (
+            ("sql", "{lake}", "SELECT * FROM ducklake_table_changes('lake', 'main', 't', 1, 99)"),
+            4,
+            "SnapshotNotFoundError",
+        ),
+        (("changes", "{lake}", "main.t", "1", "99"), 4, "SnapshotNotFoundError"),
         (("tables", "{lake}", "-s", "nonsense=1"), 2, "InvalidOptionError"),
         (("sql", "{lake}", "SELECT 1", "-f", "parquet"), 2, "InvalidOptionError"),
     ],
@@ -125,3 +136,103 @@ def test_python_dash_m(lake):
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0 and done.stdout.splitlines() == ["one", "1"], done.stderr
+
+
+def test_snapshots_newest_first(lake):
+    """The aligned table shows the newest snapshots (``--max-rows``), not the oldest."""
+    newest = (
+        lake.reference(
+            "SELECT snapshot_id, changes FROM ducklake_snapshots('lake') ORDER BY snapshot_id DESC"
+        )
+        .column("snapshot_id")
+        .to_pylist()
+    )
+    assert len(newest) >= 3
+    done = run_cli("snapshots", lake.metadata, "--max-rows", "2")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1].strip() for line in done.stdout.splitlines()[3:5]]
+    assert rows == [str(i) for i in newest[:2]], done.stdout
+    assert done.stdout.rstrip().endswith(f"{len(newest)} rows (2 shown)")
+    done = run_cli("snapshots", lake.metadata, "--max-rows", "0")
+    shown = [line.split("|")[1].strip() for line in done.stdout.splitlines()[3:-2]]
+    assert shown == [str(i) for i in newest]
+
+
+def test_a_missing_catalog_fails_before_any_sql(tmp_path):
+    missing = str(tmp_path / "none.ducklake")
+    for args in (("sql", missing, "SELECT 1 AS one"), ("snapshots", missing)):
+        done = run_cli(*args)
+        assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
+        assert done.stderr.startswith("CatalogNotFoundError: ") and "none.ducklake" in done.stderr
+        assert done.stdout == ""
+
+
+def test_a_damaged_file_prints_our_class_and_code(lake):
+    """On the Rust scan (the default) DataFusion carries the error as text; the CLI prints
+    our class, its message (file, table, snapshot) and its exit code."""
+    snapshot = lake.reference("SELECT max(snapshot_id) AS s FROM lake.snapshots()")["s"][0]
+    files = lake.reference("SELECT data_file FROM ducklake_list_files('lake', 't')")
+    path = files.column("data_file")[0].as_py()
+    os.remove(path)
+    done = run_cli("sql", lake.metadata, "SELECT sum(id) FROM lake.main.t")
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.startswith("DataFileMissingError: data file "), done.stderr
+    assert os.path.basename(path) in done.stderr
+    assert f"main.t (snapshot {snapshot.as_py()})" in done.stderr
+    assert "DataFusion error" not in done.stderr and "FFI" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "query, name",
+    [
+        ("SELECT count(*) FROM main.t", "lake"),
+        ("SELECT count(*) FROM t", "lake"),
+        ("SELECT count(*) FROM other.main.t", "lake"),
+        ("SELECT count(*) FROM main.t", "dl"),
+    ],
+)
+def test_an_unqualified_table_suggests_the_lake_prefix(lake, query, name):
+    done = run_cli("sql", lake.metadata, query, "--name", name)
+    assert done.returncode == 7, done.stderr
+    assert done.stderr.startswith("DataFusionError: Error during planning: table "), done.stderr
+    assert f"the lake is the catalog '{name}': write {name}.main.t" in done.stderr
+    fixed = run_cli("sql", lake.metadata, f"SELECT count(*) AS n FROM {name}.main.t", "--name",
+                    name, "-f", "jsonl")  # fmt: skip
+    expected = lake.reference("SELECT count(*) AS n FROM lake.main.t").column("n")[0].as_py()
+    assert json.loads(fixed.stdout)["n"] == expected
+
+
+def test_an_unknown_table_lists_nothing_wrong(lake):
+    done = run_cli("sql", lake.metadata, "SELECT * FROM main.nope")
+    assert done.returncode == 7
+    assert "lake.<schema>.<table>" in done.stderr and "write lake" not in done.stderr
+
+
+def test_changes_end_defaults_to_the_latest_snapshot(lake):
+    lake.sql("INSERT INTO lake.main.t VALUES (500, 'late', [1])")
+    lake.sql("UPDATE lake.main.t SET s = 'changed' WHERE id = 50")
+    latest = lake.reference("SELECT max(snapshot_id) AS s FROM lake.snapshots()")["s"][0]
+    done = run_cli("changes", lake.metadata, "main.t", "3", "-f", "jsonl")
+    assert done.returncode == 0, done.stderr
+    expected = lake.reference(
+        "SELECT snapshot_id, rowid, change_type, s FROM "
+        f"ducklake_table_changes('lake', 'main', 't', 3, {latest.as_py()})"
+    )
+    got = [json.loads(x) for x in done.stdout.splitlines()]
+    assert sorted((r["snapshot_id"], r["rowid"], r["change_type"], r["s"]) for r in got) == sorted(
+        zip(*(expected.column(c).to_pylist() for c in expected.column_names))
+    )
+    assert any(r["snapshot_id"] == latest.as_py() for r in got)
+
+
+def test_files_prints_whole_paths(lake):
+    """In the aligned table too: a path is what a user copies."""
+    expected = lake.reference(
+        "SELECT data_file, delete_file FROM ducklake_list_files('lake', 't')"
+    ).to_pylist()
+    done = run_cli("files", lake.metadata, "main.t")
+    assert done.returncode == 0, done.stderr
+    for row in expected:
+        for path in row.values():
+            assert len(path) > 60  # long enough that the table used to clip it
+            assert path in done.stdout, done.stdout

@@ -71,13 +71,14 @@ def small_pg():
         )
 
 
-@pytest.fixture(params=["duckdb", "sqlite", "postgres"])
+@pytest.fixture(params=["duckdb", "sqlite", "postgres", "mysql"])
 def released_lake(request, tmp_path, small_pg_if_needed):
     """A local lake on each catalog database: deletes, an inlined row, five snapshots."""
     from support.lakes import make_lake
 
     spec = LakeSpec(request.param, "local")
-    lake = make_lake(spec, tmp_path, pg=small_pg_if_needed(spec), inline_limit=5)
+    mysql = request.getfixturevalue("mysql") if spec.catalog == "mysql" else None
+    lake = make_lake(spec, tmp_path, pg=small_pg_if_needed(spec), mysql=mysql, inline_limit=5)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(3000) r(i)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(3000, 6000) r(i)")
@@ -98,8 +99,23 @@ def small_pg_if_needed(request):
 
 
 def _server_connections(lake) -> int:
-    """Connections to the lake's PostgreSQL database but this one (0 for file catalogs)."""
+    """Connections to the lake's PostgreSQL or MySQL database but this one (0 for file
+    catalogs)."""
     metadata = lake.reader_args()["metadata"]
+    if metadata.startswith("mysql:"):
+        import pymysql
+        from support.mysql_lakes import mysql_keys
+
+        keys = mysql_keys(metadata.removeprefix("mysql:"))
+        con = pymysql.connect(
+            host=keys["host"], port=int(keys["port"]), user=keys["user"], database=keys["database"]
+        )
+        with con, con.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM information_schema.processlist "
+                "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+            )
+            return cursor.fetchone()[0]
     if not metadata.startswith("postgres:"):
         return 0
     import psycopg
@@ -205,7 +221,7 @@ def test_close_releases_at_once_and_a_closed_catalog_says_so(released_lake):
         catalog.table("main", "t")
     with pytest.raises(CatalogClosedError, match="was closed"):  # registered, still closed
         ctx.sql(QUERY).to_arrow_table()
-    if lake.spec.catalog == "postgres":
+    if lake.spec.catalog in ("postgres", "mysql"):
         assert opened[0] > before[0]  # the catalog did hold connections
     if lake.spec.catalog == "duckdb":
         assert opened[2] == before[2] + 1  # and a private copy

@@ -63,12 +63,12 @@ class MetadataSession(Protocol):
 
 @runtime_checkable
 class MetadataBackend(Protocol):
-    """A catalog database: DuckDB file, SQLite file or PostgreSQL database.
+    """A catalog database: DuckDB file, SQLite file, PostgreSQL or MySQL/MariaDB database.
 
     Attributes:
         description: names the catalog for error messages; never contains credentials.
         inlined_values_are_text: True when the backend stores inlined values of most types
-            as text (SQLite, PostgreSQL) so they must be parsed as DuckDB literals.
+            as text (SQLite, PostgreSQL, MySQL) so they must be parsed as DuckDB literals.
         cache: shared by the backend's sessions: validated settings and the metadata memos
             (per snapshot, per lake version); clearing it only costs re-reading.
     """
@@ -107,7 +107,7 @@ def open_backend(metadata: str, metadata_schema: str | None = None) -> MetadataB
     if not isinstance(metadata, str) or not metadata.strip():
         raise InvalidOptionError(
             "metadata must be a catalog connection string such as 'lake.ducklake', "
-            f"'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'; got {metadata!r}"
+            f"'sqlite:lake.sqlite', 'postgres:dbname=lake host=...' or 'mysql:host=... database=...'; got {metadata!r}"
         )
     text = metadata.strip()
     text = text.removeprefix("ducklake:")
@@ -128,12 +128,17 @@ def open_backend(metadata: str, metadata_schema: str | None = None) -> MetadataB
             text if lowered.startswith(("postgres://", "postgresql://")) else text.split(":", 1)[1]
         )
         return PostgresBackend(dsn, metadata_schema)
+    if lowered.startswith(("mysql:", "mariadb:")):
+        from ._mysql import MySQLBackend
+
+        dsn = text if lowered.startswith(("mysql://", "mariadb://")) else text.split(":", 1)[1]
+        return MySQLBackend(dsn, metadata_schema)
     if lowered.startswith("duckdb:"):
         text = text[len("duckdb:") :]
     if "://" in text:
         raise InvalidOptionError(
             f"catalog {metadata!r}: remote DuckDB catalog files are not supported; use a local "
-            "DuckDB file, 'sqlite:path' or 'postgres:...'"
+            "DuckDB file, 'sqlite:path', 'postgres:...' or 'mysql:...'"
         )
     from ._duckdb import DuckDBBackend
 

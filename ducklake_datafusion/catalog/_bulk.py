@@ -8,7 +8,9 @@ which pyarrow's C++ CSV reader turns straight into typed columns:
 
 * SQLite builds the text itself with ``printf`` and ``group_concat`` (one value, made in C;
   19 ms instead of 29 ms for 10,000 file rows);
-* PostgreSQL streams ``COPY (query) TO STDOUT (FORMAT csv)``.
+* PostgreSQL streams ``COPY (query) TO STDOUT (FORMAT csv)``;
+* MySQL/MariaDB build each line with ``CONCAT_WS`` and join them with ``GROUP_CONCAT`` (one
+  value: 29 ms instead of 108 ms for 10,000 file rows through PyMySQL's rows).
 
 NULL and the empty string stay apart (bare ``NULL`` / an empty unquoted field for NULL, a
 quoted value for every string). Callers fall back to the row path if the text does not
@@ -22,7 +24,7 @@ import io
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-__all__ = ["SQLITE_NULL", "SQLITE_QUOTE", "parse_csv", "sqlite_csv_query"]
+__all__ = ["SQLITE_NULL", "SQLITE_QUOTE", "mysql_csv_query", "parse_csv", "sqlite_csv_query"]
 
 _TRUE = ["t", "true", "1"]
 _FALSE = ["f", "false", "0"]
@@ -67,3 +69,24 @@ def sqlite_csv_query(sql: str, schema: pa.Schema) -> str:
     names = ", ".join('"' + f.name.replace('"', '""') + '"' for f in schema)
     pattern = ",".join("%Q" for _ in schema)
     return f"SELECT group_concat(printf('{pattern}', {names}), char(10)) FROM ({sql})"
+
+
+def mysql_csv_query(sql: str, schema: pa.Schema) -> str:
+    """``sql`` wrapped so that MySQL/MariaDB return its rows as one CSV text value and
+    their number: ``(text, rows)``.
+
+    Strings are quoted (quotes doubled), so NULL (an empty unquoted field) stays apart from
+    ''; other values are written as MySQL spells them (integers, 1/0 booleans). The caller
+    compares the number of lines parsed with ``rows``: ``GROUP_CONCAT`` cuts its result at
+    ``group_concat_max_len`` with only a warning. Identifiers are quoted the ANSI way (the
+    session runs with ``ANSI_QUOTES``).
+    """
+    parts = []
+    for field in schema:
+        name = '"' + field.name.replace('"', '""') + '"'
+        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+            parts.append(f"IFNULL(CONCAT('\"', REPLACE({name}, '\"', '\"\"'), '\"'), '')")
+        else:
+            parts.append(f"IFNULL({name}, '')")
+    line = f"CONCAT_WS(',', {', '.join(parts)})"
+    return f"SELECT GROUP_CONCAT({line} SEPARATOR '\\n'), count(*) FROM ({sql}) AS ducklake_rows"

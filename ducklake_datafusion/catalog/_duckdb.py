@@ -64,6 +64,7 @@ def _identifier(text: str) -> str:
 class _DuckDBSession(SessionBase):
     # an integer from statistics text, NULL when it is none (``_file_cut``)
     INTEGER_OF_TEXT = "TRY_CAST({0} AS BIGINT)"
+    VARIANT_AS_JSON = True
 
     def __init__(
         self,

@@ -123,7 +123,7 @@ def _inlined_rows(session: MetadataSession, table_id: int, snapshot: int):
         system = _inlined_system_columns(session, entry.table_name)
         begin, end = system.begin_snapshot, system.end_snapshot
         rows = session.arrow(
-            f"SELECT {_inlined_select_list(layout, system)} FROM {entry.table_name} "
+            f"SELECT {_inlined_select_list(session, layout, system)} FROM {entry.table_name} "
             f"WHERE {begin} <= ? AND ({end} IS NULL OR ? < {end})",
             [snapshot, snapshot],
         )
@@ -150,16 +150,18 @@ def _inlined_system_columns(session: MetadataSession, table_name: str):
     return system
 
 
-def _inlined_select_list(layout: tuple[ColumnEntry, ...], system) -> str:
-    """``*``, unless a column is a VARIANT: DuckDB cannot export VARIANT to Arrow, so such
-    columns are read as the JSON text of ``CAST(v AS JSON)`` (what the reader exposes).
+def _inlined_select_list(session, layout: tuple[ColumnEntry, ...], system) -> str:
+    """``*``, unless a column is a VARIANT in a DuckDB catalog: DuckDB cannot export VARIANT
+    to Arrow, so such columns are read as the JSON text of ``CAST(v AS JSON)`` (what the
+    reader exposes).
 
-    Only DuckDB catalogs inline VARIANT values (SQLite and PostgreSQL never do), so the
-    DuckDB spelling of the cast is the one needed. Column names come from the catalog
-    itself and are quoted as identifiers.
+    Only DuckDB and MySQL catalogs inline VARIANT values (SQLite and PostgreSQL never do),
+    and MySQL keeps them as text (``session.VARIANT_AS_JSON``), so the DuckDB spelling of
+    the cast is the one needed. Column names come from the catalog itself and are quoted
+    as identifiers.
     """
     top = [c for c in layout if c.parent_column is None]
-    if not any(c.column_type.lower() == "variant" for c in top):
+    if not session.VARIANT_AS_JSON or not any(c.column_type.lower() == "variant" for c in top):
         return "*"
     parts = list(system.names)
     for column in top:

@@ -34,6 +34,10 @@ class SessionBase:
     # an integer from statistics text, or None when the database cannot read one safely
     # (``MetadataSession.INTEGER_OF_TEXT``); every backend sets its own
     INTEGER_OF_TEXT: str | None = None
+    # whether inlined VARIANT columns must be read as ``CAST(CAST(v AS JSON) AS VARCHAR)``
+    # (DuckDB files keep VARIANT values, which DuckDB cannot export to Arrow; MySQL stores
+    # them as text, and SQLite and PostgreSQL never inline them)
+    VARIANT_AS_JSON = False
 
     def __init__(self, cache: dict, description: str) -> None:
         self.cache = cache

@@ -8,7 +8,8 @@ imports no other query module, so that the query modules can share them without
 importing one another.
 
 The SQL is plain and dialect neutral (DuckDB, SQLite, PostgreSQL) with ``?`` placeholders;
-all values are bound parameters.
+all values are bound parameters. MySQL's backend re-spells the few things MySQL reads
+otherwise (``_mysql.mysql_sql``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def as_bool(value: object) -> bool:
 
 
 def as_timestamp(value: object) -> _dt.datetime:
-    """Snapshot times: datetimes from DuckDB/PostgreSQL, variable-length text from SQLite."""
+    """Snapshot times: datetimes from DuckDB/PostgreSQL, variable-length text from SQLite
+    and (without a fraction) MySQL."""
     if isinstance(value, _dt.datetime):
         return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
     text = str(value).strip().replace(" ", "T", 1)

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from ..errors import _remembered
 from ..read import execute_tasks, read_request
 from ..scan import ScanPlan, ScanTask
 
@@ -49,8 +50,9 @@ class DuckLakeScanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         schema = self.projected_schema
-        for batch in execute_tasks(self._plan, self._tasks, self._request):
-            yield batch if batch.schema.equals(schema) else batch.cast(schema)
+        with _remembered():  # DataFusion receives our errors as text: see errors.typed()
+            for batch in execute_tasks(self._plan, self._tasks, self._request):
+                yield batch if batch.schema.equals(schema) else batch.cast(schema)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -101,7 +103,8 @@ class DuckLakeDataset(ds.Dataset):
         return DuckLakeScanner(empty, (), columns, filter)
 
     def get_fragments(self, filter: pc.Expression | None = None):
-        plan = self._table.scan_plan(filter=filter)
+        with _remembered():
+            plan = self._table.scan_plan(filter=filter)
         self.last_plan = plan
         groups = plan.groups(_partitions())
         return [DuckLakeFragment(plan, group) for group in groups] or [DuckLakeFragment(plan, ())]

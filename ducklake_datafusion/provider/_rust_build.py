@@ -82,7 +82,8 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
     if rest:
         batches.extend(read_rest(plan, rest))
     spec = ProviderSpec(
-        table=plan.table,
+        # the scan's own checks name the file and this: as the Python side's messages do
+        table=f"{plan.table} (snapshot {plan.snapshot_id})",
         schema=plan.table_schema,
         files=_file_table(export.files),
         bounds=bounds_table,

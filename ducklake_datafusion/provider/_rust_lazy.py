@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import metadata
+from ..errors import _remembered
 from ..read import catalog_count, execute_plan
 from ..scan import table_directory
 from . import _rust_build
@@ -136,6 +137,11 @@ class Resolver:
         self._table_key = table_key  # the snapshot's key among the memoised providers
 
     def __call__(self, predicates: list[Predicate], count_only: bool):
+        # DataFusion receives our errors as text: remembered for errors.typed()
+        with _remembered():
+            return self._resolve(predicates, count_only)
+
+    def _resolve(self, predicates: list[Predicate], count_only: bool):
         if count_only:
             rows = catalog_count(self._table)
             if rows is not None:

@@ -115,10 +115,12 @@ def _parse_text(array: pa.Array, spec: ColumnSpec) -> pa.Array:
         return pa.nulls(len(array), spec.arrow_type)
     con = _duckdb()
     source = pa.table({"v": array})
-    sql_type = duckdb_type_for(spec)
+    value = f"CAST(v AS {duckdb_type_for(spec)})"
+    if kind == "variant":  # MySQL's text, read as DuckDB reads it; exposed as JSON text
+        value = f"CAST(CAST({value} AS JSON) AS VARCHAR)"
     con.register("_ducklake_inlined_values", source)
     try:
-        result = con.sql(f"SELECT CAST(v AS {sql_type}) AS v FROM _ducklake_inlined_values")
+        result = con.sql(f"SELECT {value} AS v FROM _ducklake_inlined_values")
         return result.to_arrow_table().column(0).combine_chunks()
     finally:
         con.unregister("_ducklake_inlined_values")

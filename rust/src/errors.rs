@@ -7,7 +7,7 @@
 //!   does not have the shape `contract` expects);
 //! * query errors while DataFusion runs a scan, which can only carry text: our error
 //!   classes travel as `"ClassName: message"` (`text`), and the Python side finds the class
-//!   by name in `ducklake_datafusion.errors` (`cli._class_in_text`). `ErrorClass` is every
+//!   by name in `ducklake_datafusion.errors` (`errors.typed`). `ErrorClass` is every
 //!   class the extension itself names; `tests/provider/test_rust_contract.py` checks each is in
 //!   `ducklake_datafusion.errors.__all__` (`_rust.ERROR_CLASSES`).
 

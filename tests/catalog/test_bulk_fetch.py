@@ -1,4 +1,5 @@
-"""Typed metadata fetches (SQLite printf/CSV, PostgreSQL COPY) equal the row-by-row path.
+"""Typed metadata fetches (SQLite printf/CSV, PostgreSQL COPY, MySQL GROUP_CONCAT) equal
+the row-by-row path.
 
 Statistics of string columns carry every value the CSV text must keep apart: NULL, the
 empty string, the text 'NULL', quotes of both kinds, commas and line breaks. The bulk
@@ -15,7 +16,7 @@ from support.readcheck import check
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.catalog import _sql
 
-CATALOGS = [LakeSpec(kind, "local") for kind in ("duckdb", "sqlite", "postgres")]
+CATALOGS = [LakeSpec(kind, "local") for kind in ("duckdb", "sqlite", "postgres", "mysql")]
 _ALL_STATS_SQL = (
     "SELECT data_file_id, column_id, value_count, null_count, min_value, max_value, "
     "contains_nan FROM ducklake_file_column_stats WHERE table_id = ?"
@@ -36,12 +37,12 @@ def lake(request, make_lake):
 
 
 def test_bulk_results_equal_the_row_path(lake, monkeypatch):
-    from ducklake_datafusion.catalog import _postgres, _sqlite
+    from ducklake_datafusion.catalog import _mysql, _postgres, _sqlite
 
     def no_fallback(*_args):
         raise AssertionError("the typed fetch fell back to the row path")
 
-    for module in (_sqlite, _postgres):  # SQLite and PostgreSQL must take the bulk path
+    for module in (_sqlite, _postgres, _mysql):  # these must take the bulk path
         monkeypatch.setattr(module, "rows_to_arrow", no_fallback)
     catalog = DuckLakeCatalog(**lake.reader_args())
     backend = catalog.backend

@@ -26,7 +26,7 @@ from ducklake_datafusion.read import execute_plan
 from ducklake_datafusion.scan._catalog_cut import catalog_cut
 from ducklake_datafusion.scan._pruning import stats_columns
 
-CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
+CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres", "mysql")]
 
 k, i, w, s = (pc.field(n) for n in "kiws")
 # (pyarrow filter, the same filter in SQL, whether it bounds an integer column)
@@ -124,6 +124,22 @@ def _set_stat(lake, spec, column: str, value: str, file_index: int) -> None:
     elif spec.catalog == "sqlite":
         with sqlite3.connect(lake.metadata.removeprefix("sqlite:")) as con:
             con.execute(sql, [value])
+    elif spec.catalog == "mysql":
+        import pymysql
+        from support.mysql_lakes import mysql_keys
+
+        keys = mysql_keys(lake.metadata.removeprefix("mysql:"))
+        con = pymysql.connect(
+            host=keys["host"], port=int(keys["port"]), user=keys["user"], autocommit=True,
+            database=keys["database"],
+        )  # fmt: skip
+        with con, con.cursor() as cursor:  # MySQL cannot update a table it reads in a subquery
+            cursor.execute(
+                sql.replace("?", "%s")
+                .replace("(SELECT", "(SELECT * FROM (SELECT")
+                .replace(f"OFFSET {file_index})", f"OFFSET {file_index}) AS d)"),
+                [value],
+            )
     else:
         import psycopg
 

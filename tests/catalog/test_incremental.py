@@ -22,7 +22,7 @@ from support.readcheck import check
 
 from ducklake_datafusion import DuckLakeCatalog, register
 
-CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
+CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres", "mysql")]
 REFRESHED = "files refreshed"
 
 

@@ -33,8 +33,8 @@ from ducklake_datafusion.spark._versions import has_data_source
 pytestmark = pytest.mark.spark
 
 # The catalog database is read by the planner as on every other path (tests/catalog/ covers
-# SQLite); a file catalog and a server one here.
-LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "postgres")]
+# SQLite); a file catalog and the server ones here.
+LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "postgres", "mysql")]
 CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
 _names = itertools.count()
 

@@ -52,11 +52,13 @@ import duckdb_extensions
 import pyarrow as pa
 
 from .lake_formats import format_under_test, migrated_copy
+from .mysql_lakes import CopyRefused, MySQLServer, copy_catalog, create_catalog
 
 __all__ = [
     "ALL_SPECS",
     "Lake",
     "LakeSpec",
+    "MySQLServer",
     "PgServer",
     "S3Endpoint",
     "assert_same_rows",
@@ -68,7 +70,7 @@ __all__ = [
     "start_moto",
 ]
 
-Catalog = Literal["duckdb", "sqlite", "postgres"]
+Catalog = Literal["duckdb", "sqlite", "postgres", "mysql"]
 Storage = Literal["local", "s3", "minio", "gcs", "azure"]
 # Lakes on these are written locally and their files copied to the store (StoreMirror).
 MIRRORED = ("gcs", "azure")
@@ -103,6 +105,8 @@ ALL_SPECS = (
     LakeSpec("sqlite", "minio"),
     LakeSpec("duckdb", "gcs"),
     LakeSpec("sqlite", "azure"),
+    # MySQL/MariaDB: built through a DuckDB-file writer and a copy (``mysql_lakes``)
+    LakeSpec("mysql", "local"),
 )
 
 
@@ -260,8 +264,13 @@ class Lake:
         encrypted: bool = False,
         on_close=None,
         mirror=None,
+        writer_metadata: str | None = None,
     ) -> None:
         self.spec = spec
+        # MySQL cells: the DuckDB file the writer writes, copied to MySQL (``mysql_lakes``)
+        self.writer_metadata = writer_metadata
+        self._copied = True
+        self._copy_digests: dict = {}  # what the last copy copied (``mysql_lakes``)
         self.metadata_schema = metadata_schema
         self.encrypted = encrypted
         self.metadata = metadata
@@ -290,9 +299,11 @@ class Lake:
         # DuckDB instance costs ~0.2 s, re-attaching ~0.03 s.
         if self._con is None:
             extensions = ["ducklake"]
-            extensions += {"sqlite": ["sqlite_scanner"], "postgres": ["postgres_scanner"]}.get(
-                self.spec.catalog, []
-            )
+            extensions += {
+                "sqlite": ["sqlite_scanner"],
+                "postgres": ["postgres_scanner"],
+                "mysql": ["mysql_scanner"],
+            }.get(self.spec.catalog, [])
             if self._s3:
                 extensions.append("httpfs")
             self._con = _connect(*extensions)
@@ -307,7 +318,11 @@ class Lake:
         self.detach()
         if self.metadata_schema is not None:
             options = [*options, f"METADATA_SCHEMA {_lit(self.metadata_schema)}"]
-        sql = f"ATTACH {_lit('ducklake:' + self.metadata)} AS lake ({', '.join(options)})"
+        metadata = self.metadata
+        if role == "writer" and self.writer_metadata is not None:
+            metadata = self.writer_metadata
+            self._copied = False
+        sql = f"ATTACH {_lit('ducklake:' + metadata)} AS lake ({', '.join(options)})"
         deadline = time.monotonic() + ATTACH_RETRY_SECONDS
         while True:
             try:
@@ -347,10 +362,29 @@ class Lake:
         return con.sql(text) if params is None else con.execute(text, params)
 
     def detach(self) -> None:
-        """Detach ``lake`` so that another handle can open a DuckDB catalog file."""
+        """Detach ``lake`` so that another handle can open a DuckDB catalog file (and, for
+        a MySQL cell, copy what the writer wrote into MySQL)."""
         if self._attached:
             self._con.execute("DETACH lake")
             self._attached = None
+        if not self._copied:
+            self._copied = True
+            self._copy_to_mysql()
+
+    def _copy_to_mysql(self) -> None:
+        """The writer's DuckDB-file catalog copied into the MySQL catalog, or the test
+        skipped with the reason MySQL cannot hold it."""
+        import pytest
+
+        try:
+            copy_catalog(
+                self._con,
+                self.writer_metadata,
+                self.metadata.removeprefix("mysql:"),
+                self._copy_digests,
+            )
+        except CopyRefused as exc:
+            pytest.skip(f"{self.spec.id}: {exc}")
 
     def reader_args(self, format: str | None = None) -> dict[str, Any]:
         """Detach the writer and return the keyword arguments our reader takes.
@@ -359,6 +393,10 @@ class Lake:
         default: ``DUCKLAKE_TEST_FORMAT`` (``1.0``, the writer's own catalog).
         """
         self.detach()
+        if self.spec.catalog == "mysql" and (format or format_under_test()) == "1.1":
+            import pytest
+
+            pytest.skip("DuckLake 1.1 copies are made of DuckDB, SQLite and PostgreSQL catalogs")
         args = {"metadata": self.metadata, "storage_options": self.storage_options}
         if self.mirror is not None:
             self.mirror.sync()
@@ -433,6 +471,7 @@ class Lake:
 
     def close(self) -> None:
         """Close the connection and drop server-side state (the PostgreSQL database)."""
+        self._copied = True  # nothing more to copy to a catalog about to be dropped
         if self._con is not None:
             self._con.close()
             self._con = None
@@ -466,6 +505,7 @@ def make_lake(
     tmp_path: Path,
     *,
     pg: PgServer | None = None,
+    mysql: MySQLServer | None = None,
     s3: S3Endpoint | None = None,
     inline_limit: int | None = None,
     name: str | None = None,
@@ -511,6 +551,16 @@ def make_lake(
         conninfo = pg.create_database()
         metadata = "postgres:" + conninfo
         cleanups.append(lambda: pg.drop_database(conninfo))
+    elif spec.catalog == "mysql":
+        if mysql is None:
+            raise ValueError(f"{spec.id} needs a MySQL server (mysql=...)")
+        if metadata_schema is not None:
+            import pytest
+
+            pytest.skip("a MySQL schema is a database: METADATA_SCHEMA has no MySQL cell")
+        my_conninfo = mysql.create_database()
+        metadata = "mysql:" + my_conninfo
+        cleanups.append(lambda: mysql.drop_database(my_conninfo))
     else:
         raise ValueError(f"unknown catalog {spec.catalog!r}")
 
@@ -528,7 +578,10 @@ def make_lake(
         encrypted=encrypted,
         on_close=on_close,
         mirror=mirror,
+        writer_metadata=str(root / "writer.ducklake") if spec.catalog == "mysql" else None,
     )
+    if spec.catalog == "mysql":
+        create_catalog(lake._connection(), metadata.removeprefix("mysql:"), data_path)
     lake.attach()  # creates the catalog now, so even an empty lake can be read
     return lake
 

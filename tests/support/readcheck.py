@@ -57,7 +57,8 @@ def check(
     assert_same_rows(actual, expected, ordered=ordered)
     assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
     # The same lake migrated to DuckLake 1.1, as DuckDB 2.0 migrates it, reads the same.
-    if format_under_test() == "1.0":
+    # (MySQL catalogs: no migrated copy is made, ``lakes.Lake.reader_args``.)
+    if format_under_test() == "1.0" and lake.spec.catalog != "mysql":
         for native in (True, False):
             migrated = ours(lake, sql, format="1.1", native=native, **kwargs)
             assert_same_rows(migrated, expected, ordered=ordered)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import MissingDependencyError
+from ...errors import InvalidOptionError, MissingDependencyError
 from ...pathres import parse_location
 from ...read import deleted_positions_of
 from .._versions import is_connect, pyspark_at_least
@@ -45,23 +45,38 @@ _OPTION = "ducklake.deleted_rows"
 # (Spark 3.4+; FileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME). Delta Lake reads it the same way.
 ROW_INDEX = "_tmp_metadata_row_index"
 KEEP = "__ducklake_keep"
-_JARS = Path(__file__).resolve().parents[1] / "jars"  # spark/jars/, where jvm/build.sh puts them
+# spark/jars/: where jvm/build.sh puts them, and the wheel carries both ([tool.maturin] include)
+_JARS = Path(__file__).resolve().parents[1] / "jars"
 
 
-def spark_jar() -> str:
-    """The path of the package's Spark jar for the installed pyspark's Scala version.
+_SCALA_VERSIONS = ("2.12", "2.13")
 
-    Put it in ``spark.jars`` when building the session (Spark ships it to the executors)
-    and ``read_table`` applies deletes inside Spark's Parquet reader::
+
+def spark_jar(scala: str | None = None) -> str:
+    """The path of the package's Spark jar for a Scala binary version.
+
+    ``scala``: ``"2.12"`` (Spark 3.5) or ``"2.13"`` (Spark 4); by default the installed
+    pyspark's. The wheel carries both jars, so a driver can name the one of a cluster whose
+    Spark differs from its own pyspark. Put it in ``spark.jars`` when building the session
+    (Spark ships it to the executors) and ``read_table`` applies deletes inside Spark's
+    Parquet reader::
 
         SparkSession.builder.config("spark.jars", spark_jar()).getOrCreate()
     """
-    scala = "2.13" if pyspark_at_least(4, 0) else "2.12"
+    if scala is None:
+        scala = "2.13" if pyspark_at_least(4, 0) else "2.12"
+    elif scala not in _SCALA_VERSIONS:
+        raise InvalidOptionError(
+            f"spark_jar(scala={scala!r}): the package's Spark jar is built for Scala "
+            f"{' and '.join(_SCALA_VERSIONS)} (Spark 3.5 and Spark 4); pass one of those"
+        )
     jar = _JARS / f"ducklake-spark_{scala}.jar"
     if not jar.is_file():
         raise MissingDependencyError(
-            f"the package's Spark jar for Scala {scala} is not built ({jar}); "
-            "run jvm/build.sh with this Python (it needs a JDK)"
+            f"the package's Spark jar for Scala {scala} is not in this installation ({jar}); "
+            "the wheel carries it: install ducklake-datafusion from its wheel, or in a source "
+            "checkout run `make jars` (both jars; a JDK and Maven) or jvm/build.sh PYTHON "
+            "(the jar for that Python's pyspark; a JDK)"
         )
     return str(jar)
 

@@ -1,17 +1,13 @@
 package io.ducklake_datafusion.spark;
 
 import java.io.Serializable;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.TaskContext;
 import org.apache.spark.broadcast.Broadcast;
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.vectorized.OffHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
-import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -32,28 +28,21 @@ import scala.runtime.AbstractFunction1;
  * columnar batches that is one boolean per row, set by a loop over the batch's positions, in
  * place of a per-row join to a mask table.
  */
-public class DeletedRowsParquetFormat extends ParquetFileFormat {
+public class DeletedRowsParquetFormat extends ScalaParquetFileFormat {
   private static final long serialVersionUID = 1L;
   public static final String DELETED_ROWS_OPTION = "ducklake.deleted_rows";
   public static final String ROW_INDEX = "_tmp_metadata_row_index";
   public static final String KEEP = "__ducklake_keep";
 
   @Override
-  public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
-      SparkSession session,
-      StructType dataSchema,
-      StructType partitionSchema,
+  protected Function1<PartitionedFile, Iterator<InternalRow>> wrapReader(
+      Function1<PartitionedFile, Iterator<InternalRow>> read,
       StructType requiredSchema,
-      scala.collection.immutable.Seq<Filter> filters,
-      scala.collection.immutable.Map<String, String> options,
-      Configuration hadoopConf) {
+      scala.collection.immutable.Map<String, String> options) {
     Broadcast<DeletedRows> deleted =
         DeletedRows.registered(options.get(DELETED_ROWS_OPTION).getOrElse(() -> null));
     int rowIndex = fieldIndex(requiredSchema, ROW_INDEX);
     int keep = fieldIndex(requiredSchema, KEEP);
-    Function1<PartitionedFile, Iterator<InternalRow>> read =
-        super.buildReaderWithPartitionValues(
-            session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
     return new KeepReader(read, deleted, rowIndex, keep);
   }
 
