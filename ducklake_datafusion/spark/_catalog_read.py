@@ -16,8 +16,8 @@ configured at runtime for this lake: Spark loads catalogs lazily, by name, from
 * **Secrets.** Spark hides a setting in ``SET``, the UI and the event log when its name or
   value matches ``spark.redaction.regex`` (default ``secret|password|token|access[.]?key``,
   case-insensitive). Measured on pyspark 4.3: ``access_key_id`` and ``account_key`` are
-  shown in clear under their own names. So every secret storage option (and a PostgreSQL
-  ``metadata``, which may hold a password) is set as ``secret.<option>``, which the catalog
+  shown in clear under their own names. So every secret storage option (and a PostgreSQL or
+  MySQL ``metadata``, which may hold a password) is set as ``secret.<option>``, which the catalog
   reads as ``<option>``; if the session's regex does not hide that name, the catalog is not
   used and the table is read the earlier way (``parquet``), which sends secrets to no
   setting. ``spark.conf.get`` still returns them to this session, as any setting.
@@ -64,6 +64,8 @@ DEFAULT_REDACTION = "(?i)secret|password|token|access[.]?key"
 # The next scan starts one again (~1 s); a DataFrame queried again with the same filters
 # reuses the JVM's cached plan and needs none.
 PLANNER_IDLE_SECONDS = 60
+# A PostgreSQL or MySQL catalog (DuckDB's spelling, with or without ``ducklake:``, or a URL).
+_SERVER_CATALOG = re.compile(r"(?i)\s*(ducklake:)?(postgres|mysql)")
 _NAME_KEY = os.urandom(16)  # keys the catalog names: stable in this process, opaque outside
 
 
@@ -76,7 +78,7 @@ def catalog_settings(parsed: SourceOptions, python: str | None) -> tuple[str, di
     """
     options: dict[str, str] = {}
     metadata_key = "metadata"
-    if parsed.metadata.strip().lower().startswith("postgres"):  # a DSN may hold a password
+    if _SERVER_CATALOG.match(parsed.metadata):  # its DSN or URL may hold a password
         metadata_key = SECRET_PREFIX + metadata_key
     options[metadata_key] = parsed.metadata
     if parsed.data_path:
