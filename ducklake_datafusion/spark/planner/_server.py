@@ -17,7 +17,9 @@ Requests (``op``) and their answers:
   pinned) snapshot, or at ``VERSION AS OF`` / ``TIMESTAMP AS OF``: its Spark schema
   (JSON, column comments in the fields' metadata) and snapshot (``_table``);
 * ``scan`` ``{namespace, name, snapshot, columns, filters}`` -> the scan's plan (``_scan``);
-* ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``).
+* ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``);
+* ``view`` ``{namespace, name, version?, timestamp_us?}`` -> the view's query respelled for
+  Spark, its column aliases and the snapshot it was read at, or ``{view: null}`` (``_view``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -41,6 +43,7 @@ from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
 from ._table import resolve_table, table_response
+from ._view import view_response
 
 __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 
@@ -69,6 +72,8 @@ class Planner:
             return {"tables": self._tables(str(request["namespace"]))}, []
         if op == "table":
             return table_response(self.lake, request), []
+        if op == "view":
+            return view_response(self.lake, request), []
         if op == "changes":
             return changes_response(self.lake, request)
         if op == "scan":

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
@@ -17,7 +18,8 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions = io.ducklake_datafusion.spark.DuckLakeExtensions}: the change
- * feed in SQL, as Delta registers {@code table_changes}.
+ * feed in SQL, as Delta registers {@code table_changes}, and the lake's views ({@link
+ * DuckLakeViews}), which Spark does not resolve in a DataSourceV2 catalog by itself.
  *
  * <pre>
  * SELECT * FROM ducklake_table_changes('lake.main.orders', 3, 7)
@@ -45,6 +47,13 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
             "");
     scala.Function1 builder = new Builder();
     extensions.injectTableFunction(new Tuple3(new FunctionIdentifier(TABLE_CHANGES), info, builder));
+    extensions.injectResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new DuckLakeViews(session);
+          }
+        });
     return BoxedUnit.UNIT;
   }
 
