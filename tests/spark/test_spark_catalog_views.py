@@ -93,7 +93,7 @@ def test_views_read_as_duckdb_at_every_snapshot(spark, make_lake, catalog, spec)
         spark.table(f"{name}.s2.vw").toArrow(), lake.reference("SELECT * FROM lake.s2.vw")
     )
     pinned = catalog(lake, snapshot=str(first))
-    for view, spark_columns, duckdb_columns in VIEWS:
+    for view, spark_columns, duckdb_columns in VIEWS[:4]:  # a view, over a view, renamed
         then = lake.reference(f"SELECT {duckdb_columns} FROM lake.{view}", snapshot=first)
         got = spark.sql(f"SELECT {spark_columns} FROM {pinned}.{view}")
         assert_same_rows(got.toArrow(), then)

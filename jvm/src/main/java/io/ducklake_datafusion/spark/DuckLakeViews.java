@@ -2,13 +2,11 @@ package io.ducklake_datafusion.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Locale;
-import java.util.Set;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.AliasIdentifier;
 import org.apache.spark.sql.catalyst.analysis.Analyzer;
+import org.apache.spark.sql.catalyst.analysis.CTESubstitution$;
 import org.apache.spark.sql.catalyst.analysis.RelationTimeTravel;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.expressions.Alias;
@@ -19,7 +17,6 @@ import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
-import org.apache.spark.sql.catalyst.plans.logical.UnresolvedWith;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Identifier;
@@ -34,8 +31,8 @@ import scala.runtime.AbstractPartialFunction;
  * <p>Spark resolves a DataSourceV2 catalog's names as tables only, so, as Iceberg's session
  * extensions do, a name Spark's own rules left unresolved is looked up as a view (the planner's
  * {@code view} request): its query, respelled for Spark by the planner, is parsed by the
- * session's parser; its relation names are qualified to the catalog and the view's schema (CTE
- * names left alone) and pinned to the snapshot the view was read at, so the view and every
+ * session's parser; its relation names are qualified to the catalog and the view's schema (after
+ * Spark's own substitution of its WITH clauses, so CTE names stay the query's) and pinned to the snapshot the view was read at, so the view and every
  * table it reads are one state of the lake, under {@code VERSION AS OF} / {@code TIMESTAMP AS
  * OF} and a pinned catalog too. The query is analysed here, so that a view Spark cannot run is
  * refused by name ({@code UnsupportedFeatureError}) rather than by an error deep in the user's
@@ -156,10 +153,12 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
     } catch (Exception e) {
       throw cannotRun(view, "Spark cannot parse it: " + e.getMessage(), e);
     }
-    Set<String> ctes = cteNames(parsed);
+    // WITH clauses first, as Spark's analyzer does: their names are the query's own (not
+    // relations of the lake), and their bodies become children that the walk below reaches.
+    LogicalPlan substituted = CTESubstitution$.MODULE$.apply(parsed);
     String marker = view.path("catalog_marker").asText();
     String schema = view.path("namespace").asText();
-    return parsed.transformUpWithSubqueries(
+    return substituted.transformUpWithSubqueries(
         new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
           @Override
           public boolean isDefinedAt(LogicalPlan plan) {
@@ -170,9 +169,6 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
           public LogicalPlan apply(LogicalPlan plan) {
             UnresolvedRelation relation = (UnresolvedRelation) plan;
             List<String> parts = ScalaBridge.javaList(relation.multipartIdentifier());
-            if (parts.size() == 1 && ctes.contains(parts.get(0).toLowerCase(Locale.ROOT))) {
-              return plan;
-            }
             boolean lake = parts.get(0).equalsIgnoreCase(marker);
             List<String> full = new ArrayList<>();
             full.add(catalog.name());
@@ -210,30 +206,6 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
     } catch (Exception e) { // Spark's AnalysisException is a checked exception to Java
       throw cannotRun(view, "Spark cannot analyse it: " + e.getMessage(), e);
     }
-  }
-
-  /** The names the query's WITH clauses define (at any depth): not tables of the lake. */
-  private static Set<String> cteNames(LogicalPlan plan) {
-    Set<String> names = new HashSet<>();
-    for (Object found :
-        ScalaBridge.javaList(
-            plan.collectWithSubqueries(
-                new AbstractPartialFunction<LogicalPlan, Object>() {
-                  @Override
-                  public boolean isDefinedAt(LogicalPlan node) {
-                    return node instanceof UnresolvedWith;
-                  }
-
-                  @Override
-                  public Object apply(LogicalPlan node) {
-                    return ((UnresolvedWith) node).cteRelations();
-                  }
-                }))) {
-      for (Object relation : ScalaBridge.javaList((scala.collection.Seq<?>) found)) {
-        names.add(((scala.Product) relation).productElement(0).toString().toLowerCase(Locale.ROOT));
-      }
-    }
-    return names;
   }
 
   private static DuckLakeException cannotRun(JsonNode view, String reason, Throwable cause) {
