@@ -160,8 +160,21 @@ def test_listings_show_tables_and_views_apart(spark, make_lake, catalog):  # noq
     name = catalog(lake)
     tables = {r.tableName for r in spark.sql(f"SHOW TABLES IN {name}.s2").collect()}
     assert tables == {"t"}  # Spark's SHOW TABLES of a catalog lists its tables only
-    described = {r.col_name for r in spark.sql(f"DESCRIBE TABLE {name}.s2.t").collect()}
-    assert {"id", "v", "group"} <= described
+    views = lake.reference(
+        "SELECT schema_name AS s, view_name AS v FROM duckdb_views() WHERE database_name = 'lake'"
+    ).to_pylist()
+    for schema in ("main", "s2"):
+        shown = spark.sql(f"SHOW VIEWS IN {name}.{schema}").collect()
+        got = {(r.namespace, r.viewName, r.isTemporary) for r in shown}
+        assert got == {(schema, r["v"], False) for r in views if r["s"] == schema}
+    shown = spark.sql(f"SHOW VIEWS IN {name}.main LIKE 'n*|q*'").collect()
+    want = {r["v"] for r in views if r["s"] == "main" and r["v"][0] in "nq"}
+    assert {r.viewName for r in shown} == want and want
+    assert "InvalidOptionError" in _error_text(spark, f"SHOW VIEWS IN {name}.s2.x")
+    # a view's columns: DESCRIBE QUERY (DESCRIBE TABLE names tables only)
+    described = [r.col_name for r in spark.sql(f"DESCRIBE QUERY SELECT * FROM {name}.main.aliased").collect()]
+    columns = lake.reference("DESCRIBE lake.main.aliased").column("column_name").to_pylist()
+    assert described == columns
 
 
 def test_without_the_extension_a_view_says_what_to_configure(

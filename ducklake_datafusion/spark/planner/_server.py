@@ -18,6 +18,7 @@ Requests (``op``) and their answers:
   (JSON, column comments in the fields' metadata) and snapshot (``_table``);
 * ``scan`` ``{namespace, name, snapshot, columns, filters}`` -> the scan's plan (``_scan``);
 * ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``);
+* ``views`` ``{namespace}`` -> ``{views: [name]}`` (``SHOW VIEWS``);
 * ``view`` ``{namespace, name, version?, timestamp_us?}`` -> the view's query respelled for
   Spark, its column aliases and the snapshot it was read at, or ``{view: null}`` (``_view``).
 
@@ -43,7 +44,7 @@ from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
 from ._table import resolve_table, table_response
-from ._view import view_response
+from ._view import view_names, view_response
 
 __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 
@@ -72,6 +73,8 @@ class Planner:
             return {"tables": self._tables(str(request["namespace"]))}, []
         if op == "table":
             return table_response(self.lake, request), []
+        if op == "views":
+            return {"views": view_names(self.lake, str(request["namespace"]))}, []
         if op == "view":
             return view_response(self.lake, request), []
         if op == "changes":

@@ -13,12 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...catalog import metadata
-from ...errors import UnsupportedFeatureError
+from ...errors import TableNotFoundError, UnsupportedFeatureError
 from ...scan import Lake, resolve_snapshot_ref
 from ._spark_sql import CATALOG_MARKER, spark_sql
 from ._table import snapshot_ref
 
-__all__ = ["view_response"]
+__all__ = ["view_names", "view_response"]
+
+
+def view_names(lake: Lake, namespace: str) -> list[str]:
+    """The views of ``namespace`` at the lake's snapshot (``SHOW VIEWS``); raises
+    ``TableNotFoundError`` for a schema the lake does not have, as ``tables`` does."""
+    with lake.backend.session() as session:
+        metadata.read_settings(session, lake.description)
+        snapshot = lake.resolve_snapshot(session).snapshot_id
+        if namespace not in {s.schema_name for s in metadata.list_schemas(session, snapshot)}:
+            raise TableNotFoundError(
+                f"{lake.description} has no schema {namespace!r} at snapshot {snapshot}"
+            )
+        return [v.view_name for v in metadata.list_views(session, snapshot, namespace)]
 
 
 def view_response(lake: Lake, request: Mapping) -> dict:

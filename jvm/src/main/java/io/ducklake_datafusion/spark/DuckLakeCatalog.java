@@ -314,6 +314,17 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     return answer.path("view").isObject() ? answer : null;
   }
 
+  /** The names of the views of {@code namespace} at the catalog's snapshot. */
+  List<String> viewNames(String namespace) {
+    ObjectNode request = request("views");
+    request.put("namespace", namespace);
+    List<String> names = new ArrayList<>();
+    for (JsonNode view : call(request).header.path("views")) {
+      names.add(view.asText());
+    }
+    return names;
+  }
+
   /** The change feed of {@code ident} from {@code start} through {@code end} (null: latest). */
   ChangesTable loadChanges(Identifier ident, String start, String end) {
     ObjectNode request = request("changes");

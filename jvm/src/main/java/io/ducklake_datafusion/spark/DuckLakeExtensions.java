@@ -6,6 +6,7 @@ import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.CatalogPlugin;
@@ -19,7 +20,8 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions = io.ducklake_datafusion.spark.DuckLakeExtensions}: the change
  * feed in SQL, as Delta registers {@code table_changes}, and the lake's views ({@link
- * DuckLakeViews}), which Spark does not resolve in a DataSourceV2 catalog by itself.
+ * DuckLakeViews}, listed by {@code SHOW VIEWS} through {@link ViewListing}), which Spark does not
+ * resolve in a DataSourceV2 catalog by itself.
  *
  * <pre>
  * SELECT * FROM ducklake_table_changes('lake.main.orders', 3, 7)
@@ -47,6 +49,13 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
             "");
     scala.Function1 builder = new Builder();
     extensions.injectTableFunction(new Tuple3(new FunctionIdentifier(TABLE_CHANGES), info, builder));
+    extensions.injectParser(
+        new scala.runtime.AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
+          @Override
+          public ParserInterface apply(SparkSession session, ParserInterface parser) {
+            return ViewListing.wrap(session, parser);
+          }
+        });
     extensions.injectResolutionRule(
         new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
           @Override
