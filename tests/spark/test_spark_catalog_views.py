@@ -18,8 +18,12 @@ import textwrap
 
 import pytest
 from support.lakes import assert_same_rows
-from test_spark_catalog import CATALOG_CLASS, LOCAL_CATALOGS, _error_text
-from test_spark_catalog import catalog  # noqa: F401 -- the fixture
+from test_spark_catalog import (
+    CATALOG_CLASS,
+    LOCAL_CATALOGS,
+    _error_text,
+    catalog,  # noqa: F401 -- the fixture
+)
 
 pytest.importorskip("pyspark")
 
@@ -45,7 +49,9 @@ def _lake_with_views(make_lake, spec=None):
         "v = 'it''s' AS is_quote, v = 'back\\slash' AS is_backslash, "
         "'say \"hi\"' AS said FROM lake.s2.t"
     )
-    lake.sql('CREATE VIEW lake.main.ordered AS SELECT id, "group" FROM lake.s2.t ORDER BY "group" LIMIT 2')
+    lake.sql(
+        'CREATE VIEW lake.main.ordered AS SELECT id, "group" FROM lake.s2.t ORDER BY "group" LIMIT 2'
+    )
     lake.sql(
         "CREATE VIEW lake.main.subqueries AS WITH c AS (SELECT id, v FROM s2.t) "
         "SELECT id, v FROM c WHERE id IN (SELECT id FROM lake.s2.vw) "
@@ -149,7 +155,9 @@ def test_a_view_spark_cannot_run_is_refused_by_name(spark, make_lake, catalog): 
     # a dropped view is gone, and there at the snapshots it lived in
     assert "TABLE_OR_VIEW_NOT_FOUND" in _error_text(spark, f"SELECT * FROM {name}.main.fine")
     got = spark.sql(f"SELECT * FROM {name}.main.fine VERSION AS OF {created}")
-    assert_same_rows(got.toArrow(), lake.reference("SELECT * FROM lake.main.fine", snapshot=created))
+    assert_same_rows(
+        got.toArrow(), lake.reference("SELECT * FROM lake.main.fine", snapshot=created)
+    )
     assert "TABLE_OR_VIEW_NOT_FOUND" in _error_text(spark, f"SELECT * FROM {name}.main.nope")
     text = _error_text(spark, f"SELECT * FROM {name}.main.fine VERSION AS OF 999")
     assert "SnapshotNotFoundError" in text and "999" in text
@@ -172,7 +180,9 @@ def test_listings_show_tables_and_views_apart(spark, make_lake, catalog):  # noq
     assert {r.viewName for r in shown} == want and want
     assert "InvalidOptionError" in _error_text(spark, f"SHOW VIEWS IN {name}.s2.x")
     # a view's columns: DESCRIBE QUERY (DESCRIBE TABLE names tables only)
-    described = [r.col_name for r in spark.sql(f"DESCRIBE QUERY SELECT * FROM {name}.main.aliased").collect()]
+    described = [
+        r.col_name for r in spark.sql(f"DESCRIBE QUERY SELECT * FROM {name}.main.aliased").collect()
+    ]
     columns = lake.reference("DESCRIBE lake.main.aliased").column("column_name").to_pylist()
     assert described == columns
 
@@ -211,7 +221,12 @@ def test_without_the_extension_a_view_says_what_to_configure(
     )
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, str(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "TABLE [Row(k=1)]" in done.stdout, done.stdout
