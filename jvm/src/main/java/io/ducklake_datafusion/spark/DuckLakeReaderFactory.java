@@ -35,9 +35,8 @@ import scala.collection.Iterator;
  * boxed value at a time, which cost a quarter of a full scan's time when every file with
  * deletes read it.
  *
- * <p>A batch with no deleted row is returned as it is. A batch with deleted rows keeps its
- * vectors: the kept rows are seen through a {@link SelectedColumnVector} each, and the
- * row-index column is left out. In row mode (a schema Spark's vectorised reader does not
+ * <p>A batch with no deleted row is returned as it is; of a batch with deleted rows, {@link
+ * KeptRows} makes a batch of the kept rows, without the row-index column. In row mode (a schema Spark's vectorised reader does not
  * take) the deleted rows are skipped and the row index, where read, projected away.
  */
 final class DuckLakeReaderFactory implements PartitionReaderFactory {
@@ -95,6 +94,7 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     /** The position of the next row of a slice whose positions are counted. */
     private long position;
     private int[] selected = new int[0];
+    private final KeptRows keptRows = new KeptRows();
     private UnsafeProjection dropRowIndex;
     private Object current;
 
@@ -183,16 +183,9 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
       return cursor.isDeleted(position++) ? null : value;
     }
 
-    /** The kept rows of a batch: a view of each of its first {@code width} columns. */
+    /** The kept rows of a batch's first {@code width} columns (null: none). */
     private ColumnarBatch selectedRows(ColumnarBatch batch, int width, int kept) {
-      if (kept == 0) {
-        return null;
-      }
-      ColumnVector[] columns = new ColumnVector[width];
-      for (int c = 0; c < width; c++) {
-        columns[c] = new SelectedColumnVector(batch.column(c), selected, kept);
-      }
-      return new ColumnarBatch(columns, kept);
+      return kept == 0 ? null : keptRows.of(batch, width, selected, kept);
     }
 
     /** The value without its deleted rows and row index (null: nothing left). */
@@ -248,6 +241,7 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     @Override
     public void close() {
       // Spark's reader functions close their files at the end of each file or of the task
+      keptRows.close();
     }
   }
 
