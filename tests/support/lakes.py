@@ -658,13 +658,16 @@ def deleting_history(lake: Lake) -> None:
 
 def row_grouped_deletes(lake: Lake) -> None:
     """``lake.main.t (k, s)``: two files of ten row groups of 1,000 rows each, deletes in
-    every row group of one and in a few of the other (the lake needs ``inline_limit=0``)."""
+    every row group of one and in a few of the other: its first and last rows, the two rows
+    either side of Spark's default batch bound (4,096 rows), and one whole row group (the
+    lake needs ``inline_limit=0``)."""
     lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000) r(i)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000, 20000) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
     lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 17000 AND 17999")
 
 
 def merged_inserts(lake: Lake) -> None:
