@@ -538,6 +538,11 @@ def make_lake(
     else:
         if s3 is None:
             raise ValueError(f"{spec.id} needs an S3 endpoint (s3=...)")
+        if spec.storage == "minio" and bucket == "ducklake-tests":
+            # moto and MinIO are two endpoints of one bucket name otherwise, and a Spark
+            # application keeps one S3A client per bucket (Hadoop's FileSystem cache): a
+            # later lake on the other endpoint would be read from the first one.
+            bucket = "ducklake-tests-minio"
         s3.make_bucket(bucket)
         data_path = f"s3://{bucket}/{name}-{uuid.uuid4().hex[:8]}/"
 
