@@ -44,7 +44,7 @@ from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
 from ._table import resolve_table, table_response
-from ._view import view_names, view_response
+from ._view import table_names, view_names, view_response
 
 __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 
@@ -70,7 +70,7 @@ class Planner:
         if op == "namespaces":
             return {"namespaces": sorted(self.lake.list_schema_names())}, []
         if op == "tables":
-            return {"tables": self._tables(str(request["namespace"]))}, []
+            return {"tables": table_names(self.lake, str(request["namespace"]))}, []
         if op == "table":
             return table_response(self.lake, request), []
         if op == "views":
@@ -111,20 +111,6 @@ class Planner:
             metadata_schema=values.get("metadata_schema") or None,
         )
         return {"protocol": PROTOCOL_VERSION, "package": __version__}
-
-    def _tables(self, namespace: str) -> list[str]:
-        from ...catalog import metadata
-        from ...errors import TableNotFoundError
-
-        lake = self.lake
-        with lake.backend.session() as session:
-            metadata.read_settings(session, lake.description)
-            snapshot = lake.resolve_snapshot(session).snapshot_id
-            if namespace not in {s.schema_name for s in metadata.list_schemas(session, snapshot)}:
-                raise TableNotFoundError(
-                    f"{lake.description} has no schema {namespace!r} at snapshot {snapshot}"
-                )
-            return [t.table_name for t in metadata.list_tables(session, snapshot, namespace)]
 
     def close(self) -> None:
         if self.lake is not None:

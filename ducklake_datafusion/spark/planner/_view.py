@@ -18,12 +18,30 @@ from ...scan import Lake, resolve_snapshot_ref
 from ._spark_sql import CATALOG_MARKER, spark_sql
 from ._table import snapshot_ref
 
-__all__ = ["view_names", "view_response"]
+__all__ = ["table_names", "view_names", "view_response"]
+
+
+def table_names(lake: Lake, namespace: str) -> list[str]:
+    """The tables of ``namespace`` at the lake's snapshot (``SHOW TABLES``)."""
+    return _names(
+        lake,
+        namespace,
+        lambda s, snap: [t.table_name for t in metadata.list_tables(s, snap, namespace)],
+    )
 
 
 def view_names(lake: Lake, namespace: str) -> list[str]:
-    """The views of ``namespace`` at the lake's snapshot (``SHOW VIEWS``); raises
-    ``TableNotFoundError`` for a schema the lake does not have, as ``tables`` does."""
+    """The views of ``namespace`` at the lake's snapshot (``SHOW VIEWS``)."""
+    return _names(
+        lake,
+        namespace,
+        lambda s, snap: [v.view_name for v in metadata.list_views(s, snap, namespace)],
+    )
+
+
+def _names(lake: Lake, namespace: str, listing) -> list[str]:
+    """``listing(session, snapshot)`` at the lake's snapshot; raises
+    ``TableNotFoundError`` for a schema the lake does not have there."""
     with lake.backend.session() as session:
         metadata.read_settings(session, lake.description)
         snapshot = lake.resolve_snapshot(session).snapshot_id
@@ -31,7 +49,7 @@ def view_names(lake: Lake, namespace: str) -> list[str]:
             raise TableNotFoundError(
                 f"{lake.description} has no schema {namespace!r} at snapshot {snapshot}"
             )
-        return [v.view_name for v in metadata.list_views(session, snapshot, namespace)]
+        return listing(session, snapshot)
 
 
 def view_response(lake: Lake, request: Mapping) -> dict:

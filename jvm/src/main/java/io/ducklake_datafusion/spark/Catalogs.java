@@ -20,10 +20,15 @@ final class Catalogs {
     return (String[]) call(session, "currentNamespace");
   }
 
+  /** The catalog registered (or configured) as {@code name}; Spark's error if there is none. */
+  static CatalogPlugin load(SparkSession session, String name) {
+    return (CatalogPlugin) call(session, "catalog", name);
+  }
+
   /** The catalog registered (or configured) as {@code name}; null if there is none. */
   static CatalogPlugin named(SparkSession session, String name) {
     try {
-      return (CatalogPlugin) call(session, "catalog", name);
+      return load(session, name);
     } catch (RuntimeException e) {
       return null; // CatalogNotFoundException: the name is a namespace, not a catalog
     }

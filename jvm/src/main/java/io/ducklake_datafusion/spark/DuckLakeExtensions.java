@@ -97,10 +97,10 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
       CatalogPlugin plugin;
       String[] namespace;
       if (parts.size() == 3) {
-        plugin = catalogs(session, "catalog", parts.get(0));
+        plugin = Catalogs.load(session, parts.get(0));
         namespace = new String[] {parts.get(1)};
       } else if (parts.size() == 2) {
-        plugin = catalogs(session, "currentCatalog");
+        plugin = Catalogs.current(session);
         namespace = new String[] {parts.get(0)};
       } else {
         throw usage("name the table as catalog.schema.table, got '" + values[0] + "'");
@@ -113,27 +113,6 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
       Identifier ident = Identifier.of(namespace, parts.get(parts.size() - 1));
       ChangesTable table = catalog.loadChanges(ident, values[1], values.length > 2 ? values[2] : null);
       return DataSourceV2Relation.create(table, Option.apply(catalog), Option.apply(ident));
-    }
-  }
-
-  /**
-   * A method of the session's catalog manager, called by reflection: a class up to Spark 4.1,
-   * an interface from 4.2, so one compiled call cannot serve both.
-   */
-  private static CatalogPlugin catalogs(SparkSession session, String method, String... args) {
-    Object manager = session.sessionState().catalogManager();
-    try {
-      Class<?>[] types = new Class<?>[args.length];
-      java.util.Arrays.fill(types, String.class);
-      return (CatalogPlugin) manager.getClass().getMethod(method, types).invoke(manager, (Object[]) args);
-    } catch (java.lang.reflect.InvocationTargetException e) {
-      Throwable cause = e.getCause();
-      if (cause instanceof RuntimeException) {
-        throw (RuntimeException) cause;
-      }
-      throw new IllegalStateException(cause);
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("ducklake: Spark's catalog manager has no " + method, e);
     }
   }
 
