@@ -19,6 +19,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
+from support.lakes import one_deleted_one_clean
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 from ducklake_datafusion.scan import LakeTable
@@ -34,10 +35,7 @@ CLASSES = [
 def lake(make_lake):
     """Two data files: the first with a delete file, the second clean."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'x' || i FROM range(1000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE id < 10")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'y' || i FROM range(1000, 2000) r(i)")
+    one_deleted_one_clean(lake)
     lake.reader_args()
     return lake
 

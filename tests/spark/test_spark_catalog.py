@@ -24,6 +24,7 @@ from support.lakes import (
     merged_inserts,
     row_grouped_deletes,
 )
+from support.spark_settings import spark_settings
 
 pytest.importorskip("pyspark")
 
@@ -523,10 +524,7 @@ def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalo
     lake = make_lake(inline_limit=0)
     row_grouped_deletes(lake)
     name = catalog(lake)
-    previous = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
+    with spark_settings(spark, conf):
         frame = spark.table(f"{name}.main.t")
         assert_same_rows(frame.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
         if "spark.sql.files.maxPartitionBytes" in conf:
@@ -547,12 +545,6 @@ def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalo
         grouped = spark.sql(f"SELECT k % 3 AS m, count(*) AS n FROM {name}.main.t GROUP BY 1")
         expected = lake.reference("SELECT k % 3 AS m, count(*) AS n FROM lake.main.t GROUP BY m")
         assert_same_rows(grouped.toArrow(), expected)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def test_a_pinned_catalog_reads_its_snapshot_unless_the_query_names_another(

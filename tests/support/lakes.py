@@ -67,6 +67,7 @@ __all__ = [
     "evolve_table",
     "make_lake",
     "merged_inserts",
+    "one_deleted_one_clean",
     "start_moto",
 ]
 
@@ -673,6 +674,15 @@ def row_grouped_deletes(lake: Lake) -> None:
     lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
     lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
     lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 17000 AND 17999")
+
+
+def one_deleted_one_clean(lake: Lake) -> None:
+    """``lake.main.t (id, s)``: two data files of 1,000 rows, the first with a delete file
+    (ids 0-9), the second clean (the lake needs ``inline_limit=0``)."""
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'x' || i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE id < 10")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'y' || i FROM range(1000, 2000) r(i)")
 
 
 def merged_inserts(lake: Lake) -> None:
