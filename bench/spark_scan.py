@@ -300,6 +300,11 @@ def _same(a: list, b: list) -> bool:
     )
 
 
+def _wanted(wanted: set[str] | None, reader: str) -> bool:
+    """Whether ``--readers`` asks for ``reader`` (all readers when it is not given)."""
+    return wanted is None or reader in wanted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1M rows in 8 files")
@@ -312,12 +317,18 @@ def main() -> None:
         "--no-s3", action="store_true", help="skip the copy of the lake on S3 (moto)"
     )
     parser.add_argument(
+        "--readers",
+        default=None,
+        help="comma-separated readers to time besides parquet (default all), e.g. catalog",
+    )
+    parser.add_argument(
         "--query",
         action="append",
         choices=sorted(QUERIES),
         help="run only this query (repeatable; default: every query)",
     )
     args = parser.parse_args()
+    wanted = set(args.readers.split(",")) if args.readers else None
     sizes = QUICK if args.quick else FULL
     repeat = args.repeat or (3 if args.quick else 5)
     queries = {k: v for k, v in QUERIES.items() if not args.query or k in args.query}
@@ -347,20 +358,24 @@ def main() -> None:
         kwargs = {**options, **store_options}
         for state, snapshot in _snapshots(lake).items():
             label = f"{store}, {state}"
+            readers = {}
+            if _wanted(wanted, "ducklake"):
+                readers["ducklake"] = read_table(
+                    spark, metadata, "main.t", snapshot=snapshot, native=False, **kwargs
+                )
+            # Built even when not timed: it sets the session's object-store options, which
+            # spark.read.parquet of the same files needs.
             started_build = time.perf_counter()
             native = read_table(spark, metadata, "main.t", snapshot=snapshot, **kwargs)
             builds.append((f"read_table on '{label}'", time.perf_counter() - started_build))
-            readers = {
-                "ducklake": read_table(
-                    spark, metadata, "main.t", snapshot=snapshot, native=False, **kwargs
-                ),
-                "ducklake native": native,
-                "catalog": spark.sql(
+            if _wanted(wanted, "ducklake native"):
+                readers["ducklake native"] = native
+            if _wanted(wanted, "catalog"):
+                readers["catalog"] = spark.sql(
                     f"SELECT * FROM {_catalog(spark, store, metadata, kwargs)}.main.t "
                     f"VERSION AS OF {snapshot}"
-                ),
-            }
-            if state != "no deletes":
+                )
+            if state != "no deletes" and _wanted(wanted, "ducklake native, mask join"):
                 readers["ducklake native, mask join"] = _with_mask_join(
                     spark, metadata, snapshot, kwargs
                 )
@@ -371,6 +386,7 @@ def main() -> None:
                 frames = dict(readers, parquet=spark.read.parquet(*files))
                 if condition:
                     frames = {k: df.where(condition) for k, df in frames.items()}
+                if condition and _wanted(wanted, "ducklake native, where="):
                     started_build = time.perf_counter()
                     frames["ducklake native, where="] = read_table(
                         spark, metadata, "main.t", snapshot=snapshot, where=condition, **kwargs
@@ -378,7 +394,13 @@ def main() -> None:
                     builds.append(
                         (f"read_table(where=...) on '{label}'", time.perf_counter() - started_build)
                     )
-                elif not group and state == "no deletes" and store == "local":
+                elif (
+                    not condition
+                    and not group
+                    and state == "no deletes"
+                    and store == "local"
+                    and _wanted(wanted, "memory source")
+                ):
                     frames["memory source"] = (
                         spark.read.format("bench_memory")
                         .option("rows", expected[0][0])

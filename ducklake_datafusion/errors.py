@@ -19,6 +19,7 @@ import ast
 import contextlib
 import re
 import threading
+import weakref
 from collections import deque
 from collections.abc import Iterator
 
@@ -138,19 +139,21 @@ class MissingDependencyError(DuckLakeError, ImportError):
 # -- Getting our classes back ------------------------------------------------------------------
 #
 # The places where our errors leave for DataFusion (``_remembered``: the Rust scan's
-# resolver, the exact reader's fragments and batches) keep the last few, keyed by the text
-# ``ClassName: message`` that DataFusion's exception will carry, and :func:`typed` finds
-# the one an exception carries: the very object raised, with its ``__cause__``. An error
-# the Rust scan makes itself while it reads (its file checks: no Python object exists) is
-# rebuilt from its class name and message. The message is the key rather than a token
-# added to it: it already names the table, snapshot and file, and whoever reads the
-# DataFusion exception as it is reads what the error said. Remembered errors have their
-# traceback frames cleared (a failed scan's locals hold its table and catalog:
-# ``_clear_frames``); at most ``_KEPT`` are kept.
+# resolver, the exact reader's fragments and batches, the table functions) note the last
+# few, keyed by the text ``ClassName: message`` that DataFusion's exception will carry, and
+# :func:`typed` finds the one an exception carries: the very object raised, with its
+# ``__cause__``, while something still holds it, else one rebuilt from the class name and
+# message in the text (as for an error the Rust scan makes itself while it reads: no Python
+# object exists). The message is the key rather than a token added to it: it already names
+# the table, snapshot and file, and whoever reads the DataFusion exception as it is reads
+# what the error said. The notes hold their errors by weak reference only: an error's
+# traceback holds the frames it was raised through, and their locals the failed scan's
+# table and catalog, which a strong note would keep alive until the next error
+# (tests/test_release.py).
 
 _KEPT = 64
-# (the text DataFusion carries, the error, the frames of its chain not yet cleared)
-_recent: deque[tuple[str, DuckLakeError, list]] = deque(maxlen=_KEPT)
+# (the text DataFusion carries, the error's repr, a weak reference to the error)
+_recent: deque[tuple[str, str, weakref.ref]] = deque(maxlen=_KEPT)
 _recent_lock = threading.Lock()
 _CLASS_IN_TEXT = re.compile(r"\b([A-Z][A-Za-z]+Error): ")
 # a table function's error, as DataFusion quotes it: ``value: XError('message')``
@@ -164,35 +167,9 @@ def _key(error: BaseException) -> str:
 
 
 def _remember(error: DuckLakeError) -> None:
-    """Keep ``error``, about to leave for DataFusion, for :func:`typed`."""
-    frames, seen = [], set()
-    link: BaseException | None = error
-    while link is not None and id(link) not in seen:  # the chain: cause, else context
-        seen.add(id(link))
-        tb = link.__traceback__
-        while tb is not None:
-            frames.append(tb.tb_frame)
-            tb = tb.tb_next
-        link = link.__cause__ or link.__context__
+    """Note ``error``, about to leave for DataFusion, for :func:`typed`."""
     with _recent_lock:
-        _recent.append((_key(error), error, frames))
-        _clear_frames()
-
-
-def _clear_frames() -> None:
-    """Release the locals of the frames the remembered errors were raised through: they
-    hold the failed scan's table and catalog. A frame still running when its error is
-    remembered (the one that hands it to DataFusion) is cleared at the next remember or
-    look-up, once it finished. Only those frames: a caller's, added when the error is
-    raised again, are left alone."""
-    for _, _, frames in _recent:
-        running = []
-        for frame in frames:
-            try:
-                frame.clear()
-            except RuntimeError:  # still executing
-                running.append(frame)
-        frames[:] = running
+        _recent.append((_key(error), repr(error), weakref.ref(error)))
 
 
 @contextlib.contextmanager
@@ -210,19 +187,20 @@ def typed(exc: BaseException) -> DuckLakeError | None:
     """The error of this package that ``exc`` is, or that a DataFusion exception carries
     in its text; ``None`` when it carries none (a SQL error, for one).
 
-    The object that was raised when this process remembers it; otherwise a new instance
-    of the class the text names, its message the text after the class name (which names
+    The object that was raised while this process noted it and something still holds it
+    (the note is weak); otherwise a new instance of the class the text names, its message the text after the class name (which names
     the table, snapshot and file).
     """
     if isinstance(exc, DuckLakeError):
         return exc
     text = str(exc)
     with _recent_lock:
-        _clear_frames()
         recent = list(_recent)
-    for key, error, _ in reversed(recent):
-        if key in text or repr(error) in text:  # a table function's error: its repr
-            return error
+    for key, shown, ref in reversed(recent):
+        if key in text or shown in text:  # a table function's error: its repr
+            error = ref()
+            if error is not None:
+                return error
     for match in _CLASS_IN_TEXT.finditer(text):
         found = globals().get(match.group(1))
         if isinstance(found, type) and issubclass(found, DuckLakeError):

@@ -13,11 +13,13 @@ from the Rust scan's planner on purpose.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
+from support.lakes import one_deleted_one_clean
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
 from ducklake_datafusion.scan import LakeTable
@@ -33,10 +35,7 @@ CLASSES = [
 def lake(make_lake):
     """Two data files: the first with a delete file, the second clean."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'x' || i FROM range(1000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE id < 10")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'y' || i FROM range(1000, 2000) r(i)")
+    one_deleted_one_clean(lake)
     lake.reader_args()
     return lake
 
@@ -111,7 +110,9 @@ def test_a_damaged_file_is_caught_as_our_class(lake, damage, native):
         assert "FFI error" in raw or "Parquet error" in raw, raw  # it did cross the boundary
     if damage == "missing":
         assert isinstance(error, FileNotFoundError)
-        assert isinstance(error.__cause__, FileNotFoundError)  # the object our code raised
+        # the object our code raised (its OSError the cause) while DataFusion still held it;
+        # else one rebuilt from the text, caused by DataFusion's exception
+        assert isinstance(error.__cause__, FileNotFoundError) or error.__cause__ is not None
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncated"])
@@ -195,7 +196,9 @@ def test_other_errors_pass_unchanged(lake):
         raise KeyError("not ours")
 
 
-def test_remembered_errors_are_bounded_and_release_their_frames(lake):
+def test_noted_errors_are_bounded_and_keep_nothing_alive(lake):
+    """The notes are weak: a failed scan's error (its traceback's frames hold the table
+    and catalog) is freed with the query, and the class still comes back from the text."""
     data, _, _ = _files(lake)
     os.remove(data)
     ctx = _context(lake, native=True)
@@ -203,13 +206,9 @@ def test_remembered_errors_are_bounded_and_release_their_frames(lake):
         with pytest.raises(Exception, match="DataFileMissingError") as info:
             ctx.sql("SELECT * FROM lake.main.t").collect()
     assert len(errors._recent) == errors._KEPT
+    gc.collect()
+    assert all(ref() is None for _, _, ref in errors._recent)
     assert isinstance(errors.typed(info.value), errors.DataFileMissingError)
-    for _, error, pending in errors._recent:
-        assert pending == []  # every frame it was raised through is cleared by now
-        tb = error.__traceback__
-        while tb is not None:
-            assert not tb.tb_frame.f_locals, tb.tb_frame.f_code.co_name
-            tb = tb.tb_next
 
 
 def test_the_data_frame_adapters_raise_our_class_directly(lake):

@@ -13,7 +13,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.lakes import assert_same_rows
+from support.lakes import assert_same_rows, one_deleted_one_clean
 from support.readcheck import error_reading_fifo, ours
 
 from ducklake_datafusion import DuckLakeCatalog, errors
@@ -23,10 +23,7 @@ from ducklake_datafusion import DuckLakeCatalog, errors
 def lake(make_lake):
     """Two data files: the first with a delete file (per-file path), the second clean."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'x' || i FROM range(1000) r(i)")
-    lake.sql("DELETE FROM lake.main.t WHERE id < 10")
-    lake.sql("INSERT INTO lake.main.t SELECT i, 'y' || i FROM range(1000, 2000) r(i)")
+    one_deleted_one_clean(lake)
     return lake
 
 

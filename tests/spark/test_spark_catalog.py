@@ -24,6 +24,7 @@ from support.lakes import (
     merged_inserts,
     row_grouped_deletes,
 )
+from support.spark_settings import spark_settings
 
 pytest.importorskip("pyspark")
 
@@ -612,19 +613,20 @@ def test_nested_columns_are_read_by_sparks_reader(spark, make_lake, catalog):
         {"spark.sql.files.maxPartitionBytes": "16k", "spark.sql.files.openCostInBytes": "1k"},
         {"spark.sql.parquet.enableVectorizedReader": "false"},  # rows
         {"spark.sql.parquet.columnarReaderBatchSize": "100"},
+        {"spark.sql.codegen.wholeStage": "false"},  # rows out of columnar batches
+        {"spark.sql.columnVector.offheap.enabled": "true"},
     ],
-    ids=["whole", "split", "rows", "small-batches"],
+    ids=["whole", "split", "rows", "small-batches", "batch-rows", "off-heap"],
 )
 def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalog, conf):
     """Files cut into slices at row-group bounds, the row reader, small batches: each row
-    keeps its position in its file, and the deleted ones are dropped."""
+    keeps its position in its file, and the deleted ones are dropped. Whole files read
+    without filters count their rows' positions; with the query's filters (row groups and
+    pages skipped) or in slices they read Spark's row index: both, in one scan too."""
     lake = make_lake(inline_limit=0)
     row_grouped_deletes(lake)
     name = catalog(lake)
-    previous = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
+    with spark_settings(spark, conf):
         frame = spark.table(f"{name}.main.t")
         assert_same_rows(frame.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
         if "spark.sql.files.maxPartitionBytes" in conf:
@@ -632,12 +634,19 @@ def test_deleted_rows_are_dropped_in_every_reading_mode(spark, make_lake, catalo
         count = spark.sql(f"SELECT count(*) AS n, sum(k) AS sk FROM {name}.main.t")
         expected = lake.reference("SELECT count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t")
         assert_same_rows(count.toArrow(), expected)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        for where in (
+            "k BETWEEN 4090 AND 6200",
+            "k >= 14000 AND k < 14100",
+            "k BETWEEN 16990 AND 18010",
+            "s = 's10'",
+            "k % 5 = 1",  # not pushed: no row skipped
+        ):
+            picked = spark.sql(f"SELECT k, s FROM {name}.main.t WHERE {where}")
+            expected = lake.reference(f"SELECT k, s FROM lake.main.t WHERE {where}")
+            assert_same_rows(picked.toArrow(), expected)
+        grouped = spark.sql(f"SELECT k % 3 AS m, count(*) AS n FROM {name}.main.t GROUP BY 1")
+        expected = lake.reference("SELECT k % 3 AS m, count(*) AS n FROM lake.main.t GROUP BY m")
+        assert_same_rows(grouped.toArrow(), expected)
 
 
 def test_a_pinned_catalog_reads_its_snapshot_unless_the_query_names_another(

@@ -24,6 +24,7 @@ from support.lakes import (
     merged_inserts,
     row_grouped_deletes,
 )
+from support.spark_settings import spark_settings
 
 pytest.importorskip("pyspark")
 
@@ -582,10 +583,7 @@ def test_the_reader_drops_deleted_rows_in_every_reading_mode(spark, make_lake, d
     answers, row groups pruned), on both ways of applying deletes."""
     lake = _row_grouped_lake(make_lake)
     metadata = lake.reader_args()["metadata"]
-    previous = {key: spark.conf.get(key, None) for key in conf}
-    try:
-        for key, value in conf.items():
-            spark.conf.set(key, value)
+    with spark_settings(spark, conf):
         native = read_table(spark, metadata, "main.t")
         assert masked_natively(_plan(native), deletes_by)
         assert_same_rows(native.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
@@ -595,12 +593,6 @@ def test_the_reader_drops_deleted_rows_in_every_reading_mode(spark, make_lake, d
         got = native.groupBy((F.col("k") % 3).alias("m")).agg(F.count("*").alias("n"))
         expected = lake.reference("SELECT k % 3 AS m, count(*) AS n FROM lake.main.t GROUP BY m")
         assert_same_rows(got.toArrow(), expected)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def test_files_of_equal_length_and_time_share_one_reader_scan(spark, make_lake, deletes_by):

@@ -67,6 +67,7 @@ __all__ = [
     "evolve_table",
     "make_lake",
     "merged_inserts",
+    "one_deleted_one_clean",
     "start_moto",
 ]
 
@@ -538,6 +539,11 @@ def make_lake(
     else:
         if s3 is None:
             raise ValueError(f"{spec.id} needs an S3 endpoint (s3=...)")
+        if spec.storage == "minio" and bucket == "ducklake-tests":
+            # moto and MinIO are two endpoints of one bucket name otherwise, and a Spark
+            # application keeps one S3A client per bucket (Hadoop's FileSystem cache): a
+            # later lake on the other endpoint would be read from the first one.
+            bucket = "ducklake-tests-minio"
         s3.make_bucket(bucket)
         data_path = f"s3://{bucket}/{name}-{uuid.uuid4().hex[:8]}/"
 
@@ -658,13 +664,25 @@ def deleting_history(lake: Lake) -> None:
 
 def row_grouped_deletes(lake: Lake) -> None:
     """``lake.main.t (k, s)``: two files of ten row groups of 1,000 rows each, deletes in
-    every row group of one and in a few of the other (the lake needs ``inline_limit=0``)."""
+    every row group of one and in a few of the other: its first and last rows, the two rows
+    either side of Spark's default batch bound (4,096 rows), and one whole row group (the
+    lake needs ``inline_limit=0``)."""
     lake.sql("CALL lake.set_option('parquet_row_group_size', '1000')")
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000) r(i)")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(10000, 20000) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k % 7 = 3 AND k < 10000")
     lake.sql("DELETE FROM lake.main.t WHERE k IN (10000, 14095, 14096, 19999)")
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 17000 AND 17999")
+
+
+def one_deleted_one_clean(lake: Lake) -> None:
+    """``lake.main.t (id, s)``: two data files of 1,000 rows, the first with a delete file
+    (ids 0-9), the second clean (the lake needs ``inline_limit=0``)."""
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'x' || i FROM range(1000) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE id < 10")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'y' || i FROM range(1000, 2000) r(i)")
 
 
 def merged_inserts(lake: Lake) -> None:

@@ -17,7 +17,10 @@ Requests (``op``) and their answers:
   pinned) snapshot, or at ``VERSION AS OF`` / ``TIMESTAMP AS OF``: its Spark schema
   (JSON, column comments in the fields' metadata) and snapshot (``_table``);
 * ``scan`` ``{namespace, name, snapshot, columns, filters}`` -> the scan's plan (``_scan``);
-* ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``).
+* ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``);
+* ``views`` ``{namespace}`` -> ``{views: [name]}`` (``SHOW VIEWS``);
+* ``view`` ``{namespace, name, version?, timestamp_us?}`` -> the view's query respelled for
+  Spark, its column aliases and the snapshot it was read at, or ``{view: null}`` (``_view``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -41,6 +44,7 @@ from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
 from ._table import resolve_table, table_response
+from ._view import table_names, view_names, view_response
 
 __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 
@@ -66,9 +70,13 @@ class Planner:
         if op == "namespaces":
             return {"namespaces": sorted(self.lake.list_schema_names())}, []
         if op == "tables":
-            return {"tables": self._tables(str(request["namespace"]))}, []
+            return {"tables": table_names(self.lake, str(request["namespace"]))}, []
         if op == "table":
             return table_response(self.lake, request), []
+        if op == "views":
+            return {"views": view_names(self.lake, str(request["namespace"]))}, []
+        if op == "view":
+            return view_response(self.lake, request), []
         if op == "changes":
             return changes_response(self.lake, request)
         if op == "scan":
@@ -103,20 +111,6 @@ class Planner:
             metadata_schema=values.get("metadata_schema") or None,
         )
         return {"protocol": PROTOCOL_VERSION, "package": __version__}
-
-    def _tables(self, namespace: str) -> list[str]:
-        from ...catalog import metadata
-        from ...errors import TableNotFoundError
-
-        lake = self.lake
-        with lake.backend.session() as session:
-            metadata.read_settings(session, lake.description)
-            snapshot = lake.resolve_snapshot(session).snapshot_id
-            if namespace not in {s.schema_name for s in metadata.list_schemas(session, snapshot)}:
-                raise TableNotFoundError(
-                    f"{lake.description} has no schema {namespace!r} at snapshot {snapshot}"
-                )
-            return [t.table_name for t in metadata.list_tables(session, snapshot, namespace)]
 
     def close(self) -> None:
         if self.lake is not None:

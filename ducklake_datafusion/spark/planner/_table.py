@@ -18,7 +18,7 @@ from ...errors import InvalidOptionError
 from ...scan import Lake, LakeTable, SnapshotRef
 from .._types import spark_schema
 
-__all__ = ["resolve_table", "table_response"]
+__all__ = ["resolve_table", "snapshot_ref", "table_response"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # Tables resolved at a fixed snapshot id, by (lake, schema, table, snapshot): a scan
@@ -29,7 +29,7 @@ _RESOLVED: LRUCache[tuple, LakeTable] = LRUCache(64)
 def resolve_table(lake: Lake, request: Mapping) -> LakeTable:
     """The table a request names, at the snapshot it names (raises our typed errors)."""
     namespace, name = str(request["namespace"]), str(request["name"])
-    ref = _snapshot_ref(request, f"{namespace}.{name}")
+    ref = snapshot_ref(request, f"table {namespace}.{name}")
     if ref is None:
         return lake.table(namespace, name)
     if ref.snapshot_id is None:
@@ -67,14 +67,16 @@ def table_response(lake: Lake, request: Mapping) -> dict:
     }
 
 
-def _snapshot_ref(request: Mapping, table: str) -> SnapshotRef | None:
+def snapshot_ref(request: Mapping, what: str) -> SnapshotRef | None:
+    """The snapshot a request names (``version``, ``timestamp_us``, the catalog's pinned
+    ``snapshot``), ``None`` for the lake's own; ``what`` names the relation in errors."""
     version = request.get("version")
     if version is not None:
         text = str(version).strip()
         digits = text[1:] if text[:1] in ("v", "V") else text
         if not digits.isdigit():
             raise InvalidOptionError(
-                f"VERSION AS OF {text!r} for table {table}: a DuckLake version is a snapshot "
+                f"VERSION AS OF {text!r} for {what}: a DuckLake version is a snapshot "
                 "id (an integer, e.g. VERSION AS OF 12)"
             )
         return SnapshotRef(snapshot_id=int(digits))

@@ -92,6 +92,65 @@ public final class DeletedRows implements Serializable {
       return at < positions.length && positions[at] == position;
     }
 
+    /**
+     * The rows of a batch holding the positions {@code first} to {@code first + rows - 1} that
+     * are not deleted, as offsets into the batch written to {@code selected} (at least {@code
+     * rows} long); returns how many. Returns {@code rows} without writing when none of them is
+     * deleted, so a batch without deletes costs a search, not a test per row.
+     */
+    int select(long first, int rows, int[] selected) {
+      long end = first + rows;
+      if (bitmap != null) {
+        return selectBits(first, rows, end, selected);
+      }
+      if (at > 0 && positions[at - 1] >= first) {
+        at = lowerBound(first);
+      } else if (at < positions.length && positions[at] < first) {
+        at = lowerBound(first);
+      }
+      if (at >= positions.length || positions[at] >= end) {
+        return rows;
+      }
+      int kept = 0;
+      int next = at;
+      for (int i = 0; i < rows; i++) {
+        if (next < positions.length && positions[next] == first + i) {
+          next++;
+        } else {
+          selected[kept++] = i;
+        }
+      }
+      at = next;
+      return kept;
+    }
+
+    private int selectBits(long first, int rows, long end, int[] selected) {
+      long lastWord = Math.min((end - 1) >>> 6, bitmap.length - 1L);
+      boolean any = false;
+      for (long word = first >>> 6; word <= lastWord && !any; word++) {
+        long bits = bitmap[(int) word];
+        if (word == first >>> 6) {
+          bits &= -1L << (first & 63);
+        }
+        if (word == (end - 1) >>> 6 && (end & 63) != 0) {
+          bits &= -1L >>> (64 - (end & 63));
+        }
+        any = bits != 0;
+      }
+      if (!any) {
+        return rows;
+      }
+      int kept = 0;
+      for (int i = 0; i < rows; i++) {
+        long position = first + i;
+        long word = position >>> 6;
+        if (word >= bitmap.length || (bitmap[(int) word] >>> (position & 63) & 1L) == 0) {
+          selected[kept++] = i;
+        }
+      }
+      return kept;
+    }
+
     private int lowerBound(long position) {
       int lo = 0;
       int hi = positions.length;

@@ -36,7 +36,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>The lake's schemas are the namespaces ({@code SHOW NAMESPACES IN lake}), its tables the
  * tables ({@code lake.main.orders}); {@code VERSION AS OF <snapshot id>} and {@code TIMESTAMP
- * AS OF} read older snapshots. Every answer comes from the package's planner ({@link
+ * AS OF} read older snapshots; its views are resolved by {@link DuckLakeViews} when the session
+ * has {@link DuckLakeExtensions}. Every answer comes from the package's planner ({@link
  * PlannerProcess}); the scan is {@link DuckLakeScan}. The catalog is read-only: DDL and writes
  * raise an error that names the operation.
  */
@@ -266,12 +267,70 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
       table = call(request).header;
     } catch (DuckLakeException e) {
       if (ErrorNames.TABLE_NOT_FOUND.equals(e.errorClass())) {
+        refuseViewWithoutExtension(ident, request);
         throw new NoSuchTableException(ident);
       }
       throw e;
     }
     StructType schema = (StructType) DataType.fromJson(table.path("schema").asText());
     return new DuckLakeTable(this, name, table, schema);
+  }
+
+  /**
+   * Without {@link DuckLakeExtensions} Spark never asks for a view, and would report a view of
+   * the lake as a missing table: say what to configure instead.
+   */
+  private void refuseViewWithoutExtension(Identifier ident, ObjectNode tableRequest) {
+    SparkSession session = SparkSession.getActiveSession().getOrElse(() -> null);
+    if (session == null || DuckLakeViews.configured(session)) {
+      return;
+    }
+    String version = tableRequest.has("version") ? tableRequest.get("version").asText() : null;
+    Long micros = tableRequest.has("timestamp_us") ? tableRequest.get("timestamp_us").asLong() : null;
+    JsonNode view = loadView(ident, version, micros);
+    if (view != null) {
+      throw new DuckLakeException(
+          ErrorNames.UNSUPPORTED_FEATURE,
+          view.path("view").path("label").asText()
+              + " is a view: Spark resolves the views of catalog '"
+              + name
+              + "' only with the package's session extension; set spark.sql.extensions="
+              + DuckLakeExtensions.class.getName(),
+          null);
+    }
+  }
+
+  /**
+   * The view {@code ident} at the catalog's snapshot, {@code VERSION AS OF version} or {@code
+   * TIMESTAMP AS OF micros}: the planner's answer ({@code view}: its query for Spark, columns,
+   * label; {@code snapshot}), or null when the namespace has no view of that name.
+   */
+  JsonNode loadView(Identifier ident, String version, Long micros) {
+    if (ident.namespace().length != 1) {
+      return null;
+    }
+    ObjectNode request = request("view");
+    request.put("namespace", ident.namespace()[0]);
+    request.put("name", ident.name());
+    if (version != null) {
+      request.put("version", version);
+    }
+    if (micros != null) {
+      request.put("timestamp_us", micros.longValue());
+    }
+    JsonNode answer = call(request).header;
+    return answer.path("view").isObject() ? answer : null;
+  }
+
+  /** The names of the views of {@code namespace} at the catalog's snapshot. */
+  List<String> viewNames(String namespace) {
+    ObjectNode request = request("views");
+    request.put("namespace", namespace);
+    List<String> names = new ArrayList<>();
+    for (JsonNode view : call(request).header.path("views")) {
+      names.add(view.asText());
+    }
+    return names;
   }
 
   /** The change feed of {@code ident} from {@code start} through {@code end} (null: latest). */

@@ -6,7 +6,9 @@ import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
@@ -17,7 +19,9 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions = io.ducklake_datafusion.spark.DuckLakeExtensions}: the change
- * feed in SQL, as Delta registers {@code table_changes}.
+ * feed in SQL, as Delta registers {@code table_changes}, and the lake's views ({@link
+ * DuckLakeViews}, listed by {@code SHOW VIEWS} through {@link ViewListing}), which Spark does not
+ * resolve in a DataSourceV2 catalog by itself.
  *
  * <pre>
  * SELECT * FROM ducklake_table_changes('lake.main.orders', 3, 7)
@@ -45,6 +49,20 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
             "");
     scala.Function1 builder = new Builder();
     extensions.injectTableFunction(new Tuple3(new FunctionIdentifier(TABLE_CHANGES), info, builder));
+    extensions.injectParser(
+        new scala.runtime.AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
+          @Override
+          public ParserInterface apply(SparkSession session, ParserInterface parser) {
+            return ViewListing.wrap(session, parser);
+          }
+        });
+    extensions.injectResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new DuckLakeViews(session);
+          }
+        });
     return BoxedUnit.UNIT;
   }
 
@@ -79,10 +97,10 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
       CatalogPlugin plugin;
       String[] namespace;
       if (parts.size() == 3) {
-        plugin = catalogs(session, "catalog", parts.get(0));
+        plugin = Catalogs.load(session, parts.get(0));
         namespace = new String[] {parts.get(1)};
       } else if (parts.size() == 2) {
-        plugin = catalogs(session, "currentCatalog");
+        plugin = Catalogs.current(session);
         namespace = new String[] {parts.get(0)};
       } else {
         throw usage("name the table as catalog.schema.table, got '" + values[0] + "'");
@@ -95,27 +113,6 @@ public class DuckLakeExtensions extends AbstractFunction1<SparkSessionExtensions
       Identifier ident = Identifier.of(namespace, parts.get(parts.size() - 1));
       ChangesTable table = catalog.loadChanges(ident, values[1], values.length > 2 ? values[2] : null);
       return DataSourceV2Relation.create(table, Option.apply(catalog), Option.apply(ident));
-    }
-  }
-
-  /**
-   * A method of the session's catalog manager, called by reflection: a class up to Spark 4.1,
-   * an interface from 4.2, so one compiled call cannot serve both.
-   */
-  private static CatalogPlugin catalogs(SparkSession session, String method, String... args) {
-    Object manager = session.sessionState().catalogManager();
-    try {
-      Class<?>[] types = new Class<?>[args.length];
-      java.util.Arrays.fill(types, String.class);
-      return (CatalogPlugin) manager.getClass().getMethod(method, types).invoke(manager, (Object[]) args);
-    } catch (java.lang.reflect.InvocationTargetException e) {
-      Throwable cause = e.getCause();
-      if (cause instanceof RuntimeException) {
-        throw (RuntimeException) cause;
-      }
-      throw new IllegalStateException(cause);
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("ducklake: Spark's catalog manager has no " + method, e);
     }
   }
 

@@ -27,27 +27,34 @@ import scala.collection.Iterator;
  * reader functions (built on the driver, one per group of files with the same physical
  * columns), deleted rows dropped by their row index, and the planner's exact rows from Arrow.
  *
- * <p>A batch from a file with deletes keeps its vectors: the kept rows are seen through a
- * {@link SelectedColumnVector} each, and the row-index column is left out. In row mode (a
- * schema Spark's vectorised reader does not take) the deleted rows are skipped and the row
- * index projected away.
+ * <p>The position of each row of a file with deletes comes from one of two places. A whole
+ * file read without filters (full scans: the common case) returns every row in file order, so
+ * the positions are counted, batch by batch, and checked against the file's row count at its
+ * end. A file split into slices, or read with the query's filters (Spark's reader then skips
+ * row groups and pages), reads Spark's row-index column instead; Spark fills that column one
+ * boxed value at a time, which cost a quarter of a full scan's time when every file with
+ * deletes read it.
+ *
+ * <p>A batch with no deleted row is returned as it is; of a batch with deleted rows, {@link
+ * KeptRows} makes a batch of the kept rows, without the row-index column. In row mode (a schema Spark's vectorised reader does not
+ * take) the deleted rows are skipped and the row index, where read, projected away.
  */
 final class DuckLakeReaderFactory implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
   private final Function1<PartitionedFile, Iterator<InternalRow>>[] readers;
-  private final boolean[] masked;
+  private final boolean[] rowIndex;
   private final StructType output;
   private final boolean columnar;
   private final Broadcast<DeletedRows> deletes;
 
   DuckLakeReaderFactory(
       Function1<PartitionedFile, Iterator<InternalRow>>[] readers,
-      boolean[] masked,
+      boolean[] rowIndex,
       StructType output,
       boolean columnar,
       Broadcast<DeletedRows> deletes) {
     this.readers = readers;
-    this.masked = masked;
+    this.rowIndex = rowIndex;
     this.output = output;
     this.columnar = columnar;
     this.deletes = deletes;
@@ -82,6 +89,12 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     private Iterator<InternalRow> values;
     private FileSlices.Slice slice;
     private DeletedRows.Cursor cursor;
+    /** Whether the slice's reader returns Spark's row index (else: positions are counted). */
+    private boolean indexed;
+    /** The position of the next row of a slice whose positions are counted. */
+    private long position;
+    private int[] selected = new int[0];
+    private final KeptRows keptRows = new KeptRows();
     private UnsafeProjection dropRowIndex;
     private Object current;
 
@@ -95,11 +108,14 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
       while (true) {
         if (values != null && values.hasNext()) {
           Object value = values.next();
-          current = slice.masked ? kept(value) : value;
+          current = !slice.masked ? value : indexed ? keptByIndex(value) : keptByCount(value);
           if (current != null) {
             return true;
           }
           continue;
+        }
+        if (values != null && slice.masked && !indexed) {
+          checkCounted();
         }
         if (next >= slices.length) {
           return false;
@@ -122,31 +138,86 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
               slice.fileSize,
               ScalaBridge.emptyMap());
       cursor = slice.masked ? deletes.value().of(path.toString(), slice.fileSize) : null;
+      indexed = rowIndex[slice.group];
+      position = 0;
+      if (slice.masked && !indexed && !slice.wholeFile()) {
+        throw new IllegalStateException(
+            "ducklake: file " + slice.url + " is split but its row positions are counted");
+      }
       values = readers[slice.group].apply(file);
     }
 
+    /**
+     * A whole file read without filters returned every one of its rows, or the positions
+     * counted were not the file's: fail rather than answer with the wrong rows deleted.
+     */
+    private void checkCounted() {
+      if (slice.fileRows >= 0 && position != slice.fileRows) {
+        throw new IllegalStateException(
+            ErrorNames.text(
+                ErrorNames.DATA_FILE_CORRUPT,
+                "data file "
+                    + slice.url
+                    + " returned "
+                    + position
+                    + " rows but the catalog says it holds "
+                    + slice.fileRows
+                    + ": it was replaced after the lake wrote it; restore it, or read a "
+                    + "snapshot that does not use it"));
+      }
+    }
+
+    /** The rows of a batch or row of counted positions that are not deleted (null: none). */
+    private Object keptByCount(Object value) {
+      if (value instanceof ColumnarBatch) {
+        ColumnarBatch batch = (ColumnarBatch) value;
+        int rows = batch.numRows();
+        long first = position;
+        position += rows;
+        if (selected.length < rows) {
+          selected = new int[rows];
+        }
+        int kept = cursor.select(first, rows, selected);
+        return kept == rows ? batch : selectedRows(batch, batch.numCols(), kept);
+      }
+      return cursor.isDeleted(position++) ? null : value;
+    }
+
+    /** The kept rows of a batch's first {@code width} columns (null: none). */
+    private ColumnarBatch selectedRows(ColumnarBatch batch, int width, int kept) {
+      return kept == 0 ? null : keptRows.of(batch, width, selected, kept);
+    }
+
     /** The value without its deleted rows and row index (null: nothing left). */
-    private Object kept(Object value) {
+    private Object keptByIndex(Object value) {
       int width = output.fields().length;
       if (value instanceof ColumnarBatch) {
         ColumnarBatch batch = (ColumnarBatch) value;
         int rows = batch.numRows();
         ColumnVector positions = batch.column(width);
-        int[] selected = new int[rows];
-        int kept = 0;
-        for (int i = 0; i < rows; i++) {
-          if (!cursor.isDeleted(positions.getLong(i))) {
-            selected[kept++] = i;
+        if (selected.length < rows) {
+          selected = new int[rows];
+        }
+        int kept;
+        long first = rows == 0 ? 0 : positions.getLong(0);
+        if (rows > 0 && positions.getLong(rows - 1) - first == rows - 1) {
+          kept = cursor.select(first, rows, selected); // no row skipped inside the batch
+        } else {
+          kept = 0;
+          for (int i = 0; i < rows; i++) {
+            if (!cursor.isDeleted(positions.getLong(i))) {
+              selected[kept++] = i;
+            }
           }
         }
-        if (kept == 0) {
-          return null;
+        if (kept == rows) {
+          ColumnVector[] columns = new ColumnVector[width];
+          for (int c = 0; c < width; c++) {
+            columns[c] = batch.column(c);
+          }
+          return rows == 0 ? null : new ColumnarBatch(columns, rows);
         }
-        ColumnVector[] columns = new ColumnVector[width];
-        for (int c = 0; c < width; c++) {
-          columns[c] = kept == rows ? batch.column(c) : new SelectedColumnVector(batch.column(c), selected, kept);
-        }
-        return new ColumnarBatch(columns, kept);
+        return selectedRows(batch, width, kept);
       }
       InternalRow row = (InternalRow) value;
       if (cursor.isDeleted(row.getLong(width))) {
@@ -170,6 +241,7 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     @Override
     public void close() {
       // Spark's reader functions close their files at the end of each file or of the task
+      keptRows.close();
     }
   }
 

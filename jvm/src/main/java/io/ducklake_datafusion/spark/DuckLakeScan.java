@@ -42,8 +42,9 @@ import scala.collection.Iterator;
  * catalog, and exports them ({@link PlannedFiles}). Files are split and packed into partitions
  * as Spark packs a Parquet scan ({@code spark.sql.files.maxPartitionBytes}, {@code
  * openCostInBytes}, the default parallelism). Each group of files with the same physical
- * columns gets one reader function of Spark's {@link ParquetFileFormat}; files with deletes
- * also read the row index, and {@link DuckLakeReaderFactory} drops the deleted rows.
+ * columns gets one reader function of Spark's {@link ParquetFileFormat}; {@link
+ * DuckLakeReaderFactory} drops the deleted rows of files with deletes, by the row index Spark's
+ * reader returns for files read with filters or in slices, by counting the rows of the others.
  */
 final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   private static final String MISSING = "__ducklake_missing_column_";
@@ -225,26 +226,36 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     String[] tableColumns = table.schema().fieldNames();
     Map<String, Integer> groupOf = new LinkedHashMap<>();
     List<StructType> groupSchemas = new ArrayList<>();
-    List<Boolean> groupMasked = new ArrayList<>();
-    List<Boolean> groupCurrent = new ArrayList<>();
+    List<Boolean> groupIndexed = new ArrayList<>();
+    List<Boolean> groupFiltered = new ArrayList<>();
     int[] fileGroup = new int[plan.files.size()];
+    long maxSplit = FileSlices.maxSplit(session, plan.files);
     for (int f = 0; f < plan.files.size(); f++) {
       PlannedFiles.File file = plan.files.get(f);
-      boolean masked = file.deleted != null;
-      StructField[] fields = new StructField[readSchema.fields().length + (masked ? 1 : 0)];
       boolean current = true;
-      StringBuilder key = new StringBuilder(masked ? "masked" : "clean");
+      for (int c = 0; c < readSchema.fields().length; c++) {
+        String physical = file.physical[indexOf(tableColumns, readSchema.fields()[c].name())];
+        current &= readSchema.fields()[c].name().equals(physical);
+      }
+      // The query's filters reach Spark's reader only for files whose columns have the
+      // table's names. A file with deletes reads Spark's row index where its rows can be
+      // skipped (filters) or it is split; otherwise its positions are counted (no column).
+      boolean filtered = current && pushed.length > 0;
+      boolean indexed =
+          file.deleted != null && (filtered || file.size < 0 || file.size > maxSplit);
+      StructField[] fields = new StructField[readSchema.fields().length + (indexed ? 1 : 0)];
+      StringBuilder key = new StringBuilder(indexed ? "indexed" : "plain");
+      key.append(filtered ? "\u0000filtered" : "\u0000unfiltered");
       for (int c = 0; c < readSchema.fields().length; c++) {
         StructField field = readSchema.fields()[c];
         String physical = file.physical[indexOf(tableColumns, field.name())];
         if (physical == null) {
           physical = MISSING + c;
         }
-        current &= physical.equals(field.name());
         key.append('\u0000').append(physical);
         fields[c] = new StructField(physical, field.dataType(), true, Metadata.empty());
       }
-      if (masked) {
+      if (indexed) {
         fields[fields.length - 1] =
             new StructField(ROW_INDEX, DataTypes.LongType, true, Metadata.empty());
       }
@@ -253,8 +264,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
         group = groupSchemas.size();
         groupOf.put(key.toString(), group);
         groupSchemas.add(new StructType(fields));
-        groupMasked.add(masked);
-        groupCurrent.add(current);
+        groupIndexed.add(indexed);
+        groupFiltered.add(filtered);
       }
       fileGroup[f] = group;
     }
@@ -269,11 +280,11 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     Connectors.prepare(hadoop, urls, table.name());
     @SuppressWarnings("unchecked")
     Function1<PartitionedFile, Iterator<InternalRow>>[] readers = new Function1[groupSchemas.size()];
-    boolean[] masked = new boolean[readers.length];
+    boolean[] rowIndex = new boolean[readers.length];
     for (int g = 0; g < readers.length; g++) {
       StructType schema = groupSchemas.get(g);
-      StructType dataSchema = groupMasked.get(g) ? dropLast(schema) : schema;
-      List<Filter> filters = groupCurrent.get(g) ? java.util.Arrays.asList(pushed) : Collections.<Filter>emptyList();
+      StructType dataSchema = groupIndexed.get(g) ? dropLast(schema) : schema;
+      List<Filter> filters = groupFiltered.get(g) ? java.util.Arrays.asList(pushed) : Collections.<Filter>emptyList();
       readers[g] =
           format.buildReaderWithPartitionValues(
               session,
@@ -285,10 +296,10 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
               // Spark's reader writes the requested schema into this configuration and
               // broadcasts it (in local mode, the very object): one copy per group.
               new Configuration(hadoop));
-      masked[g] = groupMasked.get(g);
+      rowIndex[g] = groupIndexed.get(g);
     }
     Broadcast<DeletedRows> deletes = null;
-    if (groupMasked.contains(Boolean.TRUE)) {
+    if (plan.files.stream().anyMatch(file -> file.deleted != null)) {
       HashMap<String, DeletedRows.FileDeletes> byPath = new HashMap<>();
       for (PlannedFiles.File file : plan.files) {
         if (file.deleted != null) {
@@ -302,7 +313,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
           JavaSparkContext.fromSparkContext(session.sparkContext())
               .broadcast(DeletedRows.of(name, byPath));
     }
-    plan.factory = new DuckLakeReaderFactory(readers, masked, readSchema, columnar, deletes);
+    plan.factory = new DuckLakeReaderFactory(readers, rowIndex, readSchema, columnar, deletes);
     plan.partitions = FileSlices.partitions(session, plan.files, fileGroup, plan.exactRows);
   }
 

@@ -24,14 +24,23 @@ final class FileSlices {
     final long length;
     final long fileSize;
     final boolean masked;
+    /** The file's row count in the catalog (what a whole-file read must return). */
+    final long fileRows;
 
-    Slice(int group, String url, long start, long length, long fileSize, boolean masked) {
+    Slice(
+        int group, String url, long start, long length, long fileSize, boolean masked, long fileRows) {
       this.group = group;
       this.url = url;
       this.start = start;
       this.length = length;
       this.fileSize = fileSize;
       this.masked = masked;
+      this.fileRows = fileRows;
+    }
+
+    /** Whether the slice is its whole file (a reader without filters returns every row). */
+    boolean wholeFile() {
+      return start == 0 && length == fileSize;
     }
   }
 
@@ -55,8 +64,11 @@ final class FileSlices {
     }
   }
 
-  static InputPartition[] partitions(
-      SparkSession session, List<PlannedFiles.File> files, int[] fileGroup, byte[] exactRows) {
+  /**
+   * The longest slice of these files (Spark's {@code maxSplitBytes}): files longer than this
+   * are cut into several slices.
+   */
+  static long maxSplit(SparkSession session, List<PlannedFiles.File> files) {
     long maxPartitionBytes = bytesConf(session, "spark.sql.files.maxPartitionBytes", 128L << 20);
     long openCost = bytesConf(session, "spark.sql.files.openCostInBytes", 4L << 20);
     int parallelism = Math.max(1, session.sparkContext().defaultParallelism());
@@ -64,19 +76,28 @@ final class FileSlices {
     for (PlannedFiles.File file : files) {
       total += Math.max(file.size, 0) + openCost;
     }
-    long maxSplit = Math.min(maxPartitionBytes, Math.max(openCost, total / parallelism));
+    return Math.min(maxPartitionBytes, Math.max(openCost, total / parallelism));
+  }
+
+  static InputPartition[] partitions(
+      SparkSession session, List<PlannedFiles.File> files, int[] fileGroup, byte[] exactRows) {
+    long openCost = bytesConf(session, "spark.sql.files.openCostInBytes", 4L << 20);
+    long maxSplit = maxSplit(session, files);
     List<Slice> slices = new ArrayList<>();
     for (int f = 0; f < files.size(); f++) {
       PlannedFiles.File file = files.get(f);
       long size = Math.max(file.size, 0);
       boolean masked = file.deleted != null;
       if (size <= maxSplit) {
-        slices.add(new Slice(fileGroup[f], file.hadoopUrl, 0, size, file.size, masked));
+        slices.add(
+            new Slice(fileGroup[f], file.hadoopUrl, 0, size, file.size, masked, file.recordCount));
         continue;
       }
       for (long start = 0; start < size; start += maxSplit) {
         long length = Math.min(maxSplit, size - start);
-        slices.add(new Slice(fileGroup[f], file.hadoopUrl, start, length, file.size, masked));
+        slices.add(
+            new Slice(
+                fileGroup[f], file.hadoopUrl, start, length, file.size, masked, file.recordCount));
       }
     }
     slices.sort(Comparator.comparingLong((Slice s) -> s.length).reversed());

@@ -15,6 +15,12 @@ final class ScalaBridge {
     return scala.collection.JavaConverters.asScalaBufferConverter(values).asScala().toList();
   }
 
+  /** A Scala sequence (either Scala version's {@code Seq}) as a Java list. */
+  @SuppressWarnings("deprecation")
+  static <T> List<T> javaList(scala.collection.Seq<T> values) {
+    return scala.collection.JavaConverters.seqAsJavaListConverter(values).asJava();
+  }
+
   /** An immutable Scala map of one entry. */
   @SuppressWarnings("unchecked")
   static scala.collection.immutable.Map<String, String> map(String key, String value) {

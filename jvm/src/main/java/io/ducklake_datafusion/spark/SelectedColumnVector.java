@@ -9,10 +9,11 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * The rows {@code selected} of a column, in order: a view, nothing copied.
  *
- * <p>A batch of a file with deletes keeps its vectors; the rows that were not deleted are
- * seen through this view, so a batch costs one int per kept row instead of a copy of every
- * value (nested values included: structs reach their fields through {@link #getChild}, which
- * is a view too). The view does not own the vector: closing it closes nothing.
+ * <p>{@link KeptRows} copies the kept rows of fixed-width columns; the rows of the other
+ * columns of a batch with deletes (strings, decimals, nested values) are seen through this
+ * view, so such a column costs one int per kept row instead of a copy of every value (nested
+ * values included: structs reach their fields through {@link #getChild}, which is a view
+ * too). The view does not own the vector: closing it closes nothing.
  */
 final class SelectedColumnVector extends ColumnVector {
   private final ColumnVector base;
