@@ -71,6 +71,7 @@ def read_table(
     min_partitions: int | None = None,
     native: bool = True,
     where: str | None = None,
+    catalog_scan: bool = True,
     **options: object,
 ):
     """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
@@ -79,14 +80,16 @@ def read_table(
     server), the DataFrame is the catalog's scan (``DuckLakeCatalog``, configured for this
     lake at runtime under a private name: ``_catalog_read``): filters on it, such as
     ``read_table(...).where("k BETWEEN 1 AND 9")``, prune files by catalog statistics
-    before Spark opens any. The catalog is not used, and the table is read as below, when
-    ``schema`` or ``partition_bytes`` or ``min_partitions`` is passed, with
-    ``native=False`` or ``pushdown=False``, when the session's ``spark.redaction.regex``
-    would not hide a secret storage option, or when the catalog cannot load the table
-    (logged why). Without the catalog, filters on the DataFrame are pushed down to the
-    data source part (files pruned with catalog statistics) and stay correct when the
-    DataFrame is reused across queries, thanks to the scan guard; the native part
-    prunes files only with ``where=``.
+    before Spark opens any, and every table reads, on pyspark 3.5 too (what Spark's reader
+    cannot return exactly, the catalog's planner reads). The catalog is not used, and the
+    table is read as below, with ``catalog_scan=False``, when ``schema`` or
+    ``partition_bytes`` or ``min_partitions`` is passed, with ``native=False`` or
+    ``pushdown=False``, when the session's ``spark.redaction.regex`` would not hide a
+    secret storage option, or when the catalog cannot load the table (logged why).
+    Without the catalog, filters on the DataFrame are pushed down to the data source part
+    (files pruned with catalog statistics) and stay correct when the DataFrame is reused
+    across queries, thanks to the scan guard; the native part prunes files only with
+    ``where=``.
 
     Args:
         spark: the ``SparkSession``.
@@ -116,15 +119,19 @@ def read_table(
             this is the same as a filter on the returned DataFrame; without it, such a
             filter prunes row groups only in Spark's Parquet reader (Spark opens every
             file it is given), and files too on the data source.
+        catalog_scan: read through the catalog's scan where the jar allows it (default);
+            ``False`` hands Spark the table's files listed up front, as without the jar
+            (no planner process; a filter on the DataFrame then prunes no files).
 
     Raises:
         InvalidOptionError: a change-feed option was passed (use :func:`read_changes`), or
             ``where`` is not a Spark SQL condition on the table's columns.
-        UnsupportedFeatureError: pyspark 3.5 or 4.0, and part of the table needs the data
-            source (the message says which part and why).
-        MissingDependencyError: part of the table needs the data source and Spark's
-            Python workers cannot run this package. A table read wholly by Spark's Parquet
-            reader needs nothing of ours on the executors, only Spark.
+        UnsupportedFeatureError: without the catalog's scan, on pyspark 3.5 or 4.0, part
+            of the table needs the data source (the message says which part and why).
+        MissingDependencyError: without the catalog's scan, part of the table needs the
+            data source and Spark's Python workers cannot run this package. A table read
+            wholly by Spark's Parquet reader needs nothing of ours on the executors, only
+            Spark; nor does the catalog's scan.
     """
     passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
     if passed:
@@ -144,7 +151,8 @@ def read_table(
         GUARD_OPTION: True,
     }
     parquet_frame = None
-    if native and schema is None and pushdown and partition_bytes is None and not min_partitions:
+    catalog_fits = schema is None and partition_bytes is None and not min_partitions
+    if catalog_scan and native and pushdown and catalog_fits:
         frame = catalog_frame(spark, _parsed(values, storage_options, options, table))
         if frame is not None:  # filters on it prune files by catalog statistics
             return _filtered(frame, where, name)

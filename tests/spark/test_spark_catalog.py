@@ -560,13 +560,15 @@ def store(request):
     """(lake spec on an object store, the Spark session with that store's connector)."""
     spec = request.param
     fixture = {"s3": "s3a", "gcs": "gcs_spark", "azure": "abfs_spark"}[spec.storage]
-    spark = request.getfixturevalue(fixture)
-    if spec.storage == "azure":
-        from ducklake_datafusion.spark.parquet import _hadoop
+    return spec, request.getfixturevalue(fixture)
 
-        if _hadoop._hadoop_version(spark) < _hadoop._ABFS_BLOB_HADOOP:
-            pytest.skip("this Hadoop's ABFS has no Blob endpoint mode (Azurite)")
-    return spec, spark
+
+def _abfs_without_blob_mode(spec, spark) -> bool:
+    """Azurite's Blob endpoint on a Hadoop whose ABFS lacks Blob mode (before 3.4.2:
+    pyspark 3.5 and 4.0): Spark cannot reach the files, the planner reads them exactly."""
+    from ducklake_datafusion.spark.parquet import _hadoop
+
+    return spec.storage == "azure" and _hadoop._hadoop_version(spark) < _hadoop._ABFS_BLOB_HADOOP
 
 
 def test_lakes_on_object_stores_read_through_the_catalog(store, make_lake, catalog):
@@ -576,10 +578,15 @@ def test_lakes_on_object_stores_read_through_the_catalog(store, make_lake, catal
     name = catalog(lake)
     _every_snapshot_as_duckdb(spark, lake, name)
     text = _scan_text(spark.table(f"{name}.main.t"))
-    assert "files: 3 read by Spark" in text and "read exactly" not in text, text
     where = "k BETWEEN 1490 AND 1570"
     frame = spark.sql(f"SELECT * FROM {name}.main.t WHERE {where}")
     assert_same_rows(frame.toArrow(), lake.reference(f"SELECT * FROM lake.main.t WHERE {where}"))
+    if _abfs_without_blob_mode(spec, spark):
+        assert "files: 0 read by Spark, 3 read exactly by the planner" in text, text
+        assert "Azure Blob endpoint" in text, text
+        assert "files: 0 read by Spark, 1 read exactly" in _scan_text(frame)
+        return
+    assert "files: 3 read by Spark" in text and "read exactly" not in text, text
     assert "files: 1 read by Spark, 2 pruned of 3 live" in _scan_text(frame)
 
 
