@@ -366,9 +366,17 @@ def test_emulator_options_map_onto_connector_settings():
         f"fs.azure.account.key.{host}": "S2V5",
     }
     assert "S2V5" not in repr(azure)
+    # a Blob endpoint needs ABFS's Blob mode: Hadoop 3.4.2+ (the catalog's planner reads
+    # the files exactly before that, read_table's own path through the data source)
+    for version, reachable in (("3.3.4", False), ("3.4.1", False), ("3.4.2", True), ("3.5.0", True)):
+        problem = _hadoop.abfs_mode_problem(options, _hadoop.parse_hadoop_version(version))
+        assert (problem is None) == reachable, (version, problem)
+    assert "3.3.4" in _hadoop.abfs_mode_problem(options, (3, 3, 4))
+    assert _hadoop.parse_hadoop_version("unknown") == (0,)
     real = StorageOptions.from_user({"account_name": "acct", "account_key": "S2V5"})
     assert _hadoop.hadoop_url(url, real).startswith("abfss://container@acct.dfs.")
     assert _hadoop.hadoop_options(url, real) == {f"fs.azure.account.key.{host}": "S2V5"}
+    assert _hadoop.abfs_mode_problem(_hadoop.hadoop_options(url, real), (3, 3, 4)) is None
     portless = StorageOptions.from_user(
         {"account_name": "acct", "account_key": "S2V5", "azure_endpoint": "https://blob.example"}
     )
