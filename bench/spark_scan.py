@@ -12,13 +12,15 @@ timed on the same queries round-robin (median of ``--repeat`` runs after one war
 * ``ducklake``: ``read_table(spark, lake, "main.t", native=False)``: every file through the
   Python data source (filter pushdown; all five columns, a Python source cannot prune
   columns by itself);
-* ``ducklake native``: ``read_table(..., native=True)``: current-layout files on Spark's own
-  Parquet reader, deletes applied inside it by the package's jar (``spark.jars`` =
-  ``spark_jar()``; ``spark/parquet/_deleted_rows.py``);
+* ``ducklake native``: ``read_table(..., native=True)``: with the package's jar on the
+  classpath (``spark.jars`` = ``spark_jar()``), as here, the catalog's scan below
+  (``spark/_catalog_read.py``), so the query's filter prunes files; without it,
+  current-layout files on Spark's own Parquet reader (``spark/parquet/``);
 * ``ducklake native, mask join`` (states with deletes): the same, as a session without the
   jar reads it: deletes applied by the broadcast mask join (``spark/parquet/_mask_join.py``);
 * ``ducklake native, where=`` (selective query): ``read_table(..., where=condition)``: the
-  files pruned by catalog statistics before Spark lists them (``spark/parquet/_where.py``);
+  files pruned by catalog statistics before Spark lists them (by the catalog's scan, or
+  without the jar by ``spark/parquet/_where.py``);
 * ``catalog``: ``SELECT ... FROM <catalog>.main.t VERSION AS OF n`` through the
   ``DuckLakeCatalog`` of the package's jar: planned by the package's planner process with
   the query's filters (files pruned before Spark lists them), read by Spark's own Parquet
@@ -276,13 +278,14 @@ def _catalog(spark, store: str, metadata: str, kwargs: dict) -> str:
     return name
 
 
-def _catalog_files(frame) -> int:
-    """How many files the catalog's scan hands to Spark's reader (from its plan)."""
+def _catalog_files(frame) -> int | None:
+    """How many files the catalog's scan hands to Spark's reader (from its plan); None
+    when the frame is not the catalog's scan."""
     import re
 
     plan = frame._jdf.queryExecution().executedPlan().toString()
     found = re.search(r"files: (\d+) read by Spark", plan)
-    return int(found.group(1)) if found else 0
+    return int(found.group(1)) if found else None
 
 
 def _same(a: list, b: list) -> bool:
@@ -318,10 +321,17 @@ def main() -> None:
         default=None,
         help="comma-separated readers to time besides parquet (default all), e.g. catalog",
     )
+    parser.add_argument(
+        "--query",
+        action="append",
+        choices=sorted(QUERIES),
+        help="run only this query (repeatable; default: every query)",
+    )
     args = parser.parse_args()
     wanted = set(args.readers.split(",")) if args.readers else None
     sizes = QUICK if args.quick else FULL
     repeat = args.repeat or (3 if args.quick else 5)
+    queries = {k: v for k, v in QUERIES.items() if not args.query or k in args.query}
     print(environment())
     print(f"repeats:  {repeat} timed runs after 1 warm-up; medians in seconds\n")
     started = time.perf_counter()
@@ -369,7 +379,7 @@ def main() -> None:
                 readers["ducklake native, mask join"] = _with_mask_join(
                     spark, metadata, snapshot, kwargs
                 )
-            for name, (select, where, group) in QUERIES.items():
+            for name, (select, where, group) in queries.items():
                 condition = where.format(lo=lo, hi=hi) if where else None
                 expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
                 files = [spark_file(path) for path in files]
@@ -401,10 +411,10 @@ def main() -> None:
                 timed = measure_interleaved(runs, repeat=repeat)
                 floor = timed["parquet"][0].median
                 for reader, (timing, answer) in timed.items():
-                    if reader == "catalog":
+                    if reader != "memory source":  # read_table may be the catalog's scan
                         listed = _catalog_files(frames[reader])
-                    elif reader != "memory source":
-                        listed = len(frames[reader].inputFiles())
+                        if listed is None:
+                            listed = len(frames[reader].inputFiles())
                     else:
                         listed = 0
                     if reader == "parquet":
@@ -428,7 +438,7 @@ def main() -> None:
                         ]
                     )
     print(f"\n## {sizes.total:,} rows in {sizes.files} files, before and after the DELETE\n")
-    for name, (select, where, group) in QUERIES.items():
+    for name, (select, where, group) in queries.items():
         where_text = f" WHERE {where.format(lo=lo, hi=hi)}" if where else ""
         group_text = f" GROUP BY {group}" if group else ""
         print(f"- {name}: SELECT {select} FROM t{where_text}{group_text}")

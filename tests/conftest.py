@@ -316,11 +316,28 @@ def mask_join(monkeypatch) -> None:
     _fresh_native_scans(monkeypatch, mask_join=True)
 
 
+@pytest.fixture
+def parquet_path(monkeypatch) -> None:
+    """``read_table`` on its own native path (``spark/parquet``: a fixed list of files for
+    Spark's Parquet reader, the data source for the rest), as in a session without the
+    jar's catalog: for tests of that path's plans. With the jar, ``read_table`` is the
+    catalog's scan (``spark/_catalog_read``; tests/spark/test_spark_catalog.py)."""
+    _without_catalog(monkeypatch)
+
+
+def _without_catalog(monkeypatch) -> None:
+    from ducklake_datafusion.spark import _catalog_read
+
+    monkeypatch.setattr(_catalog_read, "_has_catalog", lambda spark: False)
+
+
 def _fresh_native_scans(monkeypatch, *, mask_join: bool) -> None:
-    """Native Spark scans built afresh for the test; by the mask join if ``mask_join``."""
+    """Native Spark scans (``read_table``'s own path, not the catalog's) built afresh for
+    the test; by the mask join if ``mask_join``."""
     from ducklake_datafusion._lru import LRUCache
     from ducklake_datafusion.spark.parquet import _scan
 
+    _without_catalog(monkeypatch)
     monkeypatch.setattr(_scan, "_built", LRUCache(_scan._BUILT_MAX))
     if mask_join:
         monkeypatch.setattr(_scan, "has_reader", lambda spark: False)

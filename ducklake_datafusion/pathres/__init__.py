@@ -26,12 +26,13 @@ from ._access import (
 from ._errors import translate_storage_error
 from ._filesystems import clear_filesystem_cache, filesystem_for
 from ._location import SUPPORTED_SCHEMES, StorageLocation, parse_location
-from ._options import ACCEPTED_KEYS, StorageOptions
+from ._options import ACCEPTED_KEYS, SECRET_FIELDS, StorageOptions
 from ._paths import join_path, resolve_data_path, resolve_file_path
 
 __all__ = [
     "ACCEPTED_KEYS",
     "DEFAULT_S3_REGION",
+    "SECRET_FIELDS",
     "SUPPORTED_SCHEMES",
     "AzureAccess",
     "Endpoint",

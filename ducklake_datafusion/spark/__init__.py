@@ -19,7 +19,10 @@
     >>> register_spark_views(spark, "lake.ducklake")               # lake_main_orders ...
     >>> spark.sql("SELECT count(*) FROM lake_main_orders")
 
-``read_table`` reads the data files with Spark's own Parquet reader (``parquet/``), older
+With the package's jar on the classpath, ``read_table`` is the scan of the jar's catalog,
+configured at runtime for the lake (``_catalog_read``): filters on the DataFrame prune
+files, and the catalog's planner reads what Spark's reader cannot. Otherwise (and with
+``catalog_scan=False``) it reads the data files with Spark's own Parquet reader (``parquet/``), older
 layouts projected by field id and deletes applied inside that reader by the package's jar
 (``spark.jars`` = :func:`spark_jar`) or, without it, by a broadcast join of bit masks
 (object stores through Hadoop connectors), inlined rows as a local DataFrame, and unions
@@ -36,7 +39,7 @@ it in the planning worker with ``table_changes`` and ships it as Arrow batches
 (``source/_changes_reader.py``).
 
 On pyspark 3.5 and 4.0, which lack the Python data source API, ``read_table`` and
-``register_spark_views`` read what Spark's Parquet reader reads exactly (tables of other
+``register_spark_views`` without the catalog's scan read what Spark's Parquet reader reads exactly (tables of other
 types, encrypted or name-mapped files raise :class:`UnsupportedFeatureError` saying so),
 ``read_changes`` computes the feed on the driver, and the ``ducklake`` format with the
 classes behind it (``DuckLakeDataSource``, ``DuckLakeReader``, ...) needs pyspark 4.1+.

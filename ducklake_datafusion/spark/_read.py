@@ -16,6 +16,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import InvalidOptionError
 from . import _workers
+from ._catalog_read import catalog_frame
 from ._options import (
     CHANGE_KEYS,
     GUARD_COLUMN,
@@ -70,12 +71,25 @@ def read_table(
     min_partitions: int | None = None,
     native: bool = True,
     where: str | None = None,
+    catalog_scan: bool = True,
     **options: object,
 ):
     """Read ``schema.table`` of a lake into a Spark DataFrame (registers the format).
 
-    Filters on the DataFrame are pushed down (files pruned with catalog statistics) and
-    stay correct when the DataFrame is reused across queries, thanks to the scan guard.
+    When the package's jar is on the session's classpath (also on a Spark Connect
+    server), the DataFrame is the catalog's scan (``DuckLakeCatalog``, configured for this
+    lake at runtime under a private name: ``_catalog_read``): filters on it, such as
+    ``read_table(...).where("k BETWEEN 1 AND 9")``, prune files by catalog statistics
+    before Spark opens any, and every table reads, on pyspark 3.5 too (what Spark's reader
+    cannot return exactly, the catalog's planner reads). The catalog is not used, and the
+    table is read as below, with ``catalog_scan=False``, when ``schema`` or
+    ``partition_bytes`` or ``min_partitions`` is passed, with ``native=False`` or
+    ``pushdown=False``, when the session's ``spark.redaction.regex`` would not hide a
+    secret storage option, or when the catalog cannot load the table (logged why).
+    Without the catalog, filters on the DataFrame are pushed down to the data source part
+    (files pruned with catalog statistics) and stay correct when the DataFrame is reused
+    across queries, thanks to the scan guard; the native part prunes files only with
+    ``where=``.
 
     Args:
         spark: the ``SparkSession``.
@@ -101,18 +115,23 @@ def read_table(
             without ``schema`` (a schema reads through the data source).
         where: a Spark SQL condition on the table's columns, applied to the rows and,
             before Spark lists any file, used to leave out the files whose catalog
-            statistics show they cannot match (``parquet/_where``). A filter on the
-            returned DataFrame instead prunes row groups only in Spark's Parquet reader
-            (Spark opens every file it is given), and files too on the data source.
+            statistics show they cannot match (``parquet/_where``). On the catalog's scan
+            this is the same as a filter on the returned DataFrame; without it, such a
+            filter prunes row groups only in Spark's Parquet reader (Spark opens every
+            file it is given), and files too on the data source.
+        catalog_scan: read through the catalog's scan where the jar allows it (default);
+            ``False`` hands Spark the table's files listed up front, as without the jar
+            (no planner process; a filter on the DataFrame then prunes no files).
 
     Raises:
         InvalidOptionError: a change-feed option was passed (use :func:`read_changes`), or
             ``where`` is not a Spark SQL condition on the table's columns.
-        UnsupportedFeatureError: pyspark 3.5 or 4.0, and part of the table needs the data
-            source (the message says which part and why).
-        MissingDependencyError: part of the table needs the data source and Spark's
-            Python workers cannot run this package. A table read wholly by Spark's Parquet
-            reader needs nothing of ours on the executors, only Spark.
+        UnsupportedFeatureError: without the catalog's scan, on pyspark 3.5 or 4.0, part
+            of the table needs the data source (the message says which part and why).
+        MissingDependencyError: without the catalog's scan, part of the table needs the
+            data source and Spark's Python workers cannot run this package. A table read
+            wholly by Spark's Parquet reader needs nothing of ours on the executors, only
+            Spark; nor does the catalog's scan.
     """
     passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
     if passed:
@@ -132,6 +151,11 @@ def read_table(
         GUARD_OPTION: True,
     }
     parquet_frame = None
+    catalog_fits = schema is None and partition_bytes is None and not min_partitions
+    if catalog_scan and native and pushdown and catalog_fits:
+        frame = catalog_frame(spark, _parsed(values, storage_options, options, table))
+        if frame is not None:  # filters on it prune files by catalog statistics
+            return _filtered(frame, where, name)
     if native and schema is None:
         scan, table = _parquet_part(spark, values, storage_options, options, table, where)
         parquet_frame = scan.frame
@@ -184,14 +208,19 @@ def _parquet_part(spark, values: dict, storage_options, options: dict, table: st
     any ``@`` suffix, the snapshot being pinned in ``values``. With ``where``, only files
     that may match are read.
     """
-    merged = {**values, **(storage_options or {}), **options, "path": table}
-    parsed = SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
+    parsed = _parsed(values, storage_options, options, table)
     with parsed.open_lake() as lake:
         resolved = lake.table(parsed.schema_name, parsed.table_name)
         values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
         prune = None if where is None else pruning_filter(spark, resolved, where)
         scan = parquet_scan(spark, resolved, parsed.storage, prune)
     return scan, _quoted(parsed.schema_name, parsed.table_name)
+
+
+def _parsed(values: dict, storage_options, options: dict, table: str) -> SourceOptions:
+    """read_table's arguments as the data source's options (validated: our typed errors)."""
+    merged = {**values, **(storage_options or {}), **options, "path": table}
+    return SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
 
 
 def _quoted(schema: str, table: str) -> str:

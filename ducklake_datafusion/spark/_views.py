@@ -57,8 +57,9 @@ def register_spark_views(
         data_path, storage_options, metadata_schema: as for ``DuckLakeCatalog``.
 
     Raises:
-        UnsupportedFeatureError: on pyspark 3.5 or 4.0, some tables need the data source;
-            the message names each, and no view is created.
+        UnsupportedFeatureError: on pyspark 3.5 or 4.0 without the package's jar (whose
+            catalog's scan reads every table), some tables need the data source; the
+            message names each, and no view is created.
     """
     if has_data_source():  # for CREATE TEMPORARY VIEW ... USING ducklake
         register_spark(spark, check_workers=False)  # read_table checks them where needed

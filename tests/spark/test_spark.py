@@ -469,7 +469,7 @@ def _spark_filters_left(df) -> bool:
     return "Filter (" in df._jdf.queryExecution().executedPlan().toString()
 
 
-def test_filters_match_duckdb(spark, mixed):
+def test_filters_match_duckdb(spark, mixed, parquet_path):
     df = read_table(spark, mixed.reader_args()["metadata"], "main.t")  # pushdown on
     for spark_condition, duckdb_condition, pushed in SEMANTICS:
         filtered = df.filter(spark_condition).select("id")
@@ -863,7 +863,7 @@ def test_spark_sql_views(spark, make_lake):
     assert spark.sql("SELECT x FROM lake_sales_2_u").collect()[0]["x"] == 1
 
 
-def test_read_table_reads_clean_files_natively(spark, make_lake):
+def test_read_table_reads_clean_files_natively(spark, make_lake, parquet_path):
     """Clean current-layout files go to Spark's Parquet reader, the rest to the source;
     every answer equals DuckDB's, with and without filters."""
     lake = make_lake(inline_limit=3)

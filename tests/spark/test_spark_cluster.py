@@ -94,6 +94,7 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path, spark_packa
         {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
         {"name": "exact", "kind": "read_table", "table": "main.t", "native": False},
         {"name": "mixed", "kind": "read_table", "table": "main.added"},
+        {"name": "mixed_files", "kind": "read_table", "table": "main.added", "catalog_scan": False},
         {"name": "format", "kind": "format", "table": "main.t"},
         {
             "name": "views",
@@ -110,7 +111,8 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path, spark_packa
     assert_same_rows(
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")
     )
-    assert_same_rows(_answer(out, "mixed"), lake.reference("SELECT * FROM lake.main.added"))
+    for name in ("mixed", "mixed_files"):  # the catalog's scan; files + the data source
+        assert_same_rows(_answer(out, name), lake.reference("SELECT * FROM lake.main.added"))
     assert_same_rows(
         _answer(out, "views"),
         lake.reference(
@@ -128,12 +130,15 @@ def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(
     lake, tmp_path, spark_package_jar
 ):
     """pyspark 3.5 / 4.0: native reads, ``where`` and the driver's change feed on two
-    executor processes; a table or views needing the data source are refused, named."""
+    executor processes. A table needing the data source is read by the catalog's scan
+    (its planner reads what Spark's reader cannot), and so are views of it; without the
+    catalog's scan it is refused, named."""
     reads = [
         {"name": "native", "kind": "read_table", "table": "main.t"},
         {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
         {"name": "mixed", "kind": "read_table", "table": "main.added"},
-        {"name": "views", "kind": "view_sql", "sql": "SELECT k FROM lake_main_t"},
+        {"name": "mixed_files", "kind": "read_table", "table": "main.added", "catalog_scan": False},
+        {"name": "views", "kind": "view_sql", "sql": "SELECT a, b FROM lake_main_added"},
         {"name": "changes", "kind": "changes", "table": "main.t", "start": 2, "end": 12},
     ]
     out = _run(lake, tmp_path, reads, sys.executable, spark_package_jar)
@@ -144,7 +149,14 @@ def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(
     changes = _answer(out, "changes")
     expected = lake.reference("SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, 12)")
     assert_same_rows(changes.select(expected.column_names), expected)
-    for name in ("mixed", "views"):
+    refused = ["mixed_files"]
+    if spark_package_jar is None:
+        refused += ["mixed", "views"]
+    else:
+        added = lake.reference("SELECT a, b FROM lake.main.added")
+        assert_same_rows(_answer(out, "mixed"), added)
+        assert_same_rows(_answer(out, "views"), added)
+    for name in refused:
         error = (out / f"{name}.error").read_text()
         assert error.startswith("UnsupportedFeatureError"), error
         assert "main.added" in error and "pyspark >= 4.1" in error, error
@@ -152,7 +164,8 @@ def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(
 
 def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_package_jar):
     """Executors whose Python lacks this package (and pyspark's Python side): native
-    tables read, with deletes, older layouts and inlined rows; a table that needs the data
+    tables read, with deletes, older layouts and inlined rows, and the catalog's scan reads
+    every table (its planner runs on the driver); without it, a table that needs the data
     source raises MissingDependencyError naming what to install."""
     bare = tmp_path / "bare-python"
     venv.create(bare, with_pip=False)
@@ -160,6 +173,7 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
         {"name": "native", "kind": "read_table", "table": "main.t"},
         {"name": "native_where", "kind": "read_table", "table": "main.t", "where": WHERE},
         {"name": "mixed", "kind": "read_table", "table": "main.added"},
+        {"name": "mixed_files", "kind": "read_table", "table": "main.added", "catalog_scan": False},
     ]
     if spark_package_jar is not None:  # the catalog: executors need the jar and nothing else
         reads += [
@@ -198,7 +212,11 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
     assert_same_rows(
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")
     )
-    error = (out / "mixed.error").read_text()
+    if spark_package_jar is not None:  # read_table is the catalog's scan
+        assert_same_rows(_answer(out, "mixed"), lake.reference("SELECT * FROM lake.main.added"))
+    else:
+        assert (out / "mixed.error").read_text() == (out / "mixed_files.error").read_text()
+    error = (out / "mixed_files.error").read_text()
     if not has_data_source():  # pyspark 3.5 / 4.0 refuse it before asking the workers
         assert error.startswith("UnsupportedFeatureError") and "main.added" in error, error
         return

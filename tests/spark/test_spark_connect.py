@@ -129,7 +129,11 @@ for name, ask in asks.items():
             answers[name] = rows(spark.sql(ask["sql"]))
         elif ask["kind"] == "read_table":
             frame = read_table(spark, metadata, "main.t", **ask.get("kw", {}))
+            if ask.get("filter"):
+                frame = frame.where(ask["filter"])
             answers[name] = rows(frame.selectExpr(*ask["select"]))
+            if ask.get("plan"):
+                answers[name + " plan"] = frame._explain_string()
         elif ask["kind"] == "read_changes":
             frame = read_changes(spark, metadata, "main.t", ask["start"], ask["end"])
             answers[name] = rows(frame.selectExpr(*ask["select"]))
@@ -227,6 +231,34 @@ def test_the_python_helpers_work_under_connect(connect_server, make_lake, tmp_pa
         lake,
         "SELECT snapshot_id, rowid, change_type, k FROM ducklake_table_changes('lake', 'main', 't', 3, 6)",
     )
+
+
+def test_read_table_where_prunes_files_under_connect(connect_server, make_lake, tmp_path):
+    """Under Connect, ``read_table`` is the server's catalog scan too: a filter on its
+    DataFrame leaves out the files whose statistics cannot match."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR)")
+    for i in range(10):  # snapshots 2..11; file i holds k in [1000 i, 1000 i + 999]
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT j, {i}, 's' || j FROM range({1000 * i}, {1000 * i + 1000}) r(j)"
+        )
+    lake.sql("DELETE FROM lake.main.t WHERE k BETWEEN 5100 AND 5199")
+    whole = ["k", "g", "s"]
+    asks = {
+        "range": {"kind": "read_table", "filter": "k BETWEEN 5050 AND 5300", "select": whole},
+        "pinned": {"kind": "read_table", "kw": {"snapshot": 3}, "filter": "k >= 1500"},
+    }
+    asks["range"]["plan"] = asks["pinned"]["plan"] = True
+    asks["pinned"]["select"] = whole
+    got = _client(connect_server, lake.reader_args()["metadata"], asks, tmp_path)
+    assert got["range"] == _expected(
+        lake, "SELECT k, g, s FROM lake.main.t WHERE k BETWEEN 5050 AND 5300"
+    )
+    assert "files: 1 read by Spark, 9 pruned of 10 live" in got["range plan"], got["range plan"]
+    assert got["pinned"] == _expected(
+        lake, "SELECT k, g, s FROM lake.main.t AT (VERSION => 3) WHERE k >= 1500"
+    )
+    assert "snapshot 3 [files: 1 read by Spark, 1 pruned of 2 live" in got["pinned plan"]
 
 
 def test_workers_without_the_package_give_our_error_under_connect(

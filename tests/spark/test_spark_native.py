@@ -44,6 +44,12 @@ pytestmark = pytest.mark.spark
 LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
 
 
+@pytest.fixture(autouse=True)
+def _own_path(parquet_path):
+    """These tests check the plans of read_table's own native path; with the jar,
+    read_table is otherwise the catalog's scan (tests/spark/test_spark_catalog.py)."""
+
+
 def _plan(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 

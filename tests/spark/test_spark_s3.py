@@ -48,7 +48,7 @@ def _read(spark, lake, **kw):
     )
 
 
-def test_clean_files_older_layouts_and_inlined_rows_read_natively(s3a, make_lake):
+def test_clean_files_older_layouts_and_inlined_rows_read_natively(s3a, make_lake, parquet_path):
     lake = make_lake(S3_LAKE, inline_limit=5)
     evolve_table(lake)
     lake.sql("INSERT INTO lake.main.t (k, name) VALUES (9000, 'inlined')")

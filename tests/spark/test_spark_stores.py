@@ -114,7 +114,7 @@ def _data_objects(lake) -> list[str]:
     return sorted(t.file.url[len(lake.mirror.data_path) :] for t in tasks)
 
 
-def test_clean_files_older_layouts_and_inlined_rows_read_natively(store, make_lake):
+def test_clean_files_older_layouts_and_inlined_rows_read_natively(store, make_lake, parquet_path):
     spec, spark = store
     lake = make_lake(spec, inline_limit=5)
     evolve_table(lake)  # files of three layouts: renamed, added, widened, dropped columns
@@ -123,6 +123,28 @@ def test_clean_files_older_layouts_and_inlined_rows_read_natively(store, make_la
     plan = _plan(_read(spark, lake))
     local = "LocalTableScan" in plan or "Scan ExistingRDD" in plan  # from Arrow / rows (3.5)
     assert plan.count("FileScan parquet") == 3 and local, plan
+
+
+def test_older_layouts_and_inlined_rows_through_the_catalogs_scan(
+    store, make_lake, spark_package_jar
+):
+    """read_table's default with the jar: the catalog's scan, equal to DuckDB at every
+    snapshot, and a filter on its DataFrame prunes files."""
+    if spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (make jars)")
+    spec, spark = store
+    lake = make_lake(spec, inline_limit=5)
+    evolve_table(lake)
+    lake.sql("INSERT INTO lake.main.t (k, name) VALUES (9000, 'inlined')")
+    for snapshot in range(2, lake.snapshot_id() + 1):
+        df = _read(spark, lake, snapshot=snapshot)
+        table = f"lake.main.t AT (VERSION => {snapshot})"
+        assert_same_rows(df.toArrow(), lake.reference(f"SELECT * FROM {table}"))
+        assert f"snapshot {snapshot} [files: " in _plan(df), _plan(df)
+    where = "k >= 9000"  # the inlined row only
+    df = _read(spark, lake).where(where)
+    assert_same_rows(df.toArrow(), lake.reference(f"SELECT * FROM lake.main.t WHERE {where}"))
+    assert "files: 0 read by Spark" in _plan(df), _plan(df)
 
 
 def test_deletes_are_masked_natively_at_every_snapshot(store, make_lake, deletes_by):
@@ -210,7 +232,7 @@ def test_a_rewritten_file_is_never_read_as_the_catalog_s(store, make_lake, delet
 
 @pytest.mark.data_source
 def test_without_the_connector_the_data_source_reads_and_says_so(
-    store, make_lake, caplog, monkeypatch
+    store, make_lake, caplog, monkeypatch, parquet_path
 ):
     """A cluster without the store's connector (simulated: the JVM resolves no
     FileSystem and no class): the data source reads every file, logged once."""
@@ -234,7 +256,9 @@ def test_without_the_connector_the_data_source_reads_and_says_so(
 
 
 @pytest.mark.data_source
-def test_gcs_token_has_no_hadoop_setting_so_the_source_reads(gcs_spark, make_lake, caplog):
+def test_gcs_token_has_no_hadoop_setting_so_the_source_reads(
+    gcs_spark, make_lake, caplog, parquet_path
+):
     """A bearer token (fake-gcs-server takes any) cannot be handed to the connector: the
     data source reads the lake, says so once, and the token is in no plan or log line."""
     lake = make_lake(GCS, inline_limit=0)
@@ -255,20 +279,31 @@ def test_gcs_token_has_no_hadoop_setting_so_the_source_reads(gcs_spark, make_lak
     _scan._built.clear()
 
 
-def test_the_account_key_is_in_no_plan_log_or_error(abfs_blob_spark, make_lake, caplog):
-    """The key reaches ABFS as an option of the read only: not in the plans Spark shows,
-    not in our log; a wrong key fails with our typed error, which does not quote it."""
+@pytest.mark.parametrize("catalog_scan", [False, True], ids=["files", "catalog-scan"])
+def test_the_account_key_is_in_no_plan_log_or_error(
+    abfs_blob_spark, make_lake, caplog, catalog_scan, spark_package_jar
+):
+    """The key reaches ABFS as an option of the read (files listed up front) or as the
+    runtime catalog's ``secret.account_key`` (the catalog's scan) only: not in the plans
+    Spark shows, not in our log; a wrong key fails with our typed error, which does not
+    quote it."""
     import base64
 
+    if catalog_scan and spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (make jars)")
     lake = make_lake(AZURE, inline_limit=0)
     deleting_history(lake)
     key = lake.reader_args()["storage_options"]["account_key"]
     _scan._built.clear()
     with caplog.at_level(logging.DEBUG, logger="ducklake_datafusion"):
-        df = _read(abfs_blob_spark, lake)
+        df = _read(abfs_blob_spark, lake, catalog_scan=catalog_scan)
         assert_same_rows(df.toArrow(), lake.reference("SELECT * FROM lake.main.t"))
     execution = df._jdf.queryExecution()
-    assert "abfs://" in _plan(df)
+    plan = _plan(df)
+    if catalog_scan:  # Spark's reader reads every file, with the key the catalog gave it
+        assert "read by Spark" in plan and "read exactly" not in plan, plan
+    else:
+        assert "abfs://" in plan, plan
     for text in (execution.toString(), _plan(df), execution.analyzed().toString()):
         assert key not in text
     assert all(key not in r.getMessage() for r in caplog.records)
@@ -276,7 +311,7 @@ def test_the_account_key_is_in_no_plan_log_or_error(abfs_blob_spark, make_lake, 
     options = dict(lake.reader_args()["storage_options"], account_key=wrong)
     _scan._built.clear()
     with pytest.raises(Exception, match=r"main\.t") as info:
-        _read(abfs_blob_spark, lake, storage_options=options).collect()
+        _read(abfs_blob_spark, lake, storage_options=options, catalog_scan=catalog_scan).collect()
     error = info.value
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     assert isinstance(error, errors.StorageError) or "StorageError" in text, text
@@ -284,7 +319,9 @@ def test_the_account_key_is_in_no_plan_log_or_error(abfs_blob_spark, make_lake, 
     _scan._built.clear()
 
 
-def test_azure_on_hadoop_without_blob_mode_is_not_read_natively(abfs_spark, make_lake, monkeypatch):
+def test_azure_on_hadoop_without_blob_mode_is_not_read_natively(
+    abfs_spark, make_lake, monkeypatch, parquet_path
+):
     """Hadoop before 3.4.2 (pyspark 3.5 and 4.0) has no ABFS Blob mode, which Azurite
     needs: the files go to the data source (4.1+) or the read is refused, named."""
     if _hadoop._hadoop_version(abfs_spark) >= _hadoop._ABFS_BLOB_HADOOP:
@@ -329,9 +366,17 @@ def test_emulator_options_map_onto_connector_settings():
         f"fs.azure.account.key.{host}": "S2V5",
     }
     assert "S2V5" not in repr(azure)
+    # a Blob endpoint needs ABFS's Blob mode: Hadoop 3.4.2+ (the catalog's planner reads
+    # the files exactly before that, read_table's own path through the data source)
+    for version, reachable in (("3.3.4", False), ("3.4.1", False), ("3.4.2", True), ("3.5.0", True)):
+        problem = _hadoop.abfs_mode_problem(options, _hadoop.parse_hadoop_version(version))
+        assert (problem is None) == reachable, (version, problem)
+    assert "3.3.4" in _hadoop.abfs_mode_problem(options, (3, 3, 4))
+    assert _hadoop.parse_hadoop_version("unknown") == (0,)
     real = StorageOptions.from_user({"account_name": "acct", "account_key": "S2V5"})
     assert _hadoop.hadoop_url(url, real).startswith("abfss://container@acct.dfs.")
     assert _hadoop.hadoop_options(url, real) == {f"fs.azure.account.key.{host}": "S2V5"}
+    assert _hadoop.abfs_mode_problem(_hadoop.hadoop_options(url, real), (3, 3, 4)) is None
     portless = StorageOptions.from_user(
         {"account_name": "acct", "account_key": "S2V5", "azure_endpoint": "https://blob.example"}
     )

@@ -63,7 +63,32 @@ def _lake_with_every_kind(make_lake):
     return lake
 
 
-def test_native_tables_read_and_the_rest_is_refused_by_name(spark, make_lake, old_pyspark):
+def test_every_table_reads_through_the_catalogs_scan(
+    spark, make_lake, old_pyspark, spark_package_jar
+):
+    """With the jar, read_table is the catalog's scan, which reads every table on pyspark
+    3.5 / 4.0 too: what Spark's reader cannot return exactly, its planner reads; views of
+    every table are created."""
+    if spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (make jars)")
+    lake = _lake_with_every_kind(make_lake)
+    metadata = lake.reader_args()["metadata"]
+    for table in ("t", "u", "added"):
+        frame = read_table(spark, metadata, f"main.{table}")
+        assert_same_rows(frame.toArrow(), lake.reference(f"SELECT * FROM lake.main.{table}"))
+        assert "read by Spark" in frame._jdf.queryExecution().executedPlan().toString()
+    created = register_spark_views(spark, metadata, prefix="every")
+    assert sorted(created) == ["every_main_added", "every_main_t", "every_main_u"]
+    got = spark.sql("SELECT count(*) AS n, sum(a) AS sa FROM every_main_added").toArrow()
+    expected = lake.reference("SELECT count(*) AS n, sum(a)::BIGINT AS sa FROM lake.main.added")
+    assert_same_rows(got, expected)
+
+
+def test_native_tables_read_and_the_rest_is_refused_by_name(
+    spark, make_lake, old_pyspark, parquet_path
+):
+    """Without the catalog's scan: the tables Spark's reader reads wholly, and the rest
+    refused, named, with the pyspark that would read them."""
     lake = _lake_with_every_kind(make_lake)
     metadata = lake.reader_args()["metadata"]
     last = lake.snapshot_id()
@@ -88,7 +113,7 @@ def test_native_tables_read_and_the_rest_is_refused_by_name(spark, make_lake, ol
         spark_api.DuckLakeDataSource  # noqa: B018 - the attribute access is the test
 
 
-def test_views_are_all_or_nothing(spark, make_lake, old_pyspark):
+def test_views_are_all_or_nothing(spark, make_lake, old_pyspark, parquet_path):
     lake = _lake_with_every_kind(make_lake)
     metadata = lake.reader_args()["metadata"]
     with pytest.raises(

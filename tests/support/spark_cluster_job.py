@@ -9,7 +9,7 @@ Parquet file (or the error it raised, as text) for the test to compare with Duck
 SPEC: ``master``, ``metadata``, ``out`` (a directory), optional ``spark_jar`` (the
 package's jar, for ``spark.jars``: Spark ships it to the executors), ``reads``: a list of
 ``{"name", "kind", ...}`` where kind is ``read_table`` (``table``, optional ``native``,
-``where``), ``view_sql`` (``sql`` over the views of ``register_spark_views``),
+``where``, ``catalog_scan``), ``view_sql`` (``sql`` over the views of ``register_spark_views``),
 ``changes`` (``table``, ``start``, ``end``) or ``format`` (``table``).
 """
 
@@ -75,7 +75,12 @@ def _frame(spark, spec: dict, read: dict):
     kind = read["kind"]
     if kind == "read_table":
         return read_table(
-            spark, metadata, read["table"], native=read.get("native", True), where=read.get("where")
+            spark,
+            metadata,
+            read["table"],
+            native=read.get("native", True),
+            where=read.get("where"),
+            catalog_scan=read.get("catalog_scan", True),
         )
     if kind == "view_sql":
         register_spark_views(spark, metadata)

@@ -12,16 +12,19 @@ source API: this is all of ``read_table`` on pyspark 3.5 and 4.0.
 
 from ._deleted_rows import ROW_INDEX, spark_jar
 from ._exact_types import spark_reads_exactly
-from ._hadoop import hadoop_options, hadoop_url
-from ._scan import ParquetScan, parquet_scan
+from ._hadoop import abfs_mode_problem, hadoop_options, hadoop_url, parse_hadoop_version
+from ._scan import ParquetScan, has_jar, parquet_scan
 from ._where import pruning_filter
 
 __all__ = [
     "ROW_INDEX",
     "ParquetScan",
+    "abfs_mode_problem",
     "hadoop_options",
     "hadoop_url",
+    "has_jar",
     "parquet_scan",
+    "parse_hadoop_version",
     "pruning_filter",
     "spark_jar",
     "spark_reads_exactly",

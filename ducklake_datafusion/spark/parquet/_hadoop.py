@@ -62,7 +62,14 @@ from ...pathres import (
     storage_access,
 )
 
-__all__ = ["CONNECTORS", "hadoop_options", "hadoop_url", "store_read_options"]
+__all__ = [
+    "CONNECTORS",
+    "abfs_mode_problem",
+    "hadoop_options",
+    "hadoop_url",
+    "parse_hadoop_version",
+    "store_read_options",
+]
 
 _log = logging.getLogger("ducklake_datafusion.spark")
 # ABFS over a Blob endpoint (accounts without hierarchical namespace; Azurite has no dfs
@@ -218,16 +225,32 @@ def store_read_options(spark, url: str, storage: StorageOptions) -> dict[str, st
             "equivalent here; its data files are read by the ducklake Python data source",
         )
         return None
-    blob_mode = any(key.startswith(_BLOB_SERVICE) for key in options)
-    if blob_mode and _hadoop_version(spark) < _ABFS_BLOB_HADOOP:
-        _say_once(
-            "az-blob",
-            f"Hadoop {'.'.join(map(str, _hadoop_version(spark)))}'s ABFS reaches only dfs "
-            "endpoints, and the lake's Azure endpoint is a Blob one (an emulator's); its "
-            "data files are read by the ducklake Python data source",
-        )
+    problem = abfs_mode_problem(options, _hadoop_version(spark))
+    if problem is not None:
+        _say_once("az-blob", f"{problem}; its data files are read by the ducklake Python data source")
         return None
     return {**connector, **options}
+
+
+def abfs_mode_problem(options: dict[str, str], version: tuple[int, ...]) -> str | None:
+    """Why Hadoop ``version``'s ABFS cannot read with ``options``, or None.
+
+    ``options`` from :func:`hadoop_options`: a Blob endpoint (an emulator's, an account
+    without hierarchical namespace) needs ABFS's Blob mode, Hadoop 3.4.2+ (3.3.4 asks
+    Azurite's Blob endpoint for the dfs API and fails). ``(0,)``: the version is unknown.
+    """
+    blob_mode = any(key.startswith(_BLOB_SERVICE) for key in options)
+    if not blob_mode or version >= _ABFS_BLOB_HADOOP:
+        return None
+    return (
+        f"Hadoop {'.'.join(map(str, version))}'s ABFS reaches only dfs endpoints, and the "
+        "lake's Azure endpoint is a Blob one (an emulator's)"
+    )
+
+
+def parse_hadoop_version(text: str) -> tuple[int, ...]:
+    """``"3.3.4"`` -> ``(3, 3, 4)``; ``(0,)`` when ``text`` has no number."""
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3]) or (0,)
 
 
 def _hadoop_version(spark) -> tuple[int, ...]:
@@ -238,7 +261,7 @@ def _hadoop_version(spark) -> tuple[int, ...]:
         text = spark._jvm.org.apache.hadoop.util.VersionInfo.getVersion()
     except (Py4JError, AttributeError):
         return (0,)
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+    return parse_hadoop_version(text)
 
 
 def _connector_options(spark, scheme: str) -> dict[str, str] | None:

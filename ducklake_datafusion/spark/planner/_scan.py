@@ -35,7 +35,14 @@ from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array
 from .._arrow import to_spark_table
 from .._types import spark_schema, spark_type
 from ..changes import feed_target
-from ..parquet import ROW_INDEX, hadoop_options, hadoop_url, spark_reads_exactly
+from ..parquet import (
+    ROW_INDEX,
+    abfs_mode_problem,
+    hadoop_options,
+    hadoop_url,
+    parse_hadoop_version,
+    spark_reads_exactly,
+)
 from ._filters_json import pruning_expression
 from ._frames import arrow_stream
 
@@ -55,8 +62,12 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
     prune = pruning_expression(request.get("filters") or (), table.columns)
     plan = table.scan_plan(filter=prune)
     schemes = request.get("hadoop_schemes")
+    hadoop = request.get("hadoop_version")
     spark_files, layouts, urls, options, exact, reasons = _split(
-        table, plan, None if schemes is None else frozenset(schemes)
+        table,
+        plan,
+        None if schemes is None else frozenset(schemes),
+        None if hadoop is None else parse_hadoop_version(str(hadoop)),
     )
     export = export_plan(plan, spark_files, layouts=layouts)
     rows = _exact_rows(plan, exact, columns, table)
@@ -91,11 +102,14 @@ def reads_exactly(column) -> bool:
     return spark_reads_exactly(column.type_name)
 
 
-def _split(table: LakeTable, plan, schemes: frozenset[str] | None):
+def _split(
+    table: LakeTable, plan, schemes: frozenset[str] | None, hadoop: tuple[int, ...] | None
+):
     """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest.
 
     ``schemes``: the Hadoop schemes the JVM has a connector for (``None``: any); files
-    on another store are read exactly here.
+    on another store are read exactly here. ``hadoop``: the JVM's Hadoop version
+    (``None``: not told); files its connector cannot reach are read exactly here too.
     """
     columns = table.columns
     types_ok = all(reads_exactly(c) for c in columns)
@@ -120,6 +134,8 @@ def _split(table: LakeTable, plan, schemes: frozenset[str] | None):
             store = _store_options(task.file.url, plan.storage)
             if store is None:
                 why = "files on a store whose options Spark's connector cannot take"
+            elif hadoop is not None and abfs_mode_problem(store, hadoop) is not None:
+                why = "files on an Azure Blob endpoint, which this Hadoop's ABFS cannot reach"
         if why is None:
             url = _hadoop_url(task.file.url, plan.storage)
             scheme = url.split(":", 1)[0]

@@ -25,7 +25,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * A DuckLake lake as a Spark catalog: {@code spark.sql.catalog.lake =
  * io.ducklake_datafusion.spark.DuckLakeCatalog}, {@code spark.sql.catalog.lake.metadata = <the
  * catalog database>}, plus {@code data_path}, {@code snapshot}, {@code snapshot_time}, {@code
- * metadata_schema} and any storage option the package accepts; {@code planner_idle_seconds}
+ * metadata_schema} and any storage option the package accepts (each also as {@code
+ * secret.<option>}, which Spark's default redaction hides: {@code access_key_id} and {@code
+ * account_key} are not hidden under their own names); {@code planner_idle_seconds}
  * (default 300: the planner process exits when idle, and is started again on demand), and
  * {@code python}: the
  * interpreter of the planner (default: {@code spark.pyspark.driver.python}, {@code
@@ -42,6 +44,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
   private static final String PYTHON_OPTION = "python";
   private static final String IDLE_OPTION = "planner_idle_seconds";
+  private static final String SECRET_PREFIX = "secret.";
   private double idleSeconds = 300;
   private String name;
   private final Map<String, String> plannerOptions = new LinkedHashMap<>();
@@ -53,6 +56,11 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     this.name = name;
     for (Map.Entry<String, String> entry : options.asCaseSensitiveMap().entrySet()) {
       String key = entry.getKey().toLowerCase(java.util.Locale.ROOT);
+      if (key.startsWith(SECRET_PREFIX)) {
+        // secret.<option>: the same option, under a name Spark's redaction regex (by default
+        // "secret|password|token|access[.]?key") hides in SET, the UI and the event log.
+        key = key.substring(SECRET_PREFIX.length());
+      }
       if (key.equals(PYTHON_OPTION)) {
         python = entry.getValue();
       } else if (key.equals(IDLE_OPTION)) {

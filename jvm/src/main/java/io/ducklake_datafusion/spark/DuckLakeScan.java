@@ -109,6 +109,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     filters.forEach(pushedJson::add);
     ArrayNode schemes = request.putArray("hadoop_schemes");
     table.catalog().hadoopSchemes().forEach(schemes::add);
+    // Which ABFS modes this Hadoop has (a Blob endpoint needs 3.4.2+): the planner reads
+    // the files Spark's connector cannot reach exactly instead.
+    request.put("hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
     String key = request.toString() + readSettings();
     Plan found = table.plan(key);
     if (found == null || !found.localFilesUnchanged()) {
