@@ -187,7 +187,18 @@ def _s3_copy(lake):
         lake.metadata,
         storage,
         lambda path: f"s3a://{S3_BUCKET}/data/{Path(path).relative_to(root)}",
+        _hadoop_read_options(f"s3://{S3_BUCKET}/data/", storage["storage_options"]),
     )
+
+
+def _hadoop_read_options(url: str, storage_options: dict) -> dict[str, str]:
+    """The S3A settings ``spark.read.parquet`` of the copy needs, as options of the read
+    (as ``read_table`` hands them to Spark's reader), so the floor reads with the same
+    connector settings and no session-wide state."""
+    from ducklake_datafusion.pathres import StorageOptions
+    from ducklake_datafusion.spark.parquet import hadoop_options
+
+    return hadoop_options(url, StorageOptions.from_user(storage_options)) or {}
 
 
 def _with_mask_join(spark, metadata: str, snapshot: int, kwargs: dict):
@@ -342,7 +353,7 @@ def main() -> None:
     lo = mid * sizes.rows + sizes.rows // 4
     hi = lo + sizes.total // 200 - 1
 
-    stores = {"local": (lake.metadata, {}, lambda path: path)}
+    stores = {"local": (lake.metadata, {}, lambda path: path, {})}
     if not args.no_s3:
         stores["S3 (moto)"] = _s3_copy(lake)
     spark = _spark(args.cores, with_s3a="S3 (moto)" in stores)
@@ -354,7 +365,7 @@ def main() -> None:
     options = {"partition_bytes": args.partition_bytes}
     spark.dataSource.register(_memory_source())
     timing_rows, builds = [], []
-    for store, (metadata, store_options, spark_file) in stores.items():
+    for store, (metadata, store_options, spark_file, parquet_options) in stores.items():
         kwargs = {**options, **store_options}
         for state, snapshot in _snapshots(lake).items():
             label = f"{store}, {state}"
@@ -363,8 +374,7 @@ def main() -> None:
                 readers["ducklake"] = read_table(
                     spark, metadata, "main.t", snapshot=snapshot, native=False, **kwargs
                 )
-            # Built even when not timed: it sets the session's object-store options, which
-            # spark.read.parquet of the same files needs.
+            # Built even when not timed: its build time is printed below.
             started_build = time.perf_counter()
             native = read_table(spark, metadata, "main.t", snapshot=snapshot, **kwargs)
             builds.append((f"read_table on '{label}'", time.perf_counter() - started_build))
@@ -383,7 +393,8 @@ def main() -> None:
                 condition = where.format(lo=lo, hi=hi) if where else None
                 expected, files = _duckdb_answer(lake, snapshot, select, condition, group)
                 files = [spark_file(path) for path in files]
-                frames = dict(readers, parquet=spark.read.parquet(*files))
+                baseline = spark.read.options(**parquet_options).parquet(*files)
+                frames = dict(readers, parquet=baseline)
                 if condition:
                     frames = {k: df.where(condition) for k, df in frames.items()}
                 if condition and _wanted(wanted, "ducklake native, where="):
