@@ -254,6 +254,45 @@ def test_read_table_errors_stay_ours_on_the_catalog_path(spark, make_lake, spark
     assert spark.conf.get(prefix, None) == CATALOG_CLASS
 
 
+def _planner_processes(spark) -> int:
+    """How many planner processes this session's JVM runs now (its child processes)."""
+    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+    found = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:  # it ended meanwhile
+            continue
+        if parent == jvm and b"ducklake_datafusion.spark.planner" in command:
+            found += 1
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="counts processes in /proc")
+def test_a_jvm_keeps_few_planner_processes(spark, make_lake, catalog):
+    """Each catalog (read_table's runtime catalog per lake included) has its planner; the
+    JVM keeps at most MAX_LIVE (8) of them, closing the one unused longest, which its
+    catalog starts again when asked."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(100) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 3 = 0")
+    expected = lake.reference("SELECT count(*) AS n, sum(k)::BIGINT AS s FROM lake.main.t")
+    names = [catalog(lake, planner_idle_seconds="120") for _ in range(11)]
+    for name in names:
+        got = spark.sql(f"SELECT count(*) AS n, sum(k) AS s FROM {name}.main.t").toArrow()
+        assert_same_rows(got, expected)
+        assert _planner_processes(spark) <= 8
+    first = spark.sql(f"SELECT count(*) AS n, sum(k) AS s FROM {names[0]}.main.t")
+    assert_same_rows(first.toArrow(), expected)  # its planner was closed: a new one answers
+    assert _planner_processes(spark) <= 8
+
+
 def test_read_tables_runtime_catalog_keeps_secrets_out_of_set(spark, spark_package_jar):
     """Secret storage options reach the runtime catalog as ``secret.<option>``, which Spark's
     default redaction hides in ``SET`` (``access_key_id`` and ``account_key`` it would show
