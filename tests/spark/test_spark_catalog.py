@@ -254,6 +254,45 @@ def test_read_table_errors_stay_ours_on_the_catalog_path(spark, make_lake, spark
     assert spark.conf.get(prefix, None) == CATALOG_CLASS
 
 
+def _planner_processes(spark) -> int:
+    """How many planner processes this session's JVM runs now (its child processes)."""
+    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+    found = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:  # it ended meanwhile
+            continue
+        if parent == jvm and b"ducklake_datafusion.spark.planner" in command:
+            found += 1
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="counts processes in /proc")
+def test_a_jvm_keeps_few_planner_processes(spark, make_lake, catalog):
+    """Each catalog (read_table's runtime catalog per lake included) has its planner; the
+    JVM keeps at most MAX_LIVE (8) of them, closing the one unused longest, which its
+    catalog starts again when asked."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
+    lake.sql("INSERT INTO lake.main.t SELECT i FROM range(100) r(i)")
+    lake.sql("DELETE FROM lake.main.t WHERE k % 3 = 0")
+    expected = lake.reference("SELECT count(*) AS n, sum(k)::BIGINT AS s FROM lake.main.t")
+    names = [catalog(lake, planner_idle_seconds="120") for _ in range(11)]
+    for name in names:
+        got = spark.sql(f"SELECT count(*) AS n, sum(k) AS s FROM {name}.main.t").toArrow()
+        assert_same_rows(got, expected)
+        assert _planner_processes(spark) <= 8
+    first = spark.sql(f"SELECT count(*) AS n, sum(k) AS s FROM {names[0]}.main.t")
+    assert_same_rows(first.toArrow(), expected)  # its planner was closed: a new one answers
+    assert _planner_processes(spark) <= 8
+
+
 def test_read_tables_runtime_catalog_keeps_secrets_out_of_set(spark, spark_package_jar):
     """Secret storage options reach the runtime catalog as ``secret.<option>``, which Spark's
     default redaction hides in ``SET`` (``access_key_id`` and ``account_key`` it would show
@@ -588,6 +627,27 @@ def test_lakes_on_object_stores_read_through_the_catalog(store, make_lake, catal
         return
     assert "files: 3 read by Spark" in text and "read exactly" not in text, text
     assert "files: 1 read by Spark, 2 pruned of 3 live" in _scan_text(frame)
+
+
+def test_exact_rows_of_evolved_structs_in_several_batches(spark, make_lake, catalog):
+    """Files and inlined rows from before struct fields were added go to the planner's
+    exact reader: several Arrow batches of struct columns, each loaded into the same
+    vectors (closing one batch's vectors must not drop the next one's children)."""
+    lake = make_lake(inline_limit=5)
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s STRUCT(a INTEGER, n STRUCT(m INTEGER)))")
+    lake.sql("INSERT INTO lake.main.t SELECT i, {'a': i, 'n': {'m': i}} FROM range(20) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (100, {'a': 1, 'n': {'m': 1}}), (101, NULL)")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.b INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.n.k VARCHAR DEFAULT 'kk'")
+    lake.sql("INSERT INTO lake.main.t VALUES (200, {'a': 2, 'n': {'m': 2, 'k': 'x'}, 'b': 3})")
+    name = catalog(lake)
+    _every_snapshot_as_duckdb(spark, lake, name)
+    assert "read exactly by the planner" in _scan_text(spark.table(f"{name}.main.t"))
+    # with s itself selected: DuckDB answers s.n.k of the NULL struct of row 101 with the
+    # field's default 'kk' when s is not selected, NULL when it is (as here, and as we do)
+    picked = spark.sql(f"SELECT id, s, s.b AS b, s.n.k AS k FROM {name}.main.t WHERE id > 10")
+    expected = lake.reference("SELECT id, s, s.b AS b, s.n.k AS k FROM lake.main.t WHERE id > 10")
+    assert_same_rows(picked.toArrow(), expected)
 
 
 def test_nested_columns_are_read_by_sparks_reader(spark, make_lake, catalog):

@@ -245,6 +245,21 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     }
   }
 
+  /**
+   * A vector of the stream's root, which the next batch is loaded into: closing it (as Spark
+   * may close a batch it has read) must not close the root's vector, whose close drops a
+   * struct's children, so the next batch would not load ("should have as many children as in
+   * the schema"). The reader's {@link ArrowRows#close} closes the root.
+   */
+  private static final class RootColumn extends ArrowColumnVector {
+    RootColumn(FieldVector vector) {
+      super(vector);
+    }
+
+    @Override
+    public void close() {}
+  }
+
   /** The planner's exact rows: Arrow batches as Spark's Arrow vectors (or their rows). */
   private static final class ArrowRows<T> implements PartitionReader<T> {
     private final RootAllocator allocator = new RootAllocator(Long.MAX_VALUE);
@@ -272,7 +287,7 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
         ColumnVector[] columns = new ColumnVector[root.getFieldVectors().size()];
         int i = 0;
         for (FieldVector vector : root.getFieldVectors()) {
-          columns[i++] = new ArrowColumnVector(vector);
+          columns[i++] = new RootColumn(vector);
         }
         ColumnarBatch batch = new ColumnarBatch(columns, root.getRowCount());
         if (batches) {

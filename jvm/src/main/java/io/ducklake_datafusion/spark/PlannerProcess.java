@@ -26,6 +26,12 @@ import java.util.Map;
  * UTF-8 JSON. Each answer is a JSON frame, then as many binary blobs (int64 length, bytes) as
  * its {@code blobs} field says. The child's standard error is passed to this process's, its
  * last lines kept for the message if it dies.
+ *
+ * <p>At most {@value #MAX_LIVE} planners live in one JVM: starting one more first closes the
+ * one unused longest (its catalog starts it again on demand, in about a second). Each holds
+ * ~190 MB; a driver reading many lakes (one runtime catalog per lake for {@code read_table})
+ * kept one process per lake until each had been idle its timeout: 53 at once in the test
+ * suite, 10 GB.
  */
 final class PlannerProcess implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -54,6 +60,26 @@ final class PlannerProcess implements AutoCloseable {
   /** Every planner started and not closed, closed when the JVM exits. */
   private static final java.util.Set<PlannerProcess> LIVE = new java.util.HashSet<>();
   private static boolean hookAdded;
+  /** The most planners one JVM keeps (see the class comment). */
+  static final int MAX_LIVE = 8;
+
+  /** Close the planners unused longest until one more may start. */
+  private static void makeRoom() {
+    while (true) {
+      PlannerProcess oldest = null;
+      synchronized (LIVE) {
+        if (LIVE.size() < MAX_LIVE) {
+          return;
+        }
+        for (PlannerProcess planner : LIVE) {
+          if (oldest == null || planner.lastUsed < oldest.lastUsed) {
+            oldest = planner;
+          }
+        }
+      }
+      oldest.evict();
+    }
+  }
 
   private static void closeAll() {
     java.util.List<PlannerProcess> all;
@@ -68,6 +94,10 @@ final class PlannerProcess implements AutoCloseable {
   private final DataOutputStream requests;
   private final DataInputStream answers;
   private final Deque<String> lastErrorLines = new ArrayDeque<>();
+  /** When the last answer came ({@link System#nanoTime}). */
+  private volatile long lastUsed = System.nanoTime();
+  /** Closed to make room for another planner: its catalog starts a new one. */
+  private volatile boolean evicted;
 
   private PlannerProcess(String python, Process process) {
     this.python = python;
@@ -91,6 +121,7 @@ final class PlannerProcess implements AutoCloseable {
             "ducklake_datafusion.spark.planner",
             "--idle-seconds",
             Double.toString(idleSeconds));
+    makeRoom();
     Process process;
     try {
       process = builder.start();
@@ -123,6 +154,9 @@ final class PlannerProcess implements AutoCloseable {
 
   /** Send one request; the answer, or our exception named by the planner's error class. */
   synchronized Answer call(ObjectNode request) {
+    if (evicted) {
+      throw new Exited("the DuckLake planner was closed to make room for another", null);
+    }
     JsonNode header;
     byte[][] blobs;
     try {
@@ -151,6 +185,7 @@ final class PlannerProcess implements AutoCloseable {
       throw new DuckLakeException(
           ErrorNames.STORAGE, "the pipe to the DuckLake planner failed: " + e.getMessage(), e);
     }
+    lastUsed = System.nanoTime();
     JsonNode error = header.get("error");
     if (error != null) {
       throw new DuckLakeException(
@@ -209,7 +244,15 @@ final class PlannerProcess implements AutoCloseable {
   }
 
   boolean alive() {
-    return process.isAlive();
+    return !evicted && process.isAlive();
+  }
+
+  /** Close this planner for another, once any request in progress has its answer. */
+  private void evict() {
+    synchronized (this) {
+      evicted = true;
+    }
+    close();
   }
 
   @Override
