@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.lakes import evolve_structs
 from support.readcheck import check, ours
 
 
@@ -82,12 +83,7 @@ def test_schema_evolution(lake):
 def test_struct_field_added_with_a_default(make_lake, lake_spec):
     """Rows written before ``ADD COLUMN s.b ... DEFAULT 7`` read 7, in files and inlined."""
     lake = make_lake(lake_spec, inline_limit=5)
-    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s STRUCT(a INTEGER, n STRUCT(m INTEGER)))")
-    lake.sql("INSERT INTO lake.main.t SELECT i, {'a': i, 'n': {'m': i}} FROM range(20) r(i)")
-    lake.sql("INSERT INTO lake.main.t VALUES (100, {'a': 1, 'n': {'m': 1}}), (101, NULL)")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.b INTEGER DEFAULT 7")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.n.k VARCHAR DEFAULT 'kk'")
-    lake.sql("INSERT INTO lake.main.t VALUES (200, {'a': 2, 'n': {'m': 2, 'k': 'x'}, 'b': 3})")
+    evolve_structs(lake)
     check(lake, "SELECT * FROM lake.main.t")
     check(lake, "SELECT id, s, s.b AS b, s.n.k AS k FROM lake.main.t WHERE id > 10")
 

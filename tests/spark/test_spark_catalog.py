@@ -20,6 +20,7 @@ from support.lakes import (
     LakeSpec,
     assert_same_rows,
     deleting_history,
+    evolve_structs,
     evolve_table,
     merged_inserts,
     row_grouped_deletes,
@@ -634,12 +635,7 @@ def test_exact_rows_of_evolved_structs_in_several_batches(spark, make_lake, cata
     exact reader: several Arrow batches of struct columns, each loaded into the same
     vectors (closing one batch's vectors must not drop the next one's children)."""
     lake = make_lake(inline_limit=5)
-    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s STRUCT(a INTEGER, n STRUCT(m INTEGER)))")
-    lake.sql("INSERT INTO lake.main.t SELECT i, {'a': i, 'n': {'m': i}} FROM range(20) r(i)")
-    lake.sql("INSERT INTO lake.main.t VALUES (100, {'a': 1, 'n': {'m': 1}}), (101, NULL)")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.b INTEGER DEFAULT 7")
-    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.n.k VARCHAR DEFAULT 'kk'")
-    lake.sql("INSERT INTO lake.main.t VALUES (200, {'a': 2, 'n': {'m': 2, 'k': 'x'}, 'b': 3})")
+    evolve_structs(lake)
     name = catalog(lake)
     _every_snapshot_as_duckdb(spark, lake, name)
     assert "read exactly by the planner" in _scan_text(spark.table(f"{name}.main.t"))

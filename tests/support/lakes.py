@@ -64,6 +64,7 @@ __all__ = [
     "assert_same_rows",
     "assert_same_types",
     "deleting_history",
+    "evolve_structs",
     "evolve_table",
     "make_lake",
     "merged_inserts",
@@ -610,6 +611,18 @@ class _NaN:
 
 
 NAN = _NaN()
+
+
+def evolve_structs(lake: Lake) -> None:
+    """``lake.main.t (id, s STRUCT(a, n STRUCT(m)))`` with rows in a file and inlined
+    (``inline_limit`` 5: the second insert), then the fields ``s.b`` (default 7) and
+    ``s.n.k`` (default 'kk') added, and a row written with them."""
+    lake.sql("CREATE TABLE lake.main.t (id INTEGER, s STRUCT(a INTEGER, n STRUCT(m INTEGER)))")
+    lake.sql("INSERT INTO lake.main.t SELECT i, {'a': i, 'n': {'m': i}} FROM range(20) r(i)")
+    lake.sql("INSERT INTO lake.main.t VALUES (100, {'a': 1, 'n': {'m': 1}}), (101, NULL)")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.b INTEGER DEFAULT 7")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN s.n.k VARCHAR DEFAULT 'kk'")
+    lake.sql("INSERT INTO lake.main.t VALUES (200, {'a': 2, 'n': {'m': 2, 'k': 'x'}, 'b': 3})")
 
 
 def evolve_table(lake: Lake, *, deletes: bool = False) -> None:
