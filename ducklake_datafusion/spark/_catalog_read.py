@@ -49,7 +49,7 @@ from .._secrets import scrub
 from ..pathres import SECRET_FIELDS
 from ._options import SourceOptions
 from ._versions import is_connect
-from .parquet import has_jar
+from .parquet import has_reader
 
 __all__ = ["CATALOG_CLASS", "catalog_frame", "catalog_settings"]
 
@@ -138,10 +138,10 @@ def catalog_frame(spark, parsed: SourceOptions):
 
 def _has_catalog(spark) -> bool:
     """Whether this session can load the jar's catalog. The catalog ships in the jar of
-    the deleted-rows format, whose check (``parquet.has_jar``, cached per session, logged)
+    the deleted-rows format, whose check (``parquet.has_reader``, cached per session, logged)
     tells whether the jar is on the classpath; a Connect client cannot see the server's
     classpath: it tries, and falls back on failure."""
-    return is_connect(spark) or has_jar(spark)
+    return is_connect(spark) or has_reader(spark)
 
 
 def _unredacted(spark, name: str, options: dict[str, str]) -> list[str]:

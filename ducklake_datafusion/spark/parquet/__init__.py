@@ -10,10 +10,10 @@ jar (``_deleted_rows``) or, without it, by a broadcast join of bit masks
 source API: this is all of ``read_table`` on pyspark 3.5 and 4.0.
 """
 
-from ._deleted_rows import ROW_INDEX, spark_jar
+from ._deleted_rows import ROW_INDEX, has_reader, spark_jar
 from ._exact_types import spark_reads_exactly
 from ._hadoop import abfs_mode_problem, hadoop_options, hadoop_url, parse_hadoop_version
-from ._scan import ParquetScan, has_jar, parquet_scan
+from ._scan import ParquetScan, parquet_scan
 from ._where import pruning_filter
 
 __all__ = [
@@ -22,7 +22,7 @@ __all__ = [
     "abfs_mode_problem",
     "hadoop_options",
     "hadoop_url",
-    "has_jar",
+    "has_reader",
     "parquet_scan",
     "parse_hadoop_version",
     "pruning_filter",

@@ -225,10 +225,11 @@ def store_read_options(spark, url: str, storage: StorageOptions) -> dict[str, st
             "equivalent here; its data files are read by the ducklake Python data source",
         )
         return None
-    problem = abfs_mode_problem(options, _hadoop_version(spark))
-    if problem is not None:
-        _say_once("az-blob", f"{problem}; its data files are read by the ducklake Python data source")
-        return None
+    if _blob_mode(options):  # only then is the JVM asked its Hadoop version
+        problem = abfs_mode_problem(options, _hadoop_version(spark))
+        if problem is not None:
+            _say_once("az-blob", f"{problem}; its data files are read by the ducklake Python data source")
+            return None
     return {**connector, **options}
 
 
@@ -239,13 +240,17 @@ def abfs_mode_problem(options: dict[str, str], version: tuple[int, ...]) -> str 
     without hierarchical namespace) needs ABFS's Blob mode, Hadoop 3.4.2+ (3.3.4 asks
     Azurite's Blob endpoint for the dfs API and fails). ``(0,)``: the version is unknown.
     """
-    blob_mode = any(key.startswith(_BLOB_SERVICE) for key in options)
-    if not blob_mode or version >= _ABFS_BLOB_HADOOP:
+    if not _blob_mode(options) or version >= _ABFS_BLOB_HADOOP:
         return None
     return (
         f"Hadoop {'.'.join(map(str, version))}'s ABFS reaches only dfs endpoints, and the "
         "lake's Azure endpoint is a Blob one (an emulator's)"
     )
+
+
+def _blob_mode(options: dict[str, str]) -> bool:
+    """Whether ``options`` reach an account through ABFS's Blob mode."""
+    return any(key.startswith(_BLOB_SERVICE) for key in options)
 
 
 def parse_hadoop_version(text: str) -> tuple[int, ...]:

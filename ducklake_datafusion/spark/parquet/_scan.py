@@ -54,7 +54,7 @@ from ._hadoop import store_read_options
 from ._mask_join import MASK_COLUMNS, MAX_MASKED_ROWS, masked_by_join
 from ._projection import layout_schema, projected, spark_layout
 
-__all__ = ["ParquetScan", "has_jar", "parquet_scan"]
+__all__ = ["ParquetScan", "parquet_scan"]
 
 # Columns the masked reads add; a table using one of these names keeps its files with
 # deletes on the source.
@@ -196,12 +196,6 @@ def _build(spark, table, plan, storage) -> tuple[ParquetScan, tuple[DataFileTask
         frame = spark.createDataFrame([], schema)  # no rows at this snapshot (or filter)
     scan = ParquetScan(frame, ids, complete, clean_files, masked_files, len(inlined), reasons)
     return scan, tuple(files)
-
-
-def has_jar(spark) -> bool:
-    """Whether the package's jar is on this session's classpath, as the native scans
-    see it: ``read_table`` uses its catalog only where they would use its format."""
-    return has_reader(spark)
 
 
 def _masked_read(spark, schema, tasks, plan, storage, read_options):
