@@ -125,7 +125,18 @@ def check_spark(catalog: str, data: str, tmp: Path) -> None:
     spark = spark_session(tmp)
     try:
         want = duckdb_rows(catalog, data, "SELECT * FROM lake.main.t")
+        # With the jar on the classpath, read_table goes through the catalog's scan.
         frame = read_table(spark, catalog, "main.t", data_path=data)
+        plan = executed_plan(frame)
+        if "BatchScan" not in plan or "read by Spark" not in plan or "read exactly" in plan:
+            raise AssertionError(f"read_table's scan is not the catalog's Spark reader:\n{plan}")
+        same(
+            "Spark read_table (the catalog's scan)",
+            [tuple(r) for r in frame.collect()],
+            want,
+        )
+        # Without it, read_table's own plan: deletes inside Spark's Parquet reader.
+        frame = read_table(spark, catalog, "main.t", data_path=data, catalog_scan=False)
         plan = executed_plan(frame)
         if "parquet-deleted-rows" not in plan or "BroadcastHashJoin" in plan:
             raise AssertionError(f"read_table's deletes are not applied in Spark's reader:\n{plan}")
