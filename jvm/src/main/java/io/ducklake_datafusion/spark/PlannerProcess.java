@@ -72,7 +72,7 @@ final class PlannerProcess implements AutoCloseable {
           return;
         }
         for (PlannerProcess planner : LIVE) {
-          if (oldest == null || planner.lastUsed < oldest.lastUsed) {
+          if (oldest == null || planner.lastUsed - oldest.lastUsed < 0) { // nanoTime: compare by difference
             oldest = planner;
           }
         }
