@@ -73,8 +73,11 @@ def _compare(spark, lake, schema: str, table: str, snapshot: int) -> None:
     refused = _refused_by_datafusion(lake, schema, table, snapshot)
     # the catalog's scan and the exact path on the lake as written; read_table's own native
     # plan on its copy migrated to 1.1 (one planner process per lake, not two: ~0.15 s a state)
-    for native, form in ((True, None), (False, None), (True, "1.1")):
-        path = "exact" if not native else ("catalog" if form is None else "native")
+    for path, native, catalog_scan, form in (
+        ("catalog", True, True, None),
+        ("exact", False, False, None),
+        ("native", True, False, "1.1"),
+    ):
         what = (
             f"Spark ({path} path, DuckLake {form or 'as written'}) on {schema}.{table}@{snapshot}"
         )
@@ -84,7 +87,7 @@ def _compare(spark, lake, schema: str, table: str, snapshot: int) -> None:
                 table=f"{_quote(schema)}.{_quote(table)}",
                 snapshot=snapshot,
                 native=native,
-                catalog_scan=form is None,
+                catalog_scan=catalog_scan,
                 **lake.reader_args(form),
             ).toArrow()
         except Exception as error:  # noqa: BLE001 - Spark wraps ours: compare the kind

@@ -72,7 +72,8 @@ final class PlannerProcess implements AutoCloseable {
           return;
         }
         for (PlannerProcess planner : LIVE) {
-          if (oldest == null || planner.lastUsed - oldest.lastUsed < 0) { // nanoTime: compare by difference
+          // nanoTime values compare by their difference (they may wrap)
+          if (oldest == null || planner.lastUsed - oldest.lastUsed < 0) {
             oldest = planner;
           }
         }
