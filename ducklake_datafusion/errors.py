@@ -30,6 +30,8 @@ __all__ = [
     "CatalogError",
     "CatalogLockedError",
     "CatalogNotFoundError",
+    "CatalogReadOnlyError",
+    "CommitConflictError",
     "DataFileCorruptError",
     "DataFileError",
     "DataFileMissingError",
@@ -41,6 +43,7 @@ __all__ = [
     "NotADuckLakeCatalogError",
     "SnapshotNotFoundError",
     "StorageError",
+    "TableExistsError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "UnsupportedTypeError",
@@ -85,12 +88,27 @@ class CatalogLockedError(CatalogError):
     """A DuckDB-file catalog is attached by a writer process, which holds a file lock."""
 
 
+class CatalogReadOnlyError(CatalogError):
+    """A write was asked of a catalog this process may not write: a read-only file or
+    database user, or a lake opened pinned to a snapshot."""
+
+
+class CommitConflictError(DuckLakeError):
+    """Another writer changed what this commit depends on (the table was dropped, altered
+    or replaced) after the write began. Nothing was committed; the message names the
+    table and both snapshots. Re-run the write against the lake as it is now."""
+
+
 class SnapshotNotFoundError(DuckLakeError):
     """The requested snapshot id or time does not exist (never written, or expired)."""
 
 
 class TableNotFoundError(DuckLakeError):
     """The schema or table does not exist at the snapshot being read."""
+
+
+class TableExistsError(DuckLakeError):
+    """A table to be created exists already (or a view of that name does)."""
 
 
 class DataFileError(DuckLakeError):

@@ -9,6 +9,15 @@ import them from ``ducklake_datafusion.catalog`` instead of its private modules.
 from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
 from ._change_tokens import ROW_CHANGE_KINDS, ChangeToken, split_quoted_names
+from ._commit import (
+    CommitOptions,
+    FileColumnStats,
+    NewColumn,
+    NewDataFile,
+    NewTable,
+    TableCommit,
+    commit,
+)
 from ._comments import table_column_comments, view_column_comments
 from ._file_cut import CUT_TYPES, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
@@ -35,19 +44,26 @@ __all__ = [
     "ROW_CHANGE_KINDS",
     "ChangeToken",
     "ColumnBound",
+    "CommitOptions",
     "ColumnEntry",
     "DataFileEntry",
     "DeletedCut",
+    "FileColumnStats",
     "MetadataBackend",
     "MetadataSession",
     "NameMappingNode",
+    "NewColumn",
+    "NewDataFile",
+    "NewTable",
     "SnapshotInfo",
     "SnapshotRecord",
     "StatsCut",
+    "TableCommit",
     "TableEntry",
     "TableFiles",
     "ViewEntry",
     "bounded",
+    "commit",
     "list_file_rows",
     "list_snapshot_records",
     "metadata",

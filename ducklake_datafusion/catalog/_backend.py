@@ -80,6 +80,10 @@ class MetadataBackend(Protocol):
     def session(self) -> AbstractContextManager[MetadataSession]:
         """Open one consistent read-only view; closing it ends the transaction."""
 
+    def write_session(self) -> AbstractContextManager[MetadataSession]:
+        """Open one read-write transaction, for a commit only (``_writers``): it commits
+        when the block ends normally and rolls back when it raises."""
+
     def close(self) -> None:
         """Release every connection (on every thread) and private copy now; later
         sessions raise ``CatalogClosedError``. Freeing the backend does the same."""

@@ -408,6 +408,20 @@ class DuckDBBackend:
         with _SHARED.cursor(self.path, self.description, schema, signature) as (cursor, copy):
             yield _DuckDBSession(cursor, copy.alias, schema, self.cache, self.description, copy)
 
+    def write_session(self):
+        """One read-write transaction on the catalog file itself (``_writers``): for a
+        commit only, which holds the file's lock for as long as it runs."""
+        from ._writers import duckdb_writer
+
+        self._require_open()
+        return duckdb_writer(self.path, self.description, self.metadata_schema)
+
+    def _require_open(self) -> None:
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to write to it"
+            )
+
     def _check_identity(self, signature: tuple) -> None:
         """Drop every memo when another file was renamed over the catalog path."""
         identity = signature[0][:2] if signature[0] is not None else None

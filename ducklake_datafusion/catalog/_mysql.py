@@ -165,7 +165,19 @@ class MySQLBackend:
         self._closed()
         self.cache.clear()
 
-    def _connect(self):
+    def write_session(self):
+        """One read-write transaction on a connection of its own, for a commit."""
+        from ._writers import mysql_writer
+
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to write to it"
+            )
+        return mysql_writer(
+            lambda: self._connect(keep=False), self.description, _MySQLSession, mysql_sql
+        )
+
+    def _connect(self, keep: bool = True):
         pymysql = _import_pymysql()
         try:
             connection = pymysql.connect(
@@ -186,7 +198,8 @@ class MySQLBackend:
         except pymysql.MySQLError as exc:
             connection.close()
             raise self._translate(exc) from None
-        self.connections.put(connection)
+        if keep:
+            self.connections.put(connection)
         return connection
 
     def _connection(self):

@@ -175,6 +175,35 @@ class PostgresBackend:
         self.connections.put(connection)
         return connection
 
+    def write_session(self):
+        """One read-write transaction on a connection of its own, for a commit."""
+        from ._writers import postgres_writer
+
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to write to it"
+            )
+        return postgres_writer(self._write_connection, self.description, _PostgresSession)
+
+    def _write_connection(self):
+        psycopg = _import_psycopg()
+        try:
+            connection = psycopg.connect(self._dsn, autocommit=False)
+        except psycopg.OperationalError as exc:
+            raise CatalogNotFoundError(
+                f"{self.description} cannot be reached: {_redact(str(exc)).strip()}. Check host, "
+                "port, database name and credentials"
+            ) from None
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE 'UTC'")
+            if self.metadata_schema:
+                cursor.execute(
+                    "SELECT set_config('search_path', quote_ident(%s), false)",
+                    [self.metadata_schema],
+                )
+        connection.commit()
+        return connection
+
     @contextmanager
     def session(self) -> Iterator[_PostgresSession]:
         psycopg = _import_psycopg()

@@ -143,6 +143,20 @@ class SQLiteBackend:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
 
+    def write_session(self):
+        """One ``BEGIN IMMEDIATE`` transaction on its own connection, for a commit."""
+        from ._writers import sqlite_writer
+
+        if not self._closed.alive:
+            raise CatalogClosedError(
+                f"{self.description} was closed; open a new DuckLakeCatalog to write to it"
+            )
+        if not os.path.exists(self.path):
+            raise CatalogNotFoundError(
+                f"{self.description} does not exist; pass 'sqlite:<path of the catalog file>'"
+            )
+        return sqlite_writer(self.path, self.description)
+
     def _translate(self, exc: sqlite3.Error) -> CatalogError:
         text = str(exc)
         if "locked" in text or "busy" in text:

@@ -1,0 +1,358 @@
+"""Read-write transactions on each kind of catalog database, for commits only.
+
+Reads never come here: they keep their read-only sessions (a DuckDB file is even read from
+a private copy). A commit opens its own connection, runs one transaction and closes it:
+
+* DuckDB file: the file itself, opened read-write for the commit and closed at once, so
+  the file lock is held for milliseconds; a writer that has it attached elsewhere makes
+  the commit wait (up to ``LOCK_WAIT_SECONDS``) and then fail with ``CatalogLockedError``.
+  Opening a file does not change its storage version.
+* SQLite: ``BEGIN IMMEDIATE`` takes the write lock up front (commits serialise there).
+* PostgreSQL and MySQL/MariaDB: a transaction in which the new ``ducklake_snapshot`` row
+  is inserted first; a concurrent commit of the same snapshot id fails on the primary key
+  (or as a deadlock), which :class:`SnapshotRace` reports so the commit can start over.
+
+Each session speaks the query modules' ``?`` SQL and the :class:`MetadataSession` protocol
+(with a private cache, so nothing memoised for reads is used or polluted), plus
+``execute`` and ``adapt`` (a timestamp or UUID in the form the database stores).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import pyarrow as pa
+
+from ..errors import CatalogError, CatalogLockedError, CatalogReadOnlyError
+from ._rows import conform_to, rows_to_arrow
+from ._session import SessionBase
+
+__all__ = ["SnapshotRace", "WriteSession", "duckdb_writer", "mysql_writer", "postgres_writer",
+           "sqlite_writer"]
+
+LOCK_WAIT_SECONDS = 30.0
+
+
+class SnapshotRace(Exception):
+    """Another commit took the snapshot id this one tried to add (internal: retried)."""
+
+
+class WriteSession(SessionBase):
+    """One read-write transaction; ``rows`` and ``execute`` take ``?`` SQL."""
+
+    def __init__(self, description: str) -> None:
+        super().__init__({}, description)
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> None:
+        self.rows_or_none(sql, params)
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        return self.rows_or_none(sql, params) or []
+
+    def rows_or_none(self, sql: str, params: Sequence[object]) -> list[tuple] | None:
+        raise NotImplementedError
+
+    def arrow(self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None):
+        cursor_rows = self.rows(sql, params)
+        names = self._last_names
+        table = rows_to_arrow(names, cursor_rows)
+        return table if schema is None else conform_to(table, schema)
+
+    def adapt(self, value: object) -> object:
+        return value
+
+
+def _utc_naive(value: _dt.datetime) -> _dt.datetime:
+    return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+
+
+# -- DuckDB files -----------------------------------------------------------------------------
+
+
+class _DuckDBWriteSession(WriteSession):
+    INTEGER_OF_TEXT = "TRY_CAST({0} AS BIGINT)"
+
+    def __init__(self, connection, description: str, schema: str) -> None:
+        super().__init__(description)
+        self._connection = connection
+        self.TABLES_SQL = (
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            f"AND schema_name = '{schema.replace(chr(39), chr(39) * 2)}'"
+        )
+        self.COLUMNS_SQL = (
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+            f"AND schema_name = '{schema.replace(chr(39), chr(39) * 2)}' AND table_name = ? "
+            "ORDER BY column_index"
+        )
+
+    def rows_or_none(self, sql, params):
+        import duckdb
+
+        try:
+            cursor = self._connection.execute(sql, list(params))
+            self._last_names = [d[0] for d in cursor.description or ()]
+            return cursor.fetchall() if cursor.description else None
+        except duckdb.ConstraintException as exc:
+            if "ducklake_snapshot" in str(exc) or "snapshot_id" in str(exc):
+                raise SnapshotRace(str(exc)) from exc
+            raise CatalogError(f"{self.description}: {exc}") from exc
+        except duckdb.Error as exc:
+            raise CatalogError(f"{self.description}: {exc}") from exc
+
+
+@contextmanager
+def duckdb_writer(path: str, description: str, schema: str | None) -> Iterator[WriteSession]:
+    import duckdb
+
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            connection = duckdb.connect(path, config={"threads": 1})
+            break
+        except duckdb.Error as exc:
+            text = str(exc).lower()
+            if "lock" in text or "conflicting" in text:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raise CatalogLockedError(
+                    f"{description} stayed locked by another process for "
+                    f"{LOCK_WAIT_SECONDS:.0f} s, so nothing was committed; detach the lake "
+                    "there (a DuckDB file has one writer process at a time) and write again"
+                ) from exc
+            if "read-only" in text or "permission" in text or "readonly" in text:
+                raise CatalogReadOnlyError(
+                    f"{description} cannot be opened for writing ({exc}); check that this "
+                    "process may write the file and its directory"
+                ) from exc
+            raise CatalogError(f"{description} cannot be opened for writing: {exc}") from exc
+    try:
+        name = schema or "main"
+        connection.execute('USE "' + name.replace('"', '""') + '"')
+        connection.execute("BEGIN TRANSACTION")
+        session = _DuckDBWriteSession(connection, description, name)
+        try:
+            yield session
+            connection.execute("COMMIT")
+        except BaseException:
+            try:
+                connection.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise
+    except duckdb.Error as exc:
+        raise CatalogError(f"{description}: the commit failed ({exc}); nothing was committed") from exc
+    finally:
+        connection.close()
+
+
+# -- SQLite -----------------------------------------------------------------------------------
+
+
+class _SQLiteWriteSession(WriteSession):
+    TABLES_SQL = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    COLUMNS_SQL = "SELECT name FROM pragma_table_info(?) ORDER BY cid"
+    INTEGER_OF_TEXT = None
+
+    def __init__(self, connection: sqlite3.Connection, description: str) -> None:
+        super().__init__(description)
+        self._connection = connection
+
+    def rows_or_none(self, sql, params):
+        try:
+            cursor = self._connection.execute(sql, list(params))
+        except sqlite3.IntegrityError as exc:
+            if "ducklake_snapshot" in str(exc):
+                raise SnapshotRace(str(exc)) from exc
+            raise CatalogError(f"{self.description}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, self.description) from exc
+        self._last_names = [d[0] for d in cursor.description or ()]
+        return cursor.fetchall() if cursor.description else None
+
+    def adapt(self, value):
+        if isinstance(value, _dt.datetime):
+            # DuckDB's spelling in SQLite catalogs: microseconds without trailing zeros
+            text = _utc_naive(value).strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
+            return text + "+00"
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        return value
+
+
+def _sqlite_error(exc: sqlite3.Error, description: str) -> CatalogError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return CatalogLockedError(
+            f"{description} stayed locked by another writer for {LOCK_WAIT_SECONDS:.0f} s "
+            f"({text}); nothing was committed, write again"
+        )
+    if "readonly" in text or "read-only" in text:
+        return CatalogReadOnlyError(
+            f"{description} cannot be written ({text}); check that this process may write "
+            "the file and its directory"
+        )
+    return CatalogError(f"{description}: {text}")
+
+
+@contextmanager
+def sqlite_writer(path: str, description: str) -> Iterator[WriteSession]:
+    try:
+        connection = sqlite3.connect(path, timeout=LOCK_WAIT_SECONDS, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _sqlite_error(exc, description) from exc
+    try:
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, description) from exc
+        try:
+            yield _SQLiteWriteSession(connection, description)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise _sqlite_error(exc, description) from exc
+    finally:
+        connection.close()
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------
+
+
+class _PostgresWriteSession(WriteSession):
+    INTEGER_OF_TEXT = None
+
+    def __init__(self, connection, description: str, read_sql) -> None:
+        super().__init__(description)
+        self._connection = connection
+        self.TABLES_SQL = read_sql.TABLES_SQL
+        self.COLUMNS_SQL = read_sql.COLUMNS_SQL
+
+    def rows_or_none(self, sql, params):
+        import psycopg
+
+        try:
+            cursor = self._connection.execute(sql.replace("?", "%s"), list(params))
+        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure,
+                psycopg.errors.DeadlockDetected) as exc:
+            raise SnapshotRace(str(exc)) from exc
+        except psycopg.Error as exc:
+            raise _postgres_error(exc, self.description) from exc
+        self._last_names = [d.name for d in cursor.description or ()]
+        return cursor.fetchall() if cursor.description else None
+
+
+def _postgres_error(exc, description: str) -> CatalogError:
+    import psycopg
+
+    text = str(exc).strip()
+    if isinstance(exc, (psycopg.errors.ReadOnlySqlTransaction,
+                        psycopg.errors.InsufficientPrivilege)):
+        return CatalogReadOnlyError(
+            f"{description} cannot be written ({text}); connect as a user who may write the "
+            "catalog's tables"
+        )
+    return CatalogError(f"{description}: {text}")
+
+
+@contextmanager
+def postgres_writer(connect, description: str, read_sql) -> Iterator[WriteSession]:
+    """``connect()`` returns a new psycopg connection (search path and time zone set)."""
+    import psycopg
+
+    connection = connect()
+    try:
+        try:
+            yield _PostgresWriteSession(connection, description, read_sql)
+            connection.commit()
+        except BaseException:
+            connection.rollback()
+            raise
+    except psycopg.Error as exc:
+        raise _postgres_error(exc, description) from exc
+    finally:
+        connection.close()
+
+
+# -- MySQL / MariaDB --------------------------------------------------------------------------
+
+_DUPLICATE_KEY = 1062
+_DEADLOCK = (1213, 1205)
+_READ_ONLY = (1142, 1290, 1792)
+
+
+class _MySQLWriteSession(WriteSession):
+    INTEGER_OF_TEXT = None
+
+    def __init__(self, connection, description: str, read_sql, translate_sql) -> None:
+        super().__init__(description)
+        self._connection = connection
+        self._translate_sql = translate_sql
+        self.TABLES_SQL = read_sql.TABLES_SQL
+        self.COLUMNS_SQL = read_sql.COLUMNS_SQL
+
+    def rows_or_none(self, sql, params):
+        import pymysql
+
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute(self._translate_sql(sql, params), tuple(params))
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+            if (code == _DUPLICATE_KEY and "ducklake_snapshot" in str(exc)) or code in _DEADLOCK:
+                raise SnapshotRace(str(exc)) from exc
+            raise _mysql_error(exc, self.description) from exc
+        self._last_names = [d[0] for d in cursor.description or ()]
+        return list(cursor.fetchall()) if cursor.description else None
+
+    def adapt(self, value):
+        if isinstance(value, _dt.datetime):
+            # a datetime without a fraction, as DuckDB's MySQL catalogs store snapshot
+            # times (cut here: MySQL would round it, perhaps past the next commit's time)
+            return _utc_naive(value).replace(microsecond=0)
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        return value
+
+
+def _mysql_error(exc, description: str) -> CatalogError:
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    text = str(exc.args[1] if len(exc.args) > 1 else exc)
+    if code in _READ_ONLY:
+        return CatalogReadOnlyError(
+            f"{description} cannot be written ({text}); connect as a user who may write the "
+            "catalog's tables"
+        )
+    return CatalogError(f"{description}: {text}")
+
+
+@contextmanager
+def mysql_writer(connect, description: str, read_sql, translate_sql) -> Iterator[WriteSession]:
+    """``connect()`` returns a new PyMySQL connection (ANSI quotes, UTC)."""
+    import pymysql
+
+    connection = connect()
+    try:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("START TRANSACTION")
+            yield _MySQLWriteSession(connection, description, read_sql, translate_sql)
+            connection.commit()
+        except BaseException:
+            try:
+                connection.rollback()
+            except pymysql.MySQLError:
+                pass
+            raise
+    except pymysql.MySQLError as exc:
+        raise _mysql_error(exc, description) from exc
+    finally:
+        connection.close()

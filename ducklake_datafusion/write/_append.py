@@ -1,0 +1,292 @@
+"""Writes to a lake, start to end: resolve the table, write its files, commit once.
+
+:func:`append` (also an overwrite) and :func:`create_table` (also ``CREATE TABLE AS``)
+are what every entry point calls: ``DuckLakeCatalog.create_table``,
+``DuckLakeTable.append`` / ``overwrite``, and DataFusion's ``INSERT INTO`` and ``CREATE
+TABLE AS``. Each reads the table as the latest snapshot has it (one read session), streams
+the data into Parquet files (``_files``), and hands the files' facts to the catalog's
+commit protocol (``catalog.commit``): one new snapshot, or none at all. Whatever fails
+after files were written (the data, storage, the catalog, a conflict) deletes them again;
+a file that cannot be deleted is named in the error as an orphan.
+
+Small appends are written as files too, never inlined into the catalog (both are valid
+DuckLake; DuckDB inlines them when its ``data_inlining_row_limit`` allows).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..catalog import (
+    CommitOptions,
+    NewColumn,
+    NewDataFile,
+    NewTable,
+    TableCommit,
+    commit,
+    metadata,
+)
+from ..errors import CatalogReadOnlyError, DuckLakeError, UnsupportedFeatureError
+from ..pathres import join_path
+from ..scan import Lake, require_table, table_directory
+from ..types import build_column_tree
+from ._files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, uuid7
+from ._input import as_arrow, batches_of
+from ._types import NewColumnSpec, columns_for_schema, conform
+
+__all__ = ["append", "create_table"]
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+          "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where a write goes, read from the latest snapshot when it starts."""
+
+    snapshot: int
+    schema_name: str
+    table_name: str
+    table_id: int | None
+    directory: str
+    columns: tuple
+    target_file_size: int
+
+
+def append(
+    lake: Lake,
+    schema: str,
+    table: str,
+    data,
+    *,
+    overwrite: bool = False,
+    expected_table_id: int | None = None,
+    options: CommitOptions | None = None,
+) -> int:
+    """Append ``data`` (or replace the table's rows with it) as one new snapshot.
+
+    Args:
+        data: a ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader``, any object
+            with ``__arrow_c_stream__`` (Polars, DataFusion DataFrames) or a pandas
+            DataFrame; streamed, so a reader larger than memory is fine.
+        overwrite: end every row live before (``INSERT OVERWRITE``).
+        expected_table_id: the id of the table the caller resolved; a table replaced
+            since then is a ``CommitConflictError``.
+
+    Returns:
+        The new snapshot id (the latest one, unchanged, when there was nothing to write).
+    """
+    _require_writable(lake)
+    target = _existing_target(lake, schema, table)
+    base_id = expected_table_id if expected_table_id is not None else target.table_id
+    request = TableCommit(
+        schema_name=target.schema_name,
+        table_name=target.table_name,
+        base_snapshot=target.snapshot,
+        table_id=base_id,
+        files=(),
+        column_types=_leaf_types(target.columns),
+        overwrite=overwrite,
+        options=options or CommitOptions(),
+    )
+    return _write_and_commit(lake, target, data, request)
+
+
+def create_table(
+    lake: Lake,
+    schema: str,
+    table: str,
+    schema_or_data,
+    *,
+    options: CommitOptions | None = None,
+) -> int:
+    """Create ``schema.table`` with the columns of an Arrow schema, or with the columns
+    and rows of data (``CREATE TABLE AS``: one snapshot holds both). Returns the new
+    snapshot id."""
+    _require_writable(lake)
+    if isinstance(schema_or_data, pa.Schema):
+        arrow_schema, data = schema_or_data, None
+    else:
+        data = as_arrow(schema_or_data, f"table {schema}.{table}")
+        arrow_schema = data.schema
+    new_columns = columns_for_schema(arrow_schema, f"{schema}.{table}")
+    rows = [
+        NewColumn(spec.column_id, spec.name, spec.type_name, parent, order)
+        for position, column in enumerate(new_columns)
+        for spec, parent, order in _numbered(column, position)
+    ]
+    table_uuid = uuid7()
+    path = f"{table}/" if _PLAIN_NAME.match(table) else f"{table_uuid}/"
+    with lake.backend.session() as session:
+        settings = metadata.read_settings(session, lake.description)
+        latest = metadata.latest_snapshot(session).snapshot_id
+        schemas = {s.schema_name: s for s in metadata.list_schemas(session, latest)}
+        entry = schemas.get(schema)
+        schema_dir = (
+            join_path(lake.data_path(settings), entry.path, entry.path_is_relative)
+            if entry is not None
+            else lake.data_path(settings)  # the commit names the missing schema
+        )
+        target_size = _target_file_size(session, settings, None)
+    columns = build_column_tree(
+        _ColumnRow(c.column_id, c.name, c.type_name, c.parent_column, c.column_order)
+        for c in rows
+    )
+    target = _Target(latest, schema, table, None, join_path(schema_dir, path, True), columns,
+                     target_size)
+    request = TableCommit(
+        schema_name=schema,
+        table_name=table,
+        base_snapshot=latest,
+        table_id=None,
+        files=(),
+        column_types=_leaf_types(columns),
+        new_table=NewTable(table_uuid, path, tuple(rows)),
+        options=options or CommitOptions(),
+    )
+    return _write_and_commit(lake, target, data, request)
+
+
+@dataclass(frozen=True, slots=True)
+class _ColumnRow:
+    column_id: int
+    column_name: str
+    column_type: str
+    parent_column: int | None
+    column_order: int
+    initial_default: str | None = None
+
+
+def _numbered(spec: NewColumnSpec, top_order: int):
+    """(spec, parent id, column_order) for a column and its nested ones, as DuckDB
+    numbers them: a top-level column's order is its position (from 1), a nested
+    column's order is its column id."""
+    for each, parent in spec.walk():
+        yield each, parent, (top_order + 1 if parent is None else each.column_id)
+
+
+def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -> int:
+    description = f"table {target.schema_name}.{target.table_name} of {lake.description}"
+    writer = DataFileWriter(
+        target.directory,
+        target.columns,
+        lake.storage,
+        target_file_size=target.target_file_size,
+        description=description,
+    )
+    try:
+        if data is not None:
+            for batch in batches_of(data, description):
+                conformed = conform(
+                    pa.Table.from_batches([batch]), writer.schema,
+                    f"{target.schema_name}.{target.table_name}",
+                )
+                writer.write(conformed)
+        written = writer.close()
+        files = tuple(_as_new_file(f) for f in written)
+        request = _with_files(request, files)
+        return commit(lake.backend, request)
+    except BaseException as exc:
+        orphans = writer.discard()
+        if orphans and isinstance(exc, DuckLakeError):
+            exc.add_note(
+                "these files were written but could not be deleted; no snapshot refers to "
+                "them (ducklake_delete_orphaned_files removes them): " + ", ".join(orphans)
+            )
+        raise
+
+
+def _with_files(request: TableCommit, files: tuple[NewDataFile, ...]) -> TableCommit:
+    from dataclasses import replace
+
+    return replace(request, files=files)
+
+
+def _as_new_file(written: WrittenFile) -> NewDataFile:
+    return NewDataFile(
+        path=written.name,
+        record_count=written.record_count,
+        file_size_bytes=written.file_size_bytes,
+        footer_size=written.footer_size,
+        row_group_count=written.row_group_count,
+        columns=written.columns,
+    )
+
+
+def _require_writable(lake: Lake) -> None:
+    if lake.pinned:
+        raise CatalogReadOnlyError(
+            f"{lake.description} was opened pinned to a snapshot (snapshot= or "
+            "snapshot_time=), which is read-only; open it without a pin to write"
+        )
+
+
+def _existing_target(lake: Lake, schema: str, table: str) -> _Target:
+    with lake.backend.session() as session:
+        settings = metadata.read_settings(session, lake.description)
+        latest = metadata.latest_snapshot(session).snapshot_id
+        entry = require_table(session, lake.description, latest, schema, table)
+        entries = metadata.read_columns(session, entry.table_id, latest)
+        _refuse_partitioned(session, entry, latest, lake.description)
+        target_size = _target_file_size(session, settings, entry.table_id)
+        directory = table_directory(lake.data_path(settings), entry)
+    return _Target(latest, entry.schema_name, entry.table_name, entry.table_id, directory,
+                   build_column_tree(entries), target_size)
+
+
+def _refuse_partitioned(session, entry, snapshot: int, description: str) -> None:
+    if not session.has_table("ducklake_partition_info"):
+        return
+    rows = session.rows(
+        "SELECT count(*) FROM ducklake_partition_info i JOIN ducklake_partition_column c "
+        "ON c.partition_id = i.partition_id AND c.table_id = i.table_id "
+        "WHERE i.table_id = ? AND i.begin_snapshot <= ? AND "
+        "(i.end_snapshot IS NULL OR ? < i.end_snapshot)",
+        [entry.table_id, snapshot, snapshot],
+    )
+    if int(rows[0][0]):
+        raise UnsupportedFeatureError(
+            f"{description}: table {entry.schema_name}.{entry.table_name} is partitioned; "
+            "this package does not write partitioned tables yet (nothing was written): "
+            "write to it with DuckDB"
+        )
+
+
+def _target_file_size(session, settings: Mapping[str, str], table_id: int | None) -> int:
+    """The lake's ``target_file_size`` (a table's own setting first), in bytes."""
+    text = settings.get("target_file_size")
+    if table_id is not None:
+        rows = session.rows(
+            "SELECT value FROM ducklake_metadata WHERE key = 'target_file_size' AND "
+            "scope = 'table' AND scope_id = ?",
+            [table_id],
+        )
+        if rows:
+            text = rows[0][0]
+    match = _SIZE.match(text or "")
+    if not match:
+        return DEFAULT_TARGET_FILE_SIZE
+    unit = (match.group(2) or "").lower()
+    return max(int(float(match.group(1)) * _UNITS.get(unit, 1)), 1)
+
+
+def _leaf_types(columns) -> dict[int, str]:
+    types: dict[int, str] = {}
+
+    def visit(spec) -> None:
+        if spec.children:
+            for child in spec.children:
+                visit(child)
+        else:
+            types[spec.column_id] = spec.type_name
+
+    for column in columns:
+        visit(column)
+    return types

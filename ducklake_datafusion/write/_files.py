@@ -1,0 +1,265 @@
+"""Arrow batches -> Parquet data files as DuckDB writes them, and each file's facts.
+
+One :class:`DataFileWriter` writes the files of one commit into a table's directory: named
+``ducklake-<uuid v7>.parquet`` (DuckDB's names), field ids = column ids, row groups of
+DuckDB's default 122,880 rows, a new file once one reaches the lake's
+``target_file_size``. It takes batches as they come (a reader of any size streams through
+it), and for every file it closes returns a :class:`WrittenFile`: the path, sizes, row
+count and the per-column statistics the catalog needs, computed from the values written.
+
+Nothing here touches the catalog. A commit that fails deletes the files (``discard``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
+from ..types import ColumnSpec
+from ..catalog import FileColumnStats
+from ._stats import ColumnBounds
+from ._types import file_schema, leaf_columns
+
+__all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile", "uuid7"]
+
+ROW_GROUP_ROWS = 122_880  # DuckDB's default row group size
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024  # DuckLake's default target_file_size
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A data file written and closed, with what ``ducklake_data_file`` and
+    ``ducklake_file_column_stats`` record of it.
+
+    Attributes:
+        name: the file name, relative to the table's directory.
+        url: where it is (a local path or an object-store URL), for deleting it.
+    """
+
+    name: str
+    url: str
+    record_count: int
+    file_size_bytes: int
+    footer_size: int
+    row_group_count: int
+    columns: tuple[FileColumnStats, ...]
+
+
+def uuid7() -> uuid.UUID:
+    """A time-ordered UUID (version 7), as DuckDB names tables and files."""
+    millis = time.time_ns() // 1_000_000
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= secrets.randbits(12) << 64
+    value |= 0b10 << 62
+    value |= secrets.randbits(62)
+    return uuid.UUID(int=value)
+
+
+class DataFileWriter:
+    """Writes one commit's data files for a table into ``directory``.
+
+    Args:
+        directory: the table's directory (local path or URL), ending with ``/``.
+        columns: the table's columns at the snapshot written to.
+        storage_options: the lake's storage options (object-store credentials).
+        target_file_size: start a new file once one has this many bytes.
+        description: names the table in errors.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        columns: Sequence[ColumnSpec],
+        storage_options,
+        *,
+        target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+        description: str,
+    ) -> None:
+        self.directory = directory
+        self.schema = file_schema(columns)
+        self.leaves = leaf_columns(columns)
+        self.storage_options = storage_options
+        self.target_file_size = max(int(target_file_size), 1)
+        self.description = description
+        self.written: list[WrittenFile] = []
+        self._open: _OpenFile | None = None
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        """Write rows already conformed to :attr:`schema` (``_types.conform``)."""
+        for batch in table.to_batches():
+            if batch.num_rows == 0:
+                continue
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            while self._pending_rows >= ROW_GROUP_ROWS:
+                self._flush(ROW_GROUP_ROWS)
+
+    def close(self) -> list[WrittenFile]:
+        """Write what is left and close the last file; returns every file written."""
+        if self._pending_rows:
+            self._flush(self._pending_rows)
+        if self._open is not None:
+            self.written.append(self._open.close())
+            self._open = None
+        return list(self.written)
+
+    def discard(self) -> list[str]:
+        """Delete every file written (after a failed commit); returns the URLs that could
+        not be deleted (left as orphans, for the caller to report)."""
+        urls = [f.url for f in self.written]
+        if self._open is not None:
+            urls.append(self._open.url)
+            self._open.abandon()
+            self._open = None
+        self.written = []
+        return delete_files(urls, self.storage_options)
+
+    def _flush(self, rows: int) -> None:
+        """Write ``rows`` pending rows as one row group."""
+        table = pa.Table.from_batches(self._pending, schema=self.schema)
+        group, rest = table.slice(0, rows), table.slice(rows)
+        self._pending = rest.to_batches()
+        self._pending_rows = rest.num_rows
+        if self._open is None:
+            self._open = _OpenFile(self)
+        self._open.write(group)
+        if self._open.size() >= self.target_file_size:
+            self.written.append(self._open.close())
+            self._open = None
+
+
+class _OpenFile:
+    """One data file being written: its stream, writer and running statistics."""
+
+    def __init__(self, owner: DataFileWriter) -> None:
+        self.owner = owner
+        self.name = f"ducklake-{uuid7()}.parquet"
+        self.url = join_path(owner.directory, self.name, True)
+        location = parse_location(self.url)
+        self.filesystem = filesystem_for(location, owner.storage_options)
+        self.path = location.path
+        try:
+            if location.scheme == "file":
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.stream = self.filesystem.open_output_stream(self.path)
+        except OSError as exc:
+            raise _storage_error(exc, self.url, self.owner) from exc
+        self.writer = pq.ParquetWriter(
+            self.stream,
+            owner.schema,
+            compression="snappy",
+            store_schema=False,
+            store_decimal_as_integer=True,
+            write_statistics=True,
+            write_page_index=False,
+        )
+        self.rows = 0
+        self.bounds = [ColumnBounds(spec) for _, spec in owner.leaves]
+
+    def write(self, group: pa.Table) -> None:
+        try:
+            self.writer.write_table(group, row_group_size=len(group))
+        except OSError as exc:
+            raise _storage_error(exc, self.url, self.owner) from exc
+        self.rows += group.num_rows
+        for (path, _spec), bounds in zip(self.owner.leaves, self.bounds):
+            bounds.add(_leaf_values(group, path))
+
+    def size(self) -> int:
+        return self.stream.tell()
+
+    def close(self) -> WrittenFile:
+        try:
+            # every row group is on the stream already: what close() adds is the footer
+            # (its Thrift metadata, a 4-byte length and the magic)
+            footer_start = self.stream.tell()
+            self.writer.close()
+            size = self.stream.tell()
+            self.stream.close()
+        except OSError as exc:
+            raise _storage_error(exc, self.url, self.owner) from exc
+        metadata = self.writer.writer.metadata  # the file footer, known once closed
+        columns = []
+        for index, ((_path, spec), bounds) in enumerate(zip(self.owner.leaves, self.bounds)):
+            values = nulls = chunk_bytes = 0
+            for group in range(metadata.num_row_groups):
+                chunk = metadata.row_group(group).column(index)
+                stats = chunk.statistics
+                null_count = stats.null_count if stats is not None and stats.has_null_count else 0
+                values += chunk.num_values - null_count
+                nulls += null_count
+                chunk_bytes += chunk.total_compressed_size
+            low, high = bounds.encoded()
+            columns.append(
+                FileColumnStats(
+                    column_id=spec.column_id,
+                    column_size_bytes=chunk_bytes,
+                    value_count=values,
+                    null_count=nulls,
+                    min_value=low,
+                    max_value=high,
+                    contains_nan=bounds.contains_nan(),
+                )
+            )
+        return WrittenFile(
+            name=self.name,
+            url=self.url,
+            record_count=self.rows,
+            file_size_bytes=size,
+            footer_size=size - footer_start - 8,
+            row_group_count=metadata.num_row_groups,
+            columns=tuple(columns),
+        )
+
+    def abandon(self) -> None:
+        try:
+            self.writer.close()
+            self.stream.close()
+        except Exception:  # noqa: BLE001, S110 - the file is deleted next either way
+            pass
+
+
+def _leaf_values(table: pa.Table, path: tuple[str, ...]) -> pa.Array:
+    """The values of one leaf column, nested levels flattened (NULL parents drop out)."""
+    values = table.column(path[0]).combine_chunks()
+    for name in path[1:]:
+        kind = values.type
+        if pa.types.is_struct(kind):
+            values = values.flatten()[kind.get_field_index(name)]  # parents' NULLs kept
+        elif pa.types.is_list(kind):
+            values = values.flatten()
+        elif pa.types.is_map(kind):
+            values = values.keys if name == "key" else values.items
+    return values
+
+
+def _storage_error(exc: OSError, url: str, owner: DataFileWriter):
+    return translate_storage_error(
+        exc, what=f"data file {url} of {owner.description}", options=owner.storage_options
+    )
+
+
+def delete_files(urls: Sequence[str], storage_options) -> list[str]:
+    """Delete files by URL; returns those that could not be deleted."""
+    left = []
+    for url in urls:
+        location = parse_location(url)
+        try:
+            filesystem_for(location, storage_options).delete_file(location.path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            left.append(url)
+    return left
