@@ -62,7 +62,8 @@ def _truthy(value) -> bool:
 
 
 def _pick(texts: list, key: Callable | None, choose) -> str | None:
-    if key is None or any(t is None for t in texts):
+    # (text with a NUL: DuckDB keeps no table-wide bound for it either)
+    if key is None or any(t is None or "\0" in t for t in texts):
         return None
     if getattr(key, "picks_itself", False):
         return key(texts, choose)

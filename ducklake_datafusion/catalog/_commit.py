@@ -208,7 +208,7 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
         "schema_version": schema_version,
         "next_catalog_id": next_catalog_id,
         "next_file_id": next_file_id,
-    })
+    }, race_point=True)
     if request.new_table is not None:
         _create_table(session, request.new_table, table_id, schema_id, request, new_id,
                       schema_version)
@@ -228,7 +228,7 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
     return new_id
 
 
-def _insert(session, table: str, row: Mapping[str, object]) -> None:
+def _insert(session, table: str, row: Mapping[str, object], *, race_point=False) -> None:
     """Insert ``row``, leaving out the keys this catalog's table has no column for (an
     older catalog) so that newer columns get their defaults."""
     present = set(_columns(session, table))
@@ -237,6 +237,7 @@ def _insert(session, table: str, row: Mapping[str, object]) -> None:
     session.execute(
         f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders})",
         [row[name] for name in names],
+        race_point=race_point,
     )
 
 
@@ -415,8 +416,8 @@ def _add_files(session, request: TableCommit, table_id: int, snapshot: int,
                 "column_size_bytes": column.column_size_bytes,
                 "value_count": column.value_count,
                 "null_count": column.null_count,
-                "min_value": column.min_value,
-                "max_value": column.max_value,
+                "min_value": _storable(session, column.min_value),
+                "max_value": _storable(session, column.max_value),
                 "contains_nan": column.contains_nan,
                 "extra_stats": None,
             })
@@ -439,6 +440,14 @@ def _add_files(session, request: TableCommit, table_id: int, snapshot: int,
             "file_size_bytes": size,
         })
     _widen_column_stats(session, request, table_id)
+
+
+def _storable(session, bound: str | None) -> str | None:
+    """A text bound as this catalog database can keep it: one holding a NUL character
+    becomes NULL (no bound) where text cannot hold NUL, as DuckDB stores it there."""
+    if bound is None or session.TEXT_KEEPS_NUL or "\0" not in bound:
+        return bound
+    return None
 
 
 def _widen_column_stats(session, request: TableCommit, table_id: int) -> None:

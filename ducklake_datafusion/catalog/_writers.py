@@ -43,18 +43,26 @@ class SnapshotRace(Exception):
 
 
 class WriteSession(SessionBase):
-    """One read-write transaction; ``rows`` and ``execute`` take ``?`` SQL."""
+    """One read-write transaction; ``rows`` and ``execute`` take ``?`` SQL.
+
+    ``TEXT_KEEPS_NUL``: whether a text value may hold a NUL character (PostgreSQL refuses
+    it; DuckDB's SQLite and MySQL catalogs store NULL instead, and so do we).
+    """
+
+    TEXT_KEEPS_NUL = False
 
     def __init__(self, description: str) -> None:
         super().__init__({}, description)
 
-    def execute(self, sql: str, params: Sequence[object] = ()) -> None:
-        self.rows_or_none(sql, params)
+    def execute(self, sql: str, params: Sequence[object] = (), *, race_point: bool = False):
+        """Run a statement. ``race_point``: a duplicate key here means another commit took
+        the snapshot id first (:class:`SnapshotRace`), not a broken catalog."""
+        self.rows_or_none(sql, params, race_point)
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        return self.rows_or_none(sql, params) or []
+        return self.rows_or_none(sql, params, False) or []
 
-    def rows_or_none(self, sql: str, params: Sequence[object]) -> list[tuple] | None:
+    def rows_or_none(self, sql: str, params: Sequence[object], race_point: bool):
         raise NotImplementedError
 
     def arrow(self, sql: str, params: Sequence[object] = (), schema: pa.Schema | None = None):
@@ -76,6 +84,7 @@ def _utc_naive(value: _dt.datetime) -> _dt.datetime:
 
 class _DuckDBWriteSession(WriteSession):
     INTEGER_OF_TEXT = "TRY_CAST({0} AS BIGINT)"
+    TEXT_KEEPS_NUL = True
 
     def __init__(self, connection, description: str, schema: str) -> None:
         super().__init__(description)
@@ -90,7 +99,7 @@ class _DuckDBWriteSession(WriteSession):
             "ORDER BY column_index"
         )
 
-    def rows_or_none(self, sql, params):
+    def rows_or_none(self, sql, params, race_point):
         import duckdb
 
         try:
@@ -98,7 +107,7 @@ class _DuckDBWriteSession(WriteSession):
             self._last_names = [d[0] for d in cursor.description or ()]
             return cursor.fetchall() if cursor.description else None
         except duckdb.ConstraintException as exc:
-            if "ducklake_snapshot" in str(exc) or "snapshot_id" in str(exc):
+            if race_point:
                 raise SnapshotRace(str(exc)) from exc
             raise CatalogError(f"{self.description}: {exc}") from exc
         except duckdb.Error as exc:
@@ -163,11 +172,11 @@ class _SQLiteWriteSession(WriteSession):
         super().__init__(description)
         self._connection = connection
 
-    def rows_or_none(self, sql, params):
+    def rows_or_none(self, sql, params, race_point):
         try:
             cursor = self._connection.execute(sql, list(params))
         except sqlite3.IntegrityError as exc:
-            if "ducklake_snapshot" in str(exc):
+            if race_point:
                 raise SnapshotRace(str(exc)) from exc
             raise CatalogError(f"{self.description}: {exc}") from exc
         except sqlite3.Error as exc:
@@ -236,13 +245,16 @@ class _PostgresWriteSession(WriteSession):
         self.TABLES_SQL = read_sql.TABLES_SQL
         self.COLUMNS_SQL = read_sql.COLUMNS_SQL
 
-    def rows_or_none(self, sql, params):
+    def rows_or_none(self, sql, params, race_point):
         import psycopg
 
         try:
             cursor = self._connection.execute(sql.replace("?", "%s"), list(params))
-        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure,
-                psycopg.errors.DeadlockDetected) as exc:
+        except psycopg.errors.UniqueViolation as exc:
+            if race_point:
+                raise SnapshotRace(str(exc)) from exc
+            raise _postgres_error(exc, self.description) from exc
+        except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
             raise SnapshotRace(str(exc)) from exc
         except psycopg.Error as exc:
             raise _postgres_error(exc, self.description) from exc
@@ -299,7 +311,7 @@ class _MySQLWriteSession(WriteSession):
         self.TABLES_SQL = read_sql.TABLES_SQL
         self.COLUMNS_SQL = read_sql.COLUMNS_SQL
 
-    def rows_or_none(self, sql, params):
+    def rows_or_none(self, sql, params, race_point):
         import pymysql
 
         cursor = self._connection.cursor()
@@ -307,7 +319,7 @@ class _MySQLWriteSession(WriteSession):
             cursor.execute(self._translate_sql(sql, params), tuple(params))
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-            if (code == _DUPLICATE_KEY and "ducklake_snapshot" in str(exc)) or code in _DEADLOCK:
+            if (code == _DUPLICATE_KEY and race_point) or code in _DEADLOCK:
                 raise SnapshotRace(str(exc)) from exc
             raise _mysql_error(exc, self.description) from exc
         self._last_names = [d[0] for d in cursor.description or ()]

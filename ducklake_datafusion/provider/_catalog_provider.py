@@ -45,6 +45,21 @@ __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
 UNREADABLE_TABLE = "__catalog_unreadable__"
 
 
+def split_table_name(name: str) -> tuple[str, str]:
+    """``"schema.table"`` -> ``("schema", "table")``; ``"table"`` -> ``("main", "table")``."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        raise InvalidOptionError(f"a table name must be 'schema.table' or 'table', got {name!r}")
+    parts = name.split(".")
+    if len(parts) == 1:
+        return "main", parts[0]
+    if len(parts) == 2 and all(parts):
+        return parts[0], parts[1]
+    raise InvalidOptionError(
+        f"table name {name!r}: give 'schema.table' or 'table' (names with dots are not "
+        "supported here)"
+    )
+
+
 def _require_bool(option: str, value) -> None:
     if not isinstance(value, bool):
         raise InvalidOptionError(f"{option} must be True or False, got {value!r}")
@@ -210,6 +225,35 @@ class DuckLakeCatalog(CatalogProvider):
         """Resolve ``schema.table`` at this catalog's snapshot; raises TableNotFoundError."""
         return DuckLakeTable.of(self.lake.table(schema, table), self)
 
+    def create_table(
+        self,
+        name: str,
+        schema_or_data,
+        *,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ) -> int:
+        """Create a table, as one new snapshot; returns its id.
+
+        Args:
+            name: ``"schema.table"``, or ``"table"`` in ``main``.
+            schema_or_data: a ``pyarrow.Schema`` for an empty table, or data (as
+                ``DuckLakeTable.append`` takes it) whose columns and rows it gets, in the
+                same snapshot (``CREATE TABLE AS``). Arrow types map to DuckLake's as DuckDB
+                maps them; a type DuckLake cannot store is refused by name.
+
+        Raises:
+            TableExistsError: a table or view of that name exists.
+            UnsupportedTypeError: a column of a type DuckLake cannot store.
+        """
+        from ..catalog import CommitOptions
+        from ..write import create_table
+
+        schema, table = split_table_name(name)
+        options = CommitOptions(author, commit_message, commit_extra_info)
+        return create_table(self.lake, schema, table, schema_or_data, options=options)
+
     def column_comments(self, schema: str, name: str) -> dict[str, str]:
         """``{column: comment}`` of a table's or view's columns at this catalog's snapshot
         (DuckDB's ``COMMENT ON COLUMN``; view columns need a DuckLake 1.1 catalog).
@@ -292,9 +336,11 @@ class DuckLakeSchema(SchemaProvider):
         return TableNames(sorted({t.table_name for t in tables} | set(views)))
 
     def table(self, name: str) -> Table | None:
+        writable = not self._catalog.lake.pinned  # the latest snapshot: inserts allowed
         try:
             table = self._catalog.table(self._name, name)
         except TableNotFoundError:
+            writable = False  # a view, or an older snapshot of a table
             view = find_view(self._catalog, self._name, name)
             if view is not None:  # a view stored in the catalog (see _views)
                 return view_table(self._catalog, *view)
@@ -309,6 +355,7 @@ class DuckLakeSchema(SchemaProvider):
             table = DuckLakeTable.of(suffixed)
         return table.datafusion_table(
             native=self._catalog.native,
+            writable=writable,
             # Not the registering session: a provider handed the codec of a session holds
             # it weakly, and a query still running after that SessionContext object was
             # dropped fails ("TaskContextProvider went out of scope"). DataFusion's global
@@ -338,10 +385,18 @@ class DuckLakeSchema(SchemaProvider):
             return False  # e.g. a suffix naming no snapshot: table() says why
 
     def register_table(self, name, table) -> None:
-        raise NotImplementedError("DuckLake tables are read-only here; create tables in DuckDB")
+        """DataFusion's ``CREATE TABLE lake.s.t AS SELECT ...`` (and ``CREATE TABLE
+        lake.s.t (...)``): the table DataFusion made of the query's rows becomes a lake
+        table, columns and rows in one snapshot (``_ctas``)."""
+        from ._ctas import create_from_datafusion
+
+        create_from_datafusion(self._catalog, self._name, name, table)
 
     def deregister_table(self, name, cascade) -> None:
-        raise NotImplementedError("DuckLake tables are read-only here; drop tables in DuckDB")
+        raise NotImplementedError(
+            f"DROP TABLE {self._name}.{name}: this package does not drop lake tables; drop it "
+            "in DuckDB"
+        )
 
 
 class FailedSchema(SchemaProvider):

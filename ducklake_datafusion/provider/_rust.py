@@ -137,13 +137,20 @@ def forget_catalog(backend) -> None:
     forget_resolved(backend)
 
 
-def rust_table(table, ctx=None):
-    """``datafusion.catalog.Table`` over the Rust provider, or ``None`` (not exact here)."""
+def rust_table(table, ctx=None, *, writable: bool = False):
+    """``datafusion.catalog.Table`` over the Rust provider, or ``None`` (not exact here).
+
+    ``writable``: DataFusion may insert into it (``_writable``).
+    """
     from datafusion.catalog import Table
 
     provider = rust_provider(table)
     if provider is None:
         return None
+    if writable:
+        from ._writable import InsertWriter, WritableProvider
+
+        provider = WritableProvider(provider, InsertWriter(table))
     return Table(provider, ctx) if ctx is not None else Table(provider)
 
 

@@ -42,6 +42,53 @@ class DuckLakeTable(LakeTable):
         """Read the table (or a projection / filtered part of it) into memory."""
         return execute_plan(self.scan_plan(filter=filter, columns=columns))
 
+    def append(
+        self,
+        data,
+        *,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ) -> int:
+        """Append rows to the table, as one new snapshot; returns its id.
+
+        ``data``: a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader``, a Polars or
+        pandas DataFrame, or any object with ``__arrow_c_stream__`` (a DataFusion
+        DataFrame streams straight in). Columns are matched by name; a missing one is
+        NULL; values are cast to the column types exactly or refused (``UnsupportedTypeError``
+        names the column). The rows go to the table as the latest snapshot has it: a table
+        dropped or replaced since this object was resolved is a ``CommitConflictError``.
+        This object stays pinned at its snapshot; resolve the table again to read the rows.
+        """
+        return self._write(data, False, author, commit_message, commit_extra_info)
+
+    def overwrite(
+        self,
+        data,
+        *,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ) -> int:
+        """Replace every row of the table by ``data`` (as :meth:`append` takes it), as one
+        new snapshot; returns its id. Earlier snapshots keep their rows (time travel)."""
+        return self._write(data, True, author, commit_message, commit_extra_info)
+
+    def _write(self, data, overwrite, author, commit_message, commit_extra_info) -> int:
+        from ..catalog import CommitOptions
+        from ..write import append
+
+        options = CommitOptions(author, commit_message, commit_extra_info)
+        return append(
+            self.lake,
+            self.entry.schema_name,
+            self.entry.table_name,
+            data,
+            overwrite=overwrite,
+            expected_table_id=self.entry.table_id,
+            options=options,
+        )
+
     def to_pandas(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
         """Read into a ``pandas.DataFrame`` (needs the ``[pandas]`` extra)."""
         from ..dataframes import to_pandas
@@ -92,20 +139,22 @@ class DuckLakeTable(LakeTable):
 
         return DuckLakeDataset(self)
 
-    def datafusion_table(self, native: bool = True, ctx=None):
+    def datafusion_table(self, native: bool = True, ctx=None, writable: bool = False):
         """The ``datafusion.catalog.Table`` a schema provider returns for this table.
 
         With ``native``, a table the Rust scan reads exactly is read by it (``_rust``);
         every other table goes through the ``pyarrow.dataset`` adapter, the exact path.
         ``ctx``: the session the table is planned in, when known (it decodes the filters
         pushed to the Rust provider; else DataFusion's global context does).
+        ``writable``: DataFusion may also ``INSERT INTO`` it (``_writable``): inserts go
+        through the Rust provider, so a table the exact path reads takes none.
         """
         from datafusion.catalog import Table
 
         if native:
             from ._rust import rust_table
 
-            table = rust_table(self, ctx)
+            table = rust_table(self, ctx, writable=writable)
             if table is not None:
                 return table
         return Table(self.dataset())

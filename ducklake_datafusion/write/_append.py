@@ -36,7 +36,7 @@ from ..scan import Lake, require_table, table_directory
 from ..types import build_column_tree
 from ._files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, uuid7
 from ._input import as_arrow, batches_of
-from ._types import NewColumnSpec, columns_for_schema, conform
+from ._types import columns_for_schema, conform
 
 __all__ = ["append", "create_table"]
 
@@ -117,10 +117,11 @@ def create_table(
         data = as_arrow(schema_or_data, f"table {schema}.{table}")
         arrow_schema = data.schema
     new_columns = columns_for_schema(arrow_schema, f"{schema}.{table}")
+    # (DuckDB gives every new column, nested or not, its column id as column_order)
     rows = [
-        NewColumn(spec.column_id, spec.name, spec.type_name, parent, order)
-        for position, column in enumerate(new_columns)
-        for spec, parent, order in _numbered(column, position)
+        NewColumn(spec.column_id, spec.name, spec.type_name, parent, spec.column_id)
+        for column in new_columns
+        for spec, parent in column.walk()
     ]
     table_uuid = uuid7()
     path = f"{table}/" if _PLAIN_NAME.match(table) else f"{table_uuid}/"
@@ -162,14 +163,6 @@ class _ColumnRow:
     parent_column: int | None
     column_order: int
     initial_default: str | None = None
-
-
-def _numbered(spec: NewColumnSpec, top_order: int):
-    """(spec, parent id, column_order) for a column and its nested ones, as DuckDB
-    numbers them: a top-level column's order is its position (from 1), a nested
-    column's order is its column id."""
-    for each, parent in spec.walk():
-        yield each, parent, (top_order + 1 if parent is None else each.column_id)
 
 
 def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -> int:

@@ -8,10 +8,10 @@ never read back from the file, and encoded exactly as DuckDB's writer encodes th
 
 * integers and decimals as their digits (decimals at the column's scale), booleans ``0`` /
   ``1``, floats in their shortest form with NaN left out of the bounds and reported in
-  ``contains_nan``, ``-0.0`` as ``0.0``;
+  ``contains_nan``;
 * text as itself, but a bound longer than 256 bytes cut as DuckDB's Parquet writer cuts
   it: the minimum to a prefix, the maximum to a prefix whose last ASCII byte is raised by
-  one (no bound at all when no byte can be raised); blobs the same in upper-case hex;
+  one (and no bounds at all when no byte can be raised); blobs the same in upper-case hex;
 * dates, times and timestamps as DuckDB spells them (``infinity``, fractions trimmed,
   ``+00`` for UTC), by DuckDB's own cast to text; UUIDs in canonical lower case.
 
@@ -58,7 +58,7 @@ class ColumnBounds:
     def add(self, values: pa.Array) -> None:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        if isinstance(values.type, pa.ExtensionType):
+        if isinstance(values, pa.ExtensionArray):
             values = values.storage
         if pa.types.is_fixed_size_binary(values.type):
             values = values.cast(pa.binary())  # bytewise order, which is UUID order too
@@ -80,7 +80,11 @@ class ColumnBounds:
             return None, None
         both = pc.min_max(pa.concat_arrays(self._candidates))
         low, high = both["min"], both["max"]
-        return encode_bound(self.spec, low, upper=False), encode_bound(self.spec, high, upper=True)
+        upper = encode_bound(self.spec, high, upper=True)
+        if upper is None:
+            # no maximum could be cut to size: DuckDB then keeps no bounds at all
+            return None, None
+        return encode_bound(self.spec, low, upper=False), upper
 
 
 def encode_bound(spec: ColumnSpec, value: pa.Scalar, *, upper: bool) -> str | None:
@@ -111,8 +115,6 @@ def encode_bound(spec: ColumnSpec, value: pa.Scalar, *, upper: bool) -> str | No
 
 
 def _float_text(value: float, width) -> str:
-    if value == 0.0:
-        return "0.0"  # -0.0 too, as DuckDB's statistics spell it
     if np.isinf(value):
         return "inf" if value > 0 else "-inf"
     # the shortest text that reads back as the same value (numpy's for float32)

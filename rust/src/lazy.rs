@@ -108,10 +108,15 @@ impl LazyProvider {
 /// catalog's connections, stayed alive until some later query. So the drop attaches
 /// (without blocking when the interpreter is shutting down: then the object is queued as
 /// before).
+#[derive(Debug)]
 pub struct ReleasedAtOnce(Option<Py<PyAny>>);
 
 impl ReleasedAtOnce {
-    fn bind<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+    pub fn new(object: Py<PyAny>) -> Self {
+        Self(Some(object))
+    }
+
+    pub fn bind<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
         self.0
             .as_ref()
             .map(|object| object.bind(py))

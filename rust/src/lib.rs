@@ -6,7 +6,7 @@
 //! provider whose `__datafusion_table_provider__` gives DataFusion an `FFI_TableProvider`
 //! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
 //! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
-//! as row selections), `layouts` (older file layouts mapped by field id), `stores`
+//! as row selections), `layouts` (older file layouts mapped by field id), `sink` (`INSERT INTO`: the rows handed to the Python writer), `stores`
 //! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `crossing` (a scan's partitions
 //! executed across the boundary without converting the session's functions), `checks` (files re-checked
 //! against the catalog when the scan opens them, local files read in place), `task_context`
@@ -24,6 +24,7 @@ mod predicates;
 mod provider;
 mod pruning;
 mod python;
+mod sink;
 mod stores;
 mod task_context;
 

@@ -11,7 +11,7 @@ use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::execution::TaskContextProvider;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
@@ -26,7 +26,12 @@ use datafusion::common::ScalarValue;
 use crate::contract::{self, ProviderSpec};
 use crate::errors::{ContractError, StoreConfigError};
 use crate::layouts::FieldIds;
-use crate::lazy::{LazyProvider, Resolved};
+use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
+use crate::sink::LakeSink;
+use datafusion::common::not_impl_err;
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
 use crate::task_context::CachedTaskContext;
@@ -156,7 +161,19 @@ impl PyLakeProvider {
         py: Python<'py>,
         session: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        provider_capsule(py, session, Arc::clone(&self.inner) as _)
+        provider_capsule(py, session, Arc::clone(&self.inner) as _, None)
+    }
+
+    /// The capsule of a provider that also takes `INSERT INTO`: the inserted rows go to
+    /// `writer(reader, overwrite) -> rows written` (`sink`).
+    fn table_provider_with_writer<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+        writer: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let sink = Some((self.inner.table.clone(), Arc::new(ReleasedAtOnce::new(writer))));
+        provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
     }
 
     /// What the last scan did: files total and kept, files with deletes, rows skipped,
@@ -246,7 +263,18 @@ impl PyLazyProvider {
         py: Python<'py>,
         session: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        provider_capsule(py, session, Arc::clone(&self.inner) as _)
+        provider_capsule(py, session, Arc::clone(&self.inner) as _, None)
+    }
+
+    /// As `LakeProvider.table_provider_with_writer`.
+    fn table_provider_with_writer<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+        writer: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let sink = Some((self.inner.table.clone(), Arc::new(ReleasedAtOnce::new(writer))));
+        provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
     }
 
     /// What the last scan did (as `LakeProvider.last_scan`).
@@ -265,6 +293,7 @@ fn provider_capsule<'py>(
     py: Python<'py>,
     session: Bound<'py, PyAny>,
     provider: Arc<dyn datafusion::catalog::TableProvider + Send>,
+    sink: Option<(String, Arc<ReleasedAtOnce>)>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let mut codec = logical_codec(session.clone())?;
     let mut held = None;
@@ -281,6 +310,7 @@ fn provider_capsule<'py>(
         inner: provider,
         runtime: handle.clone(),
         _held: held,
+        sink,
     });
     let provider = FFI_TableProvider::new_with_ffi_codec(provider, true, Some(handle), codec);
     PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
@@ -314,6 +344,8 @@ struct AtTheBoundary {
     inner: Arc<dyn TableProvider + Send>,
     runtime: tokio::runtime::Handle,
     _held: Option<Arc<CachedTaskContext>>,
+    /// The table's name and Python writer, when it takes inserts.
+    sink: Option<(String, Arc<ReleasedAtOnce>)>,
 }
 
 #[async_trait::async_trait]
@@ -346,6 +378,33 @@ impl TableProvider for AtTheBoundary {
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
         let plan = self.inner.scan(state, projection, filters, limit).await?;
         crate::crossing::for_the_caller(plan, state, self.runtime.clone())
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        let Some((table, writer)) = &self.sink else {
+            return not_impl_err!("this DuckLake table was registered read-only");
+        };
+        let overwrite = match insert_op {
+            InsertOp::Append => false,
+            InsertOp::Overwrite => true,
+            InsertOp::Replace => {
+                return not_impl_err!("REPLACE INTO {table}: DuckLake tables have no keys");
+            }
+        };
+        // the sink reads one partition: all of them, merged (the caller's optimizer
+        // cannot add the merge to a plan of ours)
+        let input: Arc<dyn ExecutionPlan> = if input.output_partitioning().partition_count() > 1 {
+            Arc::new(CoalescePartitionsExec::new(input))
+        } else {
+            input
+        };
+        let sink = LakeSink::new(table.clone(), self.inner.schema(), Arc::clone(writer), overwrite);
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }
 

@@ -219,6 +219,25 @@ class StoreMirror:
             self.fs.delete_file(f"{self.prefix}/{relative}")
             del self._sent[relative]
 
+    def pull(self) -> None:
+        """Download objects that are on the store but not in the local directory (files
+        our writer wrote to the store), so that DuckDB, which reads the local copy, sees
+        them too; they count as synced."""
+        from pyarrow import fs
+
+        for info in self.fs.get_file_info(fs.FileSelector(self.prefix, recursive=True)):
+            if info.type != fs.FileType.File:
+                continue
+            relative = info.path[len(self.prefix) + 1 :]
+            local = self.local_dir / relative
+            if relative in self._sent or local.exists():
+                continue
+            local.parent.mkdir(parents=True, exist_ok=True)
+            with self.fs.open_input_stream(info.path) as source, open(local, "wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+            stat = local.stat()
+            self._sent[relative] = (stat.st_size, stat.st_mtime_ns)
+
     def object(self, relative: str) -> str:
         """The pyarrow path of a data file given relative to the data directory."""
         return f"{self.prefix}/{relative}"

@@ -1,0 +1,266 @@
+"""Writes that cannot or must not commit: typed errors, and the lake exactly as it was.
+
+Every failure here is checked the same way: the error's class and the names in its
+message, then the lake: no new snapshot, DuckDB reads the same rows, and no data file of
+the failed write is left in the table's directory (or the error names it as an orphan).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from support.lakes import LakeSpec, assert_same_rows
+from support.writes import duckdb_reads
+
+from ducklake_datafusion import DuckLakeCatalog
+from ducklake_datafusion.write import append
+from ducklake_datafusion.errors import (
+    CatalogReadOnlyError,
+    CommitConflictError,
+    InvalidOptionError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    UnsupportedTypeError,
+)
+
+ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]})
+
+
+@pytest.fixture
+def table_lake(make_lake):
+    """A local DuckDB-catalog lake with ``main.t (id BIGINT, name VARCHAR)`` of 3 rows."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    lake.detach()
+    return lake
+
+
+def _state(lake) -> tuple:
+    """What must not change when a write fails: snapshots, rows, files on disk."""
+    snapshots = duckdb_reads(lake, "SELECT snapshot_id FROM lake.snapshots()").num_rows
+    rows = duckdb_reads(lake, "SELECT * FROM lake.main.t ORDER BY ALL")
+    files = sorted(p.name for p in Path(lake.data_path).rglob("*.parquet"))
+    return snapshots, rows, files
+
+
+def _unchanged(lake, before: tuple) -> None:
+    after = _state(lake)
+    assert after[0] == before[0], "a snapshot was committed"
+    assert_same_rows(after[1], before[1])
+    assert after[2] == before[2], "the failed write left files behind"
+
+
+def _stream(*batches, between=None):
+    """A reader that yields ``batches`` and runs ``between()`` after the first one."""
+    schema = batches[0].schema
+
+    def generate():
+        for index, batch in enumerate(batches):
+            yield batch
+            if index == 0 and between is not None:
+                between()
+
+    return pa.RecordBatchReader.from_batches(schema, generate())
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "words"),
+    [
+        (pa.table({"id": [1], "nope": [2]}), InvalidOptionError, ["main.t", "'nope'"]),
+        (pa.table({"id": ["x"]}), UnsupportedTypeError, ["main.t", "'id'"]),
+        (pa.table({"id": pa.array([2**64 - 1], pa.uint64())}), UnsupportedTypeError, ["'id'"]),
+        (pa.table({"name": pa.array([1.5])}), None, []),  # a double as text: DuckDB would too
+    ],
+)
+def test_bad_data_is_refused_by_name(table_lake, data, error, words):
+    before = _state(table_lake)
+    table = DuckLakeCatalog(**table_lake.reader_args()).table("main", "t")
+    if error is None:
+        table.append(data)
+        assert duckdb_reads(table_lake, "SELECT name FROM lake.main.t WHERE id IS NULL").to_pylist() == [
+            {"name": "1.5"}
+        ]
+        return
+    with pytest.raises(error) as raised:
+        table.append(data)
+    for word in words:
+        assert word in str(raised.value)
+    _unchanged(table_lake, before)
+
+
+def test_unsupported_types_and_names(make_lake):
+    lake = make_lake()
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    for arrow, hint in [
+        (pa.time64("ns"), "time64('us')"),
+        (pa.month_day_nano_interval(), "milliseconds"),
+        (pa.null(), "give the column a type"),
+        (pa.float16(), "float32"),
+    ]:
+        with pytest.raises(UnsupportedTypeError, match="'c'") as raised:
+            catalog.create_table("main.bad", pa.schema([("ok", pa.int32()), ("c", arrow)]))
+        assert hint in str(raised.value)
+    with pytest.raises(InvalidOptionError, match="twice"):
+        catalog.create_table("main.bad", pa.schema([("a", pa.int32()), ("A", pa.int32())]))
+    with pytest.raises(InvalidOptionError, match="schema.table"):
+        catalog.create_table("a.b.c", pa.schema([("a", pa.int32())]))
+    with pytest.raises(TableNotFoundError, match="'nowhere'"):
+        catalog.create_table("nowhere.t", pa.schema([("a", pa.int32())]))
+    catalog.create_table("main.t", pa.schema([("a", pa.int32())]))
+    with pytest.raises(TableExistsError, match="main.t"):
+        catalog.create_table("main.t", pa.schema([("a", pa.int32())]))
+    with pytest.raises(TableNotFoundError, match="main.missing"):
+        append(catalog.lake, "main", "missing", ROWS)
+    assert duckdb_reads(lake, "SELECT count(*) AS n FROM lake.snapshots()").to_pylist() == [
+        {"n": 2}
+    ]
+
+
+def test_pinned_catalog_is_read_only(table_lake):
+    pinned = DuckLakeCatalog(**table_lake.reader_args(), snapshot=1)
+    with pytest.raises(CatalogReadOnlyError, match="pinned"):
+        pinned.table("main", "t").append(ROWS)
+    with pytest.raises(CatalogReadOnlyError, match="pinned"):
+        pinned.create_table("main.u", ROWS)
+
+
+def test_read_only_catalog_file(table_lake):
+    """A catalog file this process may not write: typed, and nothing written."""
+    if os.geteuid() == 0:
+        pytest.skip("root writes read-only files")
+    path = table_lake.metadata
+    os.chmod(path, 0o444)
+    try:
+        with pytest.raises(CatalogReadOnlyError):
+            DuckLakeCatalog(**table_lake.reader_args()).table("main", "t").append(ROWS)
+    finally:
+        os.chmod(path, 0o644)
+
+
+def test_encrypted_and_partitioned_tables_are_refused(make_lake):
+    lake = make_lake(encrypted=True)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT)")
+    lake.detach()
+    with pytest.raises(UnsupportedFeatureError, match="encrypted"):
+        DuckLakeCatalog(**lake.reader_args()).table("main", "t").append(ROWS.select(["id"]))
+    assert not list(Path(lake.data_path).rglob("*.parquet"))
+    lake = make_lake()
+    lake.sql("CREATE TABLE lake.main.p (id BIGINT)")
+    lake.sql("ALTER TABLE lake.main.p SET PARTITIONED BY (id)")
+    lake.detach()
+    with pytest.raises(UnsupportedFeatureError, match="partitioned"):
+        DuckLakeCatalog(**lake.reader_args()).table("main", "p").append(ROWS.select(["id"]))
+
+
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [
+        ("DROP TABLE lake.main.t", "dropped"),
+        ("ALTER TABLE lake.main.t ADD COLUMN extra INTEGER", "altered"),
+        ("ALTER TABLE lake.main.t RENAME TO t2", "dropped or renamed"),
+        ("CREATE OR REPLACE TABLE lake.main.t (id BIGINT, name VARCHAR)", "replaced"),
+    ],
+)
+def test_a_table_changed_while_writing_is_a_conflict(table_lake, change, what):
+    """DuckDB changes the table after our write began: nothing of ours is committed."""
+    table = DuckLakeCatalog(**table_lake.reader_args()).table("main", "t")
+    seen = {}
+
+    def meanwhile():
+        table_lake.sql(change)
+        table_lake.detach()
+        seen["snapshots"], seen["files"] = _snapshots_and_files(table_lake)
+
+    with pytest.raises(CommitConflictError) as raised:
+        table.append(_stream(*ROWS.to_batches(max_chunksize=1), between=meanwhile))
+    message = str(raised.value)
+    assert "main.t" in message and what in message
+    assert _snapshots_and_files(table_lake) == (seen["snapshots"], seen["files"])
+
+
+def _snapshots_and_files(lake) -> tuple:
+    snapshots = duckdb_reads(lake, "SELECT snapshot_id FROM lake.snapshots()").num_rows
+    return snapshots, sorted(p.name for p in Path(lake.data_path).rglob("*.parquet"))
+
+
+def test_a_concurrent_append_is_not_a_conflict_but_an_overwrite_is(table_lake):
+    catalog = DuckLakeCatalog(**table_lake.reader_args())
+    batches = ROWS.to_batches(max_chunksize=1)
+
+    def insert():
+        table_lake.sql("INSERT INTO lake.main.t VALUES (100, 'duck')")
+        table_lake.detach()
+
+    catalog.table("main", "t").append(_stream(*batches, between=insert))
+    got = duckdb_reads(table_lake, "SELECT count(*) AS n, sum(id) AS s FROM lake.main.t")
+    assert got.to_pylist() == [{"n": 7, "s": 112}]
+
+    with pytest.raises(CommitConflictError, match="overwrite would lose"):
+        catalog.table("main", "t").overwrite(_stream(*batches, between=insert))
+    got = duckdb_reads(table_lake, "SELECT count(*) AS n FROM lake.main.t")
+    assert got.to_pylist() == [{"n": 8}]
+
+
+def test_a_failing_stream_commits_nothing(table_lake):
+    before = _state(table_lake)
+
+    def broken():
+        yield ROWS.to_batches()[0]
+        raise RuntimeError("the source broke")
+
+    reader = pa.RecordBatchReader.from_batches(ROWS.schema, broken())
+    with pytest.raises(RuntimeError, match="the source broke"):
+        DuckLakeCatalog(**table_lake.reader_args()).table("main", "t").append(reader)
+    _unchanged(table_lake, before)
+
+
+def test_a_writer_killed_before_its_commit_leaves_no_row(table_lake, tmp_path):
+    """Files written, then the process dies before the commit: DuckDB sees nothing new."""
+    before = _state(table_lake)
+    script = textwrap.dedent(
+        f"""
+        import os, pyarrow as pa
+        from ducklake_datafusion import DuckLakeCatalog
+        from ducklake_datafusion.write import _append
+
+        def die(*args, **kwargs):
+            os._exit(9)
+
+        _append.commit = die
+        catalog = DuckLakeCatalog({table_lake.metadata!r})
+        catalog.table("main", "t").append(pa.table({{"id": [7], "name": ["x"]}}))
+        """
+    )
+    table_lake.detach()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+    after = _state(table_lake)
+    assert after[0] == before[0]
+    assert_same_rows(after[1], before[1])
+    assert len(after[2]) == len(before[2]) + 1  # the orphan: no snapshot names it
+
+
+def test_a_catalog_error_mid_commit_rolls_back(make_lake, monkeypatch):
+    """The catalog fails after the snapshot row was inserted: the transaction is rolled
+    back and the files deleted (SQLite: the same code as every backend's)."""
+    lake = make_lake(LakeSpec("sqlite", "local"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
+    lake.detach()
+    before = _state(lake)
+    from ducklake_datafusion.catalog import _commit
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the catalog went away")
+
+    monkeypatch.setattr(_commit, "_widen_column_stats", broken)
+    with pytest.raises(RuntimeError, match="went away"):
+        DuckLakeCatalog(**lake.reader_args()).table("main", "t").append(ROWS)
+    _unchanged(lake, before)
