@@ -123,14 +123,13 @@ def _commit_of_many_files(root: str, catalog: str, files: int) -> float:
     metadata, data = _new_lake(root, catalog)
     lake = DuckLakeCatalog(metadata)
     table = lake.table("main", "t")
-    writer = DataFileWriter(data + "main/t/", table.columns, None, target_file_size=1,
-                            description="bench")
     batch = pa.table({"k": [1], "g": pa.array([1], pa.int32()), "v": [1.0], "s": ["x"],
                       "d": pa.array([0], pa.date32())})
+    written = []
     for _ in range(files):
+        writer = DataFileWriter(data + "main/t/", table.columns, None, description="bench")
         writer.write(batch)
-        writer._flush(writer._pending_rows)
-    written = writer.close()
+        written += writer.close()
     request = TableCommit(
         schema_name="main",
         table_name="t",

@@ -64,6 +64,10 @@ class FileColumnStats:
     min_value: str | None
     max_value: str | None
     contains_nan: bool | None
+    # whether each bound is a value of the file (False: text cut to 256 bytes), for 1.1's
+    # min_is_exact / max_is_exact
+    min_exact: bool = True
+    max_exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class NewDataFile:
     footer_size: int
     row_group_count: int
     columns: tuple[FileColumnStats, ...]
+    partition_values: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,8 @@ class NewTable:
     table_uuid: uuid.UUID
     path: str
     columns: tuple[NewColumn, ...]
+    # (column id, transform) per key when created partitioned, in key order
+    partitioned_by: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +131,8 @@ class TableCommit:
         table_id: the table written to; ``None`` when ``new_table`` creates it.
         column_types: DuckLake type of every leaf column id, to compare statistics.
         overwrite: end every row live before this commit (``INSERT OVERWRITE``).
+        partition_id: the partition spec the files were written under (``None``:
+            unpartitioned, or the spec ``new_table`` creates).
     """
 
     schema_name: str
@@ -134,6 +143,7 @@ class TableCommit:
     column_types: Mapping[int, str]
     new_table: NewTable | None = None
     overwrite: bool = False
+    partition_id: int | None = None
     options: CommitOptions = CommitOptions()
 
 
@@ -193,11 +203,16 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
         table_id = next_catalog_id
         next_catalog_id += 1
         schema_version += 1
+        partition_id = None
+        if request.new_table.partitioned_by:
+            partition_id = next_catalog_id  # specs take their ids from the same counter
+            next_catalog_id += 1
         changes.append(
             f"created_table:{quoted(request.schema_name)}.{quoted(request.table_name)}"
         )
     else:
         table_id = _check_unchanged(session, request, latest_id, description)
+        partition_id = request.partition_id
     first_file_id = next_file_id
     next_file_id += len(request.files)
     # The race point first: a concurrent commit of the same id fails here (or waits here
@@ -212,12 +227,14 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
     if request.new_table is not None:
         _create_table(session, request.new_table, table_id, schema_id, request, new_id,
                       schema_version)
+        if partition_id is not None:
+            _create_partitioning(session, request.new_table, table_id, partition_id, new_id)
     if request.files:
         changes.append(f"inserted_into_table:{table_id}")
     if request.overwrite:
         _end_live_rows(session, table_id, new_id)
         changes.append(f"deleted_from_table:{table_id}")
-    _add_files(session, request, table_id, new_id, first_file_id)
+    _add_files(session, request, table_id, new_id, first_file_id, partition_id)
     _insert(session, "ducklake_snapshot_changes", {
         "snapshot_id": new_id,
         "changes_made": ",".join(changes),
@@ -368,9 +385,11 @@ def _end_live_rows(session, table_id: int, snapshot: int) -> None:
     ):
         if not _is_inlined_table_name(name, table_id) or not session.has_table(name):
             continue
-        session.execute(
-            f'UPDATE "{name}" SET end_snapshot = ? WHERE end_snapshot IS NULL', [snapshot]
-        )
+        # DuckLake 1.1 prefixes the inlined tables' system columns with _ducklake_
+        end = "end_snapshot"
+        if "_ducklake_end_snapshot" in _columns(session, name):
+            end = "_ducklake_end_snapshot"
+        session.execute(f'UPDATE "{name}" SET {end} = ? WHERE {end} IS NULL', [snapshot])
 
 
 def _is_inlined_table_name(name: str, table_id: int) -> bool:
@@ -379,8 +398,26 @@ def _is_inlined_table_name(name: str, table_id: int) -> bool:
     return rest != name and rest.isdigit()
 
 
+def _create_partitioning(session, table: NewTable, table_id: int, partition_id: int,
+                         snapshot: int) -> None:
+    _insert(session, "ducklake_partition_info", {
+        "partition_id": partition_id,
+        "table_id": table_id,
+        "begin_snapshot": snapshot,
+        "end_snapshot": None,
+    })
+    for index, (column_id, transform) in enumerate(table.partitioned_by):
+        _insert(session, "ducklake_partition_column", {
+            "partition_id": partition_id,
+            "table_id": table_id,
+            "partition_key_index": index,
+            "column_id": column_id,
+            "transform": transform,
+        })
+
+
 def _add_files(session, request: TableCommit, table_id: int, snapshot: int,
-               first_file_id: int) -> None:
+               first_file_id: int, partition_id: int | None) -> None:
     stats = session.rows(
         "SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats "
         "WHERE table_id = ?",
@@ -402,12 +439,19 @@ def _add_files(session, request: TableCommit, table_id: int, snapshot: int,
             "file_size_bytes": data_file.file_size_bytes,
             "footer_size": data_file.footer_size,
             "row_id_start": next_row_id,
-            "partition_id": None,
+            "partition_id": partition_id if data_file.partition_values else None,
             "encryption_key": None,
             "mapping_id": None,
             "partial_max": None,
             "row_group_count": data_file.row_group_count,
         })
+        for index, value in enumerate(data_file.partition_values):
+            _insert(session, "ducklake_file_partition_value", {
+                "data_file_id": file_id,
+                "table_id": table_id,
+                "partition_key_index": index,
+                "partition_value": _storable(session, value),
+            })
         for column in data_file.columns:
             _insert(session, "ducklake_file_column_stats", {
                 "data_file_id": file_id,
@@ -420,6 +464,8 @@ def _add_files(session, request: TableCommit, table_id: int, snapshot: int,
                 "max_value": _storable(session, column.max_value),
                 "contains_nan": column.contains_nan,
                 "extra_stats": None,
+                "min_is_exact": column.min_exact if column.min_value is not None else None,
+                "max_is_exact": column.max_exact if column.max_value is not None else None,
             })
         records += data_file.record_count
         next_row_id += data_file.record_count
@@ -451,11 +497,14 @@ def _storable(session, bound: str | None) -> str | None:
 
 
 def _widen_column_stats(session, request: TableCommit, table_id: int) -> None:
+    # DuckLake 1.1 says whether each bound is a value (not a cut one): kept when it has it
+    exact = "min_is_exact" in _columns(session, "ducklake_table_column_stats")
     held = {
         int(r[0]): r[1:]
         for r in session.rows(
-            "SELECT column_id, contains_null, contains_nan, min_value, max_value "
-            "FROM ducklake_table_column_stats WHERE table_id = ?",
+            "SELECT column_id, contains_null, contains_nan, min_value, max_value"
+            + (", min_is_exact, max_is_exact" if exact else "")
+            + " FROM ducklake_table_column_stats WHERE table_id = ?",
             [table_id],
         )
     }
@@ -463,27 +512,29 @@ def _widen_column_stats(session, request: TableCommit, table_id: int) -> None:
         files = [c for f in request.files for c in f.columns if c.column_id == column_id]
         if not files:
             continue
-        merged = widen(type_name, held.get(column_id), files)
-        if column_id in held:
+        before = held.get(column_id)
+        null, nan, low, high = widen(type_name, None if before is None else before[:4], files)
+        row = {"contains_null": null, "contains_nan": nan, "min_value": low, "max_value": high}
+        if exact:
+            # a widened bound is claimed exact only when every bound it came from was
+            row["min_is_exact"] = None if low is None else (
+                _all_exact(files, "min") and (before is None or bool(before[4]))
+            )
+            row["max_is_exact"] = None if high is None else (
+                _all_exact(files, "max") and (before is None or bool(before[5]))
+            )
+        if before is not None:
+            names = ", ".join(f"{name} = ?" for name in row)
             session.execute(
-                "UPDATE ducklake_table_column_stats SET contains_null = ?, contains_nan = ?, "
-                "min_value = ?, max_value = ? WHERE table_id = ? AND column_id = ?",
-                [*merged, table_id, column_id],
+                f"UPDATE ducklake_table_column_stats SET {names} "
+                "WHERE table_id = ? AND column_id = ?",
+                [*row.values(), table_id, column_id],
             )
         else:
             _insert(session, "ducklake_table_column_stats", {
-                "table_id": table_id,
-                "column_id": column_id,
-                "contains_null": merged[0],
-                "contains_nan": merged[1],
-                "min_value": merged[2],
-                "max_value": merged[3],
-                "extra_stats": None,
+                "table_id": table_id, "column_id": column_id, **row, "extra_stats": None,
             })
 
 
-def require_new_table_name(schema: str, table: str) -> None:
-    """Refuse names DuckDB would not accept for a table (empty, or with a NUL)."""
-    for what, name in (("schema", schema), ("table", table)):
-        if not isinstance(name, str) or not name or "\0" in name:
-            raise InvalidOptionError(f"{what} name must be a non-empty string, got {name!r}")
+def _all_exact(files, which: str) -> bool:
+    return all(getattr(f, f"{which}_exact") for f in files)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
@@ -230,6 +230,7 @@ class DuckLakeCatalog(CatalogProvider):
         name: str,
         schema_or_data,
         *,
+        partitioned_by: Sequence[str] = (),
         author: str | None = None,
         commit_message: str | None = None,
         commit_extra_info: str | None = None,
@@ -242,6 +243,8 @@ class DuckLakeCatalog(CatalogProvider):
                 ``DuckLakeTable.append`` takes it) whose columns and rows it gets, in the
                 same snapshot (``CREATE TABLE AS``). Arrow types map to DuckLake's as DuckDB
                 maps them; a type DuckLake cannot store is refused by name.
+            partitioned_by: partition keys as DuckDB's ``PARTITIONED BY`` spells them:
+                ``["region", "year(day)", "month(day)"]`` (identity, year, month, day, hour).
 
         Raises:
             TableExistsError: a table or view of that name exists.
@@ -252,7 +255,10 @@ class DuckLakeCatalog(CatalogProvider):
 
         schema, table = split_table_name(name)
         options = CommitOptions(author, commit_message, commit_extra_info)
-        return create_table(self.lake, schema, table, schema_or_data, options=options)
+        return create_table(
+            self.lake, schema, table, schema_or_data, partitioned_by=partitioned_by,
+            options=options,
+        )
 
     def column_comments(self, schema: str, name: str) -> dict[str, str]:
         """``{column: comment}`` of a table's or view's columns at this catalog's snapshot

@@ -16,7 +16,7 @@ DuckLake; DuckDB inlines them when its ``data_inlining_row_limit`` allows).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -30,12 +30,13 @@ from ..catalog import (
     commit,
     metadata,
 )
-from ..errors import CatalogReadOnlyError, DuckLakeError, UnsupportedFeatureError
+from ..errors import CatalogReadOnlyError, DuckLakeError
 from ..pathres import join_path
 from ..scan import Lake, require_table, table_directory
 from ..types import build_column_tree
 from ._files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, uuid7
 from ._input import as_arrow, batches_of
+from ._partitions import PartitionSpec, partition_keys, read_partition_spec
 from ._types import columns_for_schema, conform
 
 __all__ = ["append", "create_table"]
@@ -58,6 +59,7 @@ class _Target:
     directory: str
     columns: tuple
     target_file_size: int
+    partitioning: PartitionSpec | None = None
 
 
 def append(
@@ -94,6 +96,7 @@ def append(
         files=(),
         column_types=_leaf_types(target.columns),
         overwrite=overwrite,
+        partition_id=target.partitioning.partition_id if target.partitioning else None,
         options=options or CommitOptions(),
     )
     return _write_and_commit(lake, target, data, request)
@@ -105,11 +108,13 @@ def create_table(
     table: str,
     schema_or_data,
     *,
+    partitioned_by: Sequence[str] = (),
     options: CommitOptions | None = None,
 ) -> int:
     """Create ``schema.table`` with the columns of an Arrow schema, or with the columns
-    and rows of data (``CREATE TABLE AS``: one snapshot holds both). Returns the new
-    snapshot id."""
+    and rows of data (``CREATE TABLE AS``: one snapshot holds both), partitioned by
+    ``partitioned_by`` (``["region", "year(day)"]``: DuckDB's ``PARTITIONED BY`` keys).
+    Returns the new snapshot id."""
     _require_writable(lake)
     if isinstance(schema_or_data, pa.Schema):
         arrow_schema, data = schema_or_data, None
@@ -140,8 +145,10 @@ def create_table(
         _ColumnRow(c.column_id, c.name, c.type_name, c.parent_column, c.column_order)
         for c in rows
     )
+    keys = partition_keys(partitioned_by, columns, f"{schema}.{table}")
+    spec = PartitionSpec(-1, keys) if keys else None  # its id is given at commit
     target = _Target(latest, schema, table, None, join_path(schema_dir, path, True), columns,
-                     target_size)
+                     target_size, spec)
     request = TableCommit(
         schema_name=schema,
         table_name=table,
@@ -149,7 +156,9 @@ def create_table(
         table_id=None,
         files=(),
         column_types=_leaf_types(columns),
-        new_table=NewTable(table_uuid, path, tuple(rows)),
+        new_table=NewTable(
+            table_uuid, path, tuple(rows), tuple((k.column_id, k.transform) for k in keys)
+        ),
         options=options or CommitOptions(),
     )
     return _write_and_commit(lake, target, data, request)
@@ -173,6 +182,7 @@ def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -
         lake.storage,
         target_file_size=target.target_file_size,
         description=description,
+        partitioning=target.partitioning,
     )
     try:
         if data is not None:
@@ -210,6 +220,7 @@ def _as_new_file(written: WrittenFile) -> NewDataFile:
         footer_size=written.footer_size,
         row_group_count=written.row_group_count,
         columns=written.columns,
+        partition_values=written.partition_values,
     )
 
 
@@ -227,29 +238,13 @@ def _existing_target(lake: Lake, schema: str, table: str) -> _Target:
         latest = metadata.latest_snapshot(session).snapshot_id
         entry = require_table(session, lake.description, latest, schema, table)
         entries = metadata.read_columns(session, entry.table_id, latest)
-        _refuse_partitioned(session, entry, latest, lake.description)
+        columns = build_column_tree(entries)
+        description = f"{lake.description}: table {entry.schema_name}.{entry.table_name}"
+        spec = read_partition_spec(session, entry.table_id, latest, columns, description)
         target_size = _target_file_size(session, settings, entry.table_id)
         directory = table_directory(lake.data_path(settings), entry)
     return _Target(latest, entry.schema_name, entry.table_name, entry.table_id, directory,
-                   build_column_tree(entries), target_size)
-
-
-def _refuse_partitioned(session, entry, snapshot: int, description: str) -> None:
-    if not session.has_table("ducklake_partition_info"):
-        return
-    rows = session.rows(
-        "SELECT count(*) FROM ducklake_partition_info i JOIN ducklake_partition_column c "
-        "ON c.partition_id = i.partition_id AND c.table_id = i.table_id "
-        "WHERE i.table_id = ? AND i.begin_snapshot <= ? AND "
-        "(i.end_snapshot IS NULL OR ? < i.end_snapshot)",
-        [entry.table_id, snapshot, snapshot],
-    )
-    if int(rows[0][0]):
-        raise UnsupportedFeatureError(
-            f"{description}: table {entry.schema_name}.{entry.table_name} is partitioned; "
-            "this package does not write partitioned tables yet (nothing was written): "
-            "write to it with DuckDB"
-        )
+                   columns, target_size, spec)
 
 
 def _target_file_size(session, settings: Mapping[str, str], table_id: int | None) -> int:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
 from ..types import ColumnSpec
 from ..catalog import FileColumnStats
+from ._partitions import PartitionSpec, split
 from ._stats import ColumnBounds
 from ._types import file_schema, leaf_columns
 
@@ -41,8 +42,11 @@ class WrittenFile:
     ``ducklake_file_column_stats`` record of it.
 
     Attributes:
-        name: the file name, relative to the table's directory.
+        name: the file's path relative to the table's directory (its partition's
+            directory, then ``ducklake-<uuid>.parquet``).
         url: where it is (a local path or an object-store URL), for deleting it.
+        partition_values: ``ducklake_file_partition_value`` of each key (partitioned
+            tables), else empty.
     """
 
     name: str
@@ -52,6 +56,7 @@ class WrittenFile:
     footer_size: int
     row_group_count: int
     columns: tuple[FileColumnStats, ...]
+    partition_values: tuple[str | None, ...] = ()
 
 
 def uuid7() -> uuid.UUID:
@@ -66,7 +71,7 @@ def uuid7() -> uuid.UUID:
 
 
 class DataFileWriter:
-    """Writes one commit's data files for a table into ``directory``.
+    """Writes one commit's data files for a table into its directory.
 
     Args:
         directory: the table's directory (local path or URL), ending with ``/``.
@@ -74,6 +79,8 @@ class DataFileWriter:
         storage_options: the lake's storage options (object-store credentials).
         target_file_size: start a new file once one has this many bytes.
         description: names the table in errors.
+        partitioning: the table's partition spec (``_partitions``), or ``None``: each
+            partition's rows then go to files of their own, in its directory.
     """
 
     def __init__(
@@ -84,6 +91,7 @@ class DataFileWriter:
         *,
         target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         description: str,
+        partitioning: PartitionSpec | None = None,
     ) -> None:
         self.directory = directory
         self.schema = file_schema(columns)
@@ -91,61 +99,101 @@ class DataFileWriter:
         self.storage_options = storage_options
         self.target_file_size = max(int(target_file_size), 1)
         self.description = description
+        self.partitioning = partitioning
         self.written: list[WrittenFile] = []
-        self._open: _OpenFile | None = None
-        self._pending: list[pa.RecordBatch] = []
-        self._pending_rows = 0
+        self._streams: dict[tuple, _PartitionStream] = {}
 
     def write(self, table: pa.Table) -> None:
         """Write rows already conformed to :attr:`schema` (``_types.conform``)."""
-        for batch in table.to_batches():
-            if batch.num_rows == 0:
-                continue
-            self._pending.append(batch)
-            self._pending_rows += batch.num_rows
-            while self._pending_rows >= ROW_GROUP_ROWS:
-                self._flush(ROW_GROUP_ROWS)
+        if table.num_rows == 0:
+            return
+        if self.partitioning is None:
+            self._stream((), "").write(table)
+            return
+        for part in split(table, self.partitioning):
+            self._stream(part.values, part.directory).write(part.rows)
+
+    def _stream(self, values: tuple, directory: str) -> _PartitionStream:
+        stream = self._streams.get(values)
+        if stream is None:
+            stream = self._streams[values] = _PartitionStream(self, values, directory)
+        return stream
 
     def close(self) -> list[WrittenFile]:
-        """Write what is left and close the last file; returns every file written."""
-        if self._pending_rows:
-            self._flush(self._pending_rows)
-        if self._open is not None:
-            self.written.append(self._open.close())
-            self._open = None
+        """Write what is left and close the last files; returns every file written."""
+        for stream in self._streams.values():
+            stream.close()
         return list(self.written)
 
     def discard(self) -> list[str]:
         """Delete every file written (after a failed commit); returns the URLs that could
         not be deleted (left as orphans, for the caller to report)."""
         urls = [f.url for f in self.written]
-        if self._open is not None:
-            urls.append(self._open.url)
-            self._open.abandon()
-            self._open = None
+        for stream in self._streams.values():
+            urls.extend(stream.abandon())
         self.written = []
+        self._streams = {}
         return delete_files(urls, self.storage_options)
 
-    def _flush(self, rows: int) -> None:
+
+class _PartitionStream:
+    """The rows of one partition (the whole table when unpartitioned): pending rows, cut
+    into row groups of ``ROW_GROUP_ROWS``, and the file being written."""
+
+    def __init__(self, owner: DataFileWriter, values: tuple, directory: str) -> None:
+        self.owner = owner
+        self.values = values
+        self.directory = directory
+        self._open: _OpenFile | None = None
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        for batch in table.to_batches():
+            if batch.num_rows == 0:
+                continue
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            while self._pending_rows >= ROW_GROUP_ROWS:
+                self.flush(ROW_GROUP_ROWS)
+
+    def flush(self, rows: int) -> None:
         """Write ``rows`` pending rows as one row group."""
-        table = pa.Table.from_batches(self._pending, schema=self.schema)
+        table = pa.Table.from_batches(self._pending, schema=self.owner.schema)
         group, rest = table.slice(0, rows), table.slice(rows)
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
         if self._open is None:
-            self._open = _OpenFile(self)
+            self._open = _OpenFile(self.owner, self.directory, self.values)
         self._open.write(group)
-        if self._open.size() >= self.target_file_size:
-            self.written.append(self._open.close())
+        if self._open.size() >= self.owner.target_file_size:
+            self.owner.written.append(self._open.close())
             self._open = None
+
+    def close(self) -> None:
+        if self._pending_rows:
+            self.flush(self._pending_rows)
+        if self._open is not None:
+            self.owner.written.append(self._open.close())
+            self._open = None
+
+    def abandon(self) -> list[str]:
+        """Stop writing; the URL of the file left open, to delete."""
+        if self._open is None:
+            return []
+        url = self._open.url
+        self._open.abandon()
+        self._open = None
+        return [url]
 
 
 class _OpenFile:
     """One data file being written: its stream, writer and running statistics."""
 
-    def __init__(self, owner: DataFileWriter) -> None:
+    def __init__(self, owner: DataFileWriter, directory: str, values: tuple) -> None:
         self.owner = owner
-        self.name = f"ducklake-{uuid7()}.parquet"
+        self.values = values
+        self.name = f"{directory}ducklake-{uuid7()}.parquet"
         self.url = join_path(owner.directory, self.name, True)
         location = parse_location(self.url)
         self.filesystem = filesystem_for(location, owner.storage_options)
@@ -201,7 +249,7 @@ class _OpenFile:
                 values += chunk.num_values - null_count
                 nulls += null_count
                 chunk_bytes += chunk.total_compressed_size
-            low, high = bounds.encoded()
+            low, high, low_exact, high_exact = bounds.encoded()
             columns.append(
                 FileColumnStats(
                     column_id=spec.column_id,
@@ -211,6 +259,8 @@ class _OpenFile:
                     min_value=low,
                     max_value=high,
                     contains_nan=bounds.contains_nan(),
+                    min_exact=low_exact,
+                    max_exact=high_exact,
                 )
             )
         return WrittenFile(
@@ -221,6 +271,7 @@ class _OpenFile:
             footer_size=size - footer_start - 8,
             row_group_count=metadata.num_row_groups,
             columns=tuple(columns),
+            partition_values=self.values,
         )
 
     def abandon(self) -> None:

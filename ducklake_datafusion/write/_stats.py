@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from ..catalog import FileColumnStats
 from ..types import ColumnSpec
 
-__all__ = ["ColumnBounds", "FileColumnStats", "encode_bound"]
+__all__ = ["ColumnBounds", "cast_to_text", "encode_bound"]
 
 MAX_TEXT_BOUND = 256
 _TEMPORAL_PREFIXES = ("date", "time", "timestamp")
@@ -75,16 +75,23 @@ class ColumnBounds:
     def contains_nan(self) -> bool | None:
         return self._has_nan if self.is_float else None
 
-    def encoded(self) -> tuple[str | None, str | None]:
+    def encoded(self) -> tuple[str | None, str | None, bool, bool]:
+        """``(min, max, min is a value, max is a value)``: a bound cut to size is still a
+        bound, but no longer a value of the file."""
         if not self._candidates:
-            return None, None
+            return None, None, True, True
         both = pc.min_max(pa.concat_arrays(self._candidates))
         low, high = both["min"], both["max"]
         upper = encode_bound(self.spec, high, upper=True)
         if upper is None:
             # no maximum could be cut to size: DuckDB then keeps no bounds at all
-            return None, None
-        return encode_bound(self.spec, low, upper=False), upper
+            return None, None, True, True
+        return (
+            encode_bound(self.spec, low, upper=False),
+            upper,
+            not _is_cut(low),
+            not _is_cut(high),
+        )
 
 
 def encode_bound(spec: ColumnSpec, value: pa.Scalar, *, upper: bool) -> str | None:
@@ -110,8 +117,17 @@ def encode_bound(spec: ColumnSpec, value: pa.Scalar, *, upper: bool) -> str | No
     if kind == "uuid":
         return str(uuid.UUID(bytes=value.as_py()))
     if kind.startswith(_TEMPORAL_PREFIXES):
-        return _temporal_text(value)
+        return cast_to_text(value)
     return None
+
+
+def _is_cut(value: pa.Scalar) -> bool:
+    """Whether the bound's text is cut (a string or blob longer than ``MAX_TEXT_BOUND``)."""
+    if pa.types.is_string(value.type) or pa.types.is_large_string(value.type):
+        return len(value.as_py().encode()) > MAX_TEXT_BOUND
+    if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):
+        return len(value.as_py()) > MAX_TEXT_BOUND and value.type != pa.binary(16)
+    return False
 
 
 def _float_text(value: float, width) -> str:
@@ -146,13 +162,14 @@ _FORMAT_LOCK = threading.Lock()
 _FORMATTER = None
 
 
-def _temporal_text(value: pa.Scalar) -> str:
-    """DuckDB's own text for a date, time or timestamp (in UTC), by DuckDB's cast."""
+def cast_to_text(value: pa.Scalar) -> str:
+    """DuckDB's own text for a value (dates, times and timestamps in UTC, ``infinity``,
+    trimmed fractions), by DuckDB's cast of it to VARCHAR."""
     global _FORMATTER
     import duckdb
 
     with _FORMAT_LOCK:
         if _FORMATTER is None:
             _FORMATTER = duckdb.connect(":memory:", config={"threads": 1})
-        bound = pa.table({"v": pa.array([value.value], value.type)})  # noqa: F841 - read by name
+        bound = pa.table({"v": pa.array([value], value.type)})  # noqa: F841 - read by name
         return _FORMATTER.execute("SELECT CAST(v AS VARCHAR) FROM bound").fetchone()[0]

@@ -172,4 +172,18 @@ def catalog_rows(lake) -> dict[str, list]:
             f"path_is_relative FROM {META}.ducklake_table ORDER BY ALL"
         ),
         "schema_versions": rows(f"SELECT * FROM {META}.ducklake_schema_versions ORDER BY ALL"),
+        "partition_values": rows(
+            f"SELECT * FROM {META}.ducklake_file_partition_value ORDER BY ALL"
+        ),
+        "partition_specs": rows(
+            f"SELECT i.partition_id, i.table_id, i.begin_snapshot, i.end_snapshot, "
+            f"c.partition_key_index, c.column_id, c.transform FROM {META}.ducklake_partition_info i "
+            f"LEFT JOIN {META}.ducklake_partition_column c USING (partition_id, table_id) "
+            "ORDER BY ALL"
+        ),
+        # the file's directory under the table's (a partition's Hive path), not its name
+        "file_directories": rows(
+            f"SELECT data_file_id, regexp_replace(path, '[^/]*$', '') "
+            f"FROM {META}.ducklake_data_file ORDER BY ALL"
+        ),
     }

@@ -7,7 +7,6 @@ the failed write is left in the table's directory (or the error names it as an o
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -132,20 +131,42 @@ def test_pinned_catalog_is_read_only(table_lake):
         pinned.create_table("main.u", ROWS)
 
 
-def test_read_only_catalog_file(table_lake):
-    """A catalog file this process may not write: typed, and nothing written."""
-    if os.geteuid() == 0:
-        pytest.skip("root writes read-only files")
-    path = table_lake.metadata
-    os.chmod(path, 0o444)
+def test_a_catalog_user_who_may_only_read(make_lake):
+    """A PostgreSQL user with SELECT rights only: the write is refused typed, the lake is
+    unchanged and the files written are deleted again."""
+    import uuid
+
+    import psycopg
+
+    lake = make_lake(LakeSpec("postgres", "local"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
+    lake.detach()
+    before = _state(lake)
+    dsn = lake.metadata.removeprefix("postgres:")
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        admin.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
     try:
-        with pytest.raises(CatalogReadOnlyError):
-            DuckLakeCatalog(**table_lake.reader_args()).table("main", "t").append(ROWS)
+        reader = " ".join(
+            f"user={role}" if part.startswith("user=") else part for part in dsn.split()
+        )
+        if f"user={role}" not in reader:
+            reader += f" user={role}"
+        args = {**lake.reader_args(), "metadata": "postgres:" + reader}
+        table = DuckLakeCatalog(**args).table("main", "t")  # reading works
+        with pytest.raises(CatalogReadOnlyError, match="may write"):
+            table.append(ROWS)
+        _unchanged(lake, before)
     finally:
-        os.chmod(path, 0o644)
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
 
 
-def test_encrypted_and_partitioned_tables_are_refused(make_lake):
+def test_encrypted_lakes_and_bucket_partitions_are_refused(make_lake):
     lake = make_lake(encrypted=True)
     lake.sql("CREATE TABLE lake.main.t (id BIGINT)")
     lake.detach()
@@ -154,9 +175,9 @@ def test_encrypted_and_partitioned_tables_are_refused(make_lake):
     assert not list(Path(lake.data_path).rglob("*.parquet"))
     lake = make_lake()
     lake.sql("CREATE TABLE lake.main.p (id BIGINT)")
-    lake.sql("ALTER TABLE lake.main.p SET PARTITIONED BY (id)")
+    lake.sql("ALTER TABLE lake.main.p SET PARTITIONED BY (bucket(4, id))")
     lake.detach()
-    with pytest.raises(UnsupportedFeatureError, match="partitioned"):
+    with pytest.raises(UnsupportedFeatureError, match="partitioned by bucket"):
         DuckLakeCatalog(**lake.reader_args()).table("main", "p").append(ROWS.select(["id"]))
 
 
