@@ -31,7 +31,6 @@ import uuid
 import duckdb
 import duckdb_extensions
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ducklake_datafusion import DuckLakeCatalog, register
 
@@ -76,7 +75,9 @@ def _new_lake(root: str, catalog: str) -> tuple[str, str]:
             admin.execute(f"CREATE DATABASE {db}")
         metadata = f"postgres:{base} dbname={db}"
     con = _connect(catalog)
-    con.execute(f"ATTACH 'ducklake:{metadata}' AS lake (DATA_PATH '{data}', DATA_INLINING_ROW_LIMIT 0)")
+    con.execute(
+        f"ATTACH 'ducklake:{metadata}' AS lake (DATA_PATH '{data}', DATA_INLINING_ROW_LIMIT 0)"
+    )
     con.execute("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, v DOUBLE, s VARCHAR, d DATE)")
     con.execute("DETACH lake")
     con.close()
@@ -97,7 +98,7 @@ def _ours(root: str, catalog: str, source: str) -> tuple[float, tuple]:
 
 
 def _duckdb(root: str, catalog: str, source: str) -> tuple[float, tuple]:
-    metadata, data = _new_lake(root, catalog)
+    metadata, _ = _new_lake(root, catalog)
     con = _connect(catalog)
     con.execute(f"ATTACH 'ducklake:{metadata}' AS lake (DATA_INLINING_ROW_LIMIT 0)")
     start = time.perf_counter()
@@ -123,8 +124,15 @@ def _commit_of_many_files(root: str, catalog: str, files: int) -> float:
     metadata, data = _new_lake(root, catalog)
     lake = DuckLakeCatalog(metadata)
     table = lake.table("main", "t")
-    batch = pa.table({"k": [1], "g": pa.array([1], pa.int32()), "v": [1.0], "s": ["x"],
-                      "d": pa.array([0], pa.date32())})
+    batch = pa.table(
+        {
+            "k": [1],
+            "g": pa.array([1], pa.int32()),
+            "v": [1.0],
+            "s": ["x"],
+            "d": pa.array([0], pa.date32()),
+        }
+    )
     written = []
     for _ in range(files):
         writer = DataFileWriter(data + "main/t/", table.columns, None, description="bench")
@@ -136,8 +144,14 @@ def _commit_of_many_files(root: str, catalog: str, files: int) -> float:
         base_snapshot=table.snapshot_id,
         table_id=table.entry.table_id,
         files=tuple(
-            NewDataFile(f.name, f.record_count, f.file_size_bytes, f.footer_size,
-                        f.row_group_count, f.columns)
+            NewDataFile(
+                f.name,
+                f.record_count,
+                f.file_size_bytes,
+                f.footer_size,
+                f.row_group_count,
+                f.columns,
+            )
             for f in written
         ),
         column_types={c.column_id: c.type_name for c in table.columns},
@@ -157,8 +171,10 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="ducklake-write-bench-")
     try:
         source = _source(root, args.rows)
-        print(f"{args.rows:,} rows, {os.path.getsize(source) / 1e6:.0f} MB of Parquet; "
-              f"median of {args.repeat}")
+        print(
+            f"{args.rows:,} rows, {os.path.getsize(source) / 1e6:.0f} MB of Parquet; "
+            f"median of {args.repeat}"
+        )
         print("| catalog | ours (s) | DuckDB (s) | ours / DuckDB |")
         print("|---|---|---|---|")
         for catalog in catalogs:
@@ -176,7 +192,6 @@ def main() -> None:
         catalog = "postgres" if "postgres" in catalogs else "sqlite"
         took = _commit_of_many_files(root, catalog, args.files)
         print(f"\none commit of {args.files:,} files on {catalog}: {took * 1000:.0f} ms")
-        del pq
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

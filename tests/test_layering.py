@@ -7,8 +7,8 @@ import inside a function counts as much as one at the top of a module:
   the packages that contain it; from any other package it imports public names that the
   package's ``__init__`` exports (``__all__``);
 * the modules import one another without a cycle;
-* the layers keep their order: ``catalog``/``pathres`` know no planner, ``scan`` and ``read``
-  know no engine (Spark executors import ``read`` without DataFusion; a plan must not need
+* the layers keep their order: ``catalog``/``pathres`` know no planner, ``scan``, ``read``
+  and ``write`` know no engine (Spark executors import ``read`` without DataFusion; a plan must not need
   an engine), and no engine adapter (``provider`` for DataFusion, ``spark``) imports the
   other, neither in its own modules nor through a third-party engine package;
 * every module says why it exists (a docstring) and stays small (at most 500 lines).
@@ -34,7 +34,8 @@ LAYERS = {
     "pathres": set(),
     "scan": {"catalog", "pathres"},
     "read": {"catalog", "pathres", "scan"},
-    "provider": {"catalog", "pathres", "scan", "read"},
+    "write": {"catalog", "pathres", "scan"},
+    "provider": {"catalog", "pathres", "scan", "read", "write"},
     "spark": {"catalog", "pathres", "scan", "read"},
 }
 # Third-party engines each layer must not import, lazily or not.
@@ -43,6 +44,7 @@ ENGINES = {
     "pathres": {"datafusion", "pyspark"},
     "scan": {"datafusion", "pyspark"},
     "read": {"datafusion", "pyspark"},
+    "write": {"datafusion", "pyspark"},
     "provider": {"pyspark"},
 }
 MAX_LINES = 500

@@ -9,6 +9,7 @@ import them from ``ducklake_datafusion.catalog`` instead of its private modules.
 from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
 from ._change_tokens import ROW_CHANGE_KINDS, ChangeToken, split_quoted_names
+from ._comments import table_column_comments, view_column_comments
 from ._commit import (
     CommitOptions,
     FileColumnStats,
@@ -18,7 +19,6 @@ from ._commit import (
     TableCommit,
     commit,
 )
-from ._comments import table_column_comments, view_column_comments
 from ._file_cut import CUT_TYPES, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
 from ._history import (
@@ -44,8 +44,8 @@ __all__ = [
     "ROW_CHANGE_KINDS",
     "ChangeToken",
     "ColumnBound",
-    "CommitOptions",
     "ColumnEntry",
+    "CommitOptions",
     "DataFileEntry",
     "DeletedCut",
     "FileColumnStats",

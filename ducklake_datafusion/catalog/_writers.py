@@ -32,8 +32,14 @@ from ..errors import CatalogError, CatalogLockedError, CatalogReadOnlyError
 from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase
 
-__all__ = ["SnapshotRace", "WriteSession", "duckdb_writer", "mysql_writer", "postgres_writer",
-           "sqlite_writer"]
+__all__ = [
+    "SnapshotRace",
+    "WriteSession",
+    "duckdb_writer",
+    "mysql_writer",
+    "postgres_writer",
+    "sqlite_writer",
+]
 
 LOCK_WAIT_SECONDS = 30.0
 
@@ -155,7 +161,9 @@ def duckdb_writer(path: str, description: str, schema: str | None) -> Iterator[W
                 pass
             raise
     except duckdb.Error as exc:
-        raise CatalogError(f"{description}: the commit failed ({exc}); nothing was committed") from exc
+        raise CatalogError(
+            f"{description}: the commit failed ({exc}); nothing was committed"
+        ) from exc
     finally:
         connection.close()
 
@@ -266,8 +274,9 @@ def _postgres_error(exc, description: str) -> CatalogError:
     import psycopg
 
     text = str(exc).strip()
-    if isinstance(exc, (psycopg.errors.ReadOnlySqlTransaction,
-                        psycopg.errors.InsufficientPrivilege)):
+    if isinstance(
+        exc, (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege)
+    ):
         return CatalogReadOnlyError(
             f"{description} cannot be written ({text}); connect as a user who may write the "
             "catalog's tables"

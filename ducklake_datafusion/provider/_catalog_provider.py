@@ -256,7 +256,11 @@ class DuckLakeCatalog(CatalogProvider):
         schema, table = split_table_name(name)
         options = CommitOptions(author, commit_message, commit_extra_info)
         return create_table(
-            self.lake, schema, table, schema_or_data, partitioned_by=partitioned_by,
+            self.lake,
+            schema,
+            table,
+            schema_or_data,
+            partitioned_by=partitioned_by,
             options=options,
         )
 

@@ -43,9 +43,22 @@ __all__ = ["append", "create_table"]
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
-          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
-          "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "t": 1000**4,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +155,13 @@ def create_table(
         )
         target_size = _target_file_size(session, settings, None)
     columns = build_column_tree(
-        _ColumnRow(c.column_id, c.name, c.type_name, c.parent_column, c.column_order)
-        for c in rows
+        _ColumnRow(c.column_id, c.name, c.type_name, c.parent_column, c.column_order) for c in rows
     )
     keys = partition_keys(partitioned_by, columns, f"{schema}.{table}")
     spec = PartitionSpec(-1, keys) if keys else None  # its id is given at commit
-    target = _Target(latest, schema, table, None, join_path(schema_dir, path, True), columns,
-                     target_size, spec)
+    target = _Target(
+        latest, schema, table, None, join_path(schema_dir, path, True), columns, target_size, spec
+    )
     request = TableCommit(
         schema_name=schema,
         table_name=table,
@@ -188,7 +201,8 @@ def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -
         if data is not None:
             for batch in batches_of(data, description):
                 conformed = conform(
-                    pa.Table.from_batches([batch]), writer.schema,
+                    pa.Table.from_batches([batch]),
+                    writer.schema,
                     f"{target.schema_name}.{target.table_name}",
                 )
                 writer.write(conformed)
@@ -243,8 +257,16 @@ def _existing_target(lake: Lake, schema: str, table: str) -> _Target:
         spec = read_partition_spec(session, entry.table_id, latest, columns, description)
         target_size = _target_file_size(session, settings, entry.table_id)
         directory = table_directory(lake.data_path(settings), entry)
-    return _Target(latest, entry.schema_name, entry.table_name, entry.table_id, directory,
-                   columns, target_size, spec)
+    return _Target(
+        latest,
+        entry.schema_name,
+        entry.table_name,
+        entry.table_id,
+        directory,
+        columns,
+        target_size,
+        spec,
+    )
 
 
 def _target_file_size(session, settings: Mapping[str, str], table_id: int | None) -> int:

@@ -20,12 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..catalog import FileColumnStats
 from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
 from ..types import ColumnSpec
-from ..catalog import FileColumnStats
 from ._partitions import PartitionSpec, split
 from ._stats import ColumnBounds
 from ._types import file_schema, leaf_columns

@@ -118,9 +118,7 @@ def split(table: pa.Table, spec: PartitionSpec) -> Iterator[Partition]:
     runs = sorted(zip(starts, ends), key=lambda run: order[run[0]])
     for start, end in runs:
         first = order[start]
-        values = tuple(
-            _text(key.dictionary[key.indices[first].as_py()]) for key in encoded
-        )
+        values = tuple(_text(key.dictionary[key.indices[first].as_py()]) for key in encoded)
         directory = "".join(
             f"{_directory_name(k)}={_directory_value(v)}/" for k, v in zip(spec.keys, values)
         )
@@ -178,8 +176,14 @@ def _directory_value(value: str | None) -> str:
 
 
 _KEY = re.compile(r"^\s*(?:(\w+)\s*\(\s*(.+?)\s*\)|(.+?))\s*$")
-_TEMPORAL_KINDS = ("date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
-                   "timestamptz")
+_TEMPORAL_KINDS = (
+    "date",
+    "timestamp",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp_ns",
+    "timestamptz",
+)
 
 
 def partition_keys(texts: Sequence[str], columns, table: str) -> tuple[PartitionKey, ...]:

@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import FileColumnStats
 from ..types import ColumnSpec
 
 __all__ = ["ColumnBounds", "cast_to_text", "encode_bound"]

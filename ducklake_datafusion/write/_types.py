@@ -278,13 +278,13 @@ def _cast(column: pa.ChunkedArray, field: pa.Field, table: str) -> pa.ChunkedArr
                 return column
             chunks = [pa.ExtensionArray.from_storage(field.type, c) for c in storage.chunks]
             return pa.chunked_array(chunks, type=field.type)
-        if pa.types.is_timestamp(field.type) and pa.types.is_timestamp(source):
-            if (source.tz is None) != (field.type.tz is None):
-                raise UnsupportedTypeError(
-                    f"table {table}: column {field.name!r} is "
-                    f"{'TIMESTAMPTZ' if field.type.tz else 'TIMESTAMP'} but the data is {source}; "
-                    "give the data a time zone (or drop it) to match"
-                )
+        both_timestamps = pa.types.is_timestamp(field.type) and pa.types.is_timestamp(source)
+        if both_timestamps and (source.tz is None) != (field.type.tz is None):
+            raise UnsupportedTypeError(
+                f"table {table}: column {field.name!r} is "
+                f"{'TIMESTAMPTZ' if field.type.tz else 'TIMESTAMP'} but the data is {source}; "
+                "give the data a time zone (or drop it) to match"
+            )
         return pc.cast(column, field.type, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise UnsupportedTypeError(

@@ -38,7 +38,10 @@ def _count(result) -> int:
 
 def test_insert_into_values_and_select(sql_lake):
     ctx = _ctx(sql_lake)
-    assert _count(ctx.sql("INSERT INTO lake.main.t VALUES (2, 'two'), (3, NULL)").to_arrow_table()) == 2
+    assert (
+        _count(ctx.sql("INSERT INTO lake.main.t VALUES (2, 'two'), (3, NULL)").to_arrow_table())
+        == 2
+    )
     ctx.register_record_batches(
         "source", [pa.table({"k": list(range(10, 1010)), "v": ["x"] * 1000}).to_batches()]
     )
@@ -82,10 +85,15 @@ def test_create_table_as_and_create_table(make_lake):
         {"id": 2, "name": "n2", "pair": [2, 3]},
         {"id": 3, "name": "n3", "pair": [3, 4]},
     ]
-    assert_same_rows(duckdb_reads(lake, "SELECT * FROM lake.main.e"),
-                     ctx.sql("SELECT * FROM lake.main.e").to_arrow_table())
-    types = duckdb_reads(lake, "SELECT column_name, data_type FROM information_schema.columns "
-                               "WHERE table_name = 'e' ORDER BY ordinal_position").to_pylist()
+    assert_same_rows(
+        duckdb_reads(lake, "SELECT * FROM lake.main.e"),
+        ctx.sql("SELECT * FROM lake.main.e").to_arrow_table(),
+    )
+    types = duckdb_reads(
+        lake,
+        "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_name = 'e' ORDER BY ordinal_position",
+    ).to_pylist()
     assert [t["data_type"] for t in types] == ["INTEGER", "VARCHAR", "DATE"]
     with pytest.raises(Exception, match="already exists"):
         ctx.sql("CREATE TABLE lake.main.c AS SELECT 1 AS id").collect()
@@ -102,13 +110,11 @@ def test_dataframe_write_table(sql_lake):
 def test_old_snapshots_and_pinned_catalogs_take_no_inserts(sql_lake):
     ctx = _ctx(sql_lake)
     with pytest.raises(Exception, match="read-only"):
-        ctx.sql('INSERT INTO lake.main."t@v2" VALUES (9, \'x\')').collect()
+        ctx.sql("INSERT INTO lake.main.\"t@v2\" VALUES (9, 'x')").collect()
     pinned = _ctx(sql_lake, snapshot=2)
     with pytest.raises(Exception, match="read-only"):
         pinned.sql("INSERT INTO lake.main.t VALUES (9, 'x')").collect()
-    assert duckdb_reads(sql_lake, "SELECT count(*) AS n FROM lake.main.t").to_pylist() == [
-        {"n": 1}
-    ]
+    assert duckdb_reads(sql_lake, "SELECT count(*) AS n FROM lake.main.t").to_pylist() == [{"n": 1}]
 
 
 def test_insert_errors_are_ours(sql_lake):
@@ -123,10 +129,13 @@ def test_insert_errors_are_ours(sql_lake):
 
     writer = InsertWriter(table)
     with pytest.raises(errors.CommitConflictError, match="replaced"):
-        writer(pa.RecordBatchReader.from_batches(
-            pa.schema([("id", pa.int64()), ("name", pa.string())]),
-            pa.table({"id": [1], "name": ["x"]}).to_batches(),
-        ), False)
+        writer(
+            pa.RecordBatchReader.from_batches(
+                pa.schema([("id", pa.int64()), ("name", pa.string())]),
+                pa.table({"id": [1], "name": ["x"]}).to_batches(),
+            ),
+            False,
+        )
     with pytest.raises(Exception) as raised:
         ctx.sql("INSERT INTO lake.main.t SELECT 'not a number', 'x'").collect()
     assert isinstance(errors.typed(raised.value), errors.UnsupportedTypeError) or (

@@ -63,9 +63,11 @@ def assert_bounds_hold(lake, table: str = "t") -> None:
         "AND t.end_snapshot IS NULL",
         params=[table],
     ).to_pylist()
-    listed = lake.reference(
-        "SELECT data_file FROM ducklake_list_files('lake', ?)", params=[table]
-    ).column(0).to_pylist()
+    listed = (
+        lake.reference("SELECT data_file FROM ducklake_list_files('lake', ?)", params=[table])
+        .column(0)
+        .to_pylist()
+    )
     ids = {
         row["path"].rsplit("/", 1)[-1]: row["data_file_id"]
         for row in lake.reference(
@@ -115,14 +117,27 @@ def _assert_bound(lake, column_type: str, low: str, high: str, op: str, what: st
     """``low <= high`` compared as the column's values (by DuckDB's casts)."""
     if column_type == "blob":
         return  # hex in the catalog, bytes in DuckDB's text: compared by the test of rows
-    sql_type = _CAST.get(column_type, column_type.replace("float32", "FLOAT").replace(
-        "float64", "DOUBLE").replace("int8", "TINYINT").replace("int16", "SMALLINT").replace(
-        "int32", "INTEGER").replace("int64", "BIGINT"))
+    sql_type = _CAST.get(
+        column_type,
+        column_type.replace("float32", "FLOAT")
+        .replace("float64", "DOUBLE")
+        .replace("int8", "TINYINT")
+        .replace("int16", "SMALLINT")
+        .replace("int32", "INTEGER")
+        .replace("int64", "BIGINT"),
+    )
     if column_type.startswith("uint"):
-        sql_type = {"uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER",
-                    "uint64": "UBIGINT"}[column_type]
+        sql_type = {
+            "uint8": "UTINYINT",
+            "uint16": "USMALLINT",
+            "uint32": "UINTEGER",
+            "uint64": "UBIGINT",
+        }[column_type]
     if column_type == "boolean":
-        low, high = {"true": "1", "false": "0"}.get(low, low), {"true": "1", "false": "0"}.get(high, high)
+        low, high = (
+            {"true": "1", "false": "0"}.get(low, low),
+            {"true": "1", "false": "0"}.get(high, high),
+        )
     ok = lake.reference(
         f"SELECT CAST(? AS {sql_type}) {op} CAST(? AS {sql_type}) AS ok", params=[low, high]
     ).to_pylist()[0]["ok"]
@@ -132,6 +147,7 @@ def _assert_bound(lake, column_type: str, low: str, high: str, op: str, what: st
 def catalog_rows(lake) -> dict[str, list]:
     """The catalog rows our writer must write as DuckDB does (ids kept: the same data
     written the same way gets the same ids; paths, sizes, times and uuids left out)."""
+
     def rows(sql: str) -> list:
         return [tuple(r.values()) for r in lake.reference(sql).to_pylist()]
 

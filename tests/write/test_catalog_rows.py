@@ -27,7 +27,11 @@ from ducklake_datafusion.errors import InvalidOptionError, UnsupportedFeatureErr
 
 CELLS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
 
-_UUIDS = [uuid.UUID(int=0), uuid.UUID(int=2**128 - 1), uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")]
+_UUIDS = [
+    uuid.UUID(int=0),
+    uuid.UUID(int=2**128 - 1),
+    uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+]
 
 
 def every_type() -> pa.Table:
@@ -48,12 +52,16 @@ def every_type() -> pa.Table:
             "f64_nan": pa.array([float("nan"), 1e300, 5e-324]),
             "only_nan": pa.array([float("nan"), None, float("nan")]),
             "neg_inf": pa.array([float("-inf"), 1.0, None]),
-            "dec": pa.array([decimal.Decimal("0"), decimal.Decimal("-99999999.99"), None],
-                            pa.decimal128(10, 2)),
-            "dec18": pa.array([decimal.Decimal("1.000000001"), None, decimal.Decimal("-5")],
-                              pa.decimal128(18, 9)),
-            "dec38": pa.array([decimal.Decimal("1.5"), decimal.Decimal("-0.0000000001"), None],
-                              pa.decimal128(38, 10)),
+            "dec": pa.array(
+                [decimal.Decimal(0), decimal.Decimal("-99999999.99"), None], pa.decimal128(10, 2)
+            ),
+            "dec18": pa.array(
+                [decimal.Decimal("1.000000001"), None, decimal.Decimal(-5)], pa.decimal128(18, 9)
+            ),
+            "dec38": pa.array(
+                [decimal.Decimal("1.5"), decimal.Decimal("-0.0000000001"), None],
+                pa.decimal128(38, 10),
+            ),
             "text": pa.array(["", "é" * 200, "z" * 300]),
             "text_long_max": pa.array(["a", "z" * 300, None]),
             "text_nul": pa.array(["a\x00b", None, "Ω"]),
@@ -61,17 +69,33 @@ def every_type() -> pa.Table:
             "blob_long": pa.array([b"\x01" * 300, b"\x02", None]),
             "flag": pa.array([True, False, None]),
             "day": pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1)]),
-            "clock": pa.array([dt.time(0), dt.time(23, 59, 59, 999999), dt.time(12, 30, 0, 500000)]),
-            "ts": pa.array([dt.datetime(2020, 1, 1, 0, 0, 0, 500000), dt.datetime(1, 1, 1),
-                            dt.datetime(9999, 12, 31, 23, 59, 59)], pa.timestamp("us")),
-            "ts_s": pa.array([dt.datetime(2020, 1, 1, 0, 0, 1), None, dt.datetime(1970, 1, 1)],
-                             pa.timestamp("s")),
-            "ts_ms": pa.array([dt.datetime(2020, 1, 1, 0, 0, 0, 500000), None,
-                               dt.datetime(1970, 1, 1)], pa.timestamp("ms")),
+            "clock": pa.array(
+                [dt.time(0), dt.time(23, 59, 59, 999999), dt.time(12, 30, 0, 500000)]
+            ),
+            "ts": pa.array(
+                [
+                    dt.datetime(2020, 1, 1, 0, 0, 0, 500000),
+                    dt.datetime(1, 1, 1),
+                    dt.datetime(9999, 12, 31, 23, 59, 59),
+                ],
+                pa.timestamp("us"),
+            ),
+            "ts_s": pa.array(
+                [dt.datetime(2020, 1, 1, 0, 0, 1), None, dt.datetime(1970, 1, 1)], pa.timestamp("s")
+            ),
+            "ts_ms": pa.array(
+                [dt.datetime(2020, 1, 1, 0, 0, 0, 500000), None, dt.datetime(1970, 1, 1)],
+                pa.timestamp("ms"),
+            ),
             "ts_ns": pa.array([1577836800123456789, None, 0], pa.timestamp("ns")),
-            "tstz": pa.array([dt.datetime(2024, 1, 1, 10, tzinfo=utc),
-                              dt.datetime(2024, 6, 1, 23, 59, 59, 1, tzinfo=utc), None],
-                             pa.timestamp("us", tz="UTC")),
+            "tstz": pa.array(
+                [
+                    dt.datetime(2024, 1, 1, 10, tzinfo=utc),
+                    dt.datetime(2024, 6, 1, 23, 59, 59, 1, tzinfo=utc),
+                    None,
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
             "id": pa.ExtensionArray.from_storage(
                 pa.uuid(), pa.array([u.bytes for u in _UUIDS], pa.binary(16))
             ),
@@ -154,8 +178,10 @@ def test_create_table_columns_equal_duckdbs(make_lake):
 
 
 PARTITIONED = (
-    "CREATE TABLE lake.main.t (a INTEGER, s VARCHAR, ts TIMESTAMP, d DATE, b BOOLEAN, "
-    "z TIMESTAMP WITH TIME ZONE)",
+    (
+        "CREATE TABLE lake.main.t (a INTEGER, s VARCHAR, ts TIMESTAMP, d DATE, b BOOLEAN, "
+        "z TIMESTAMP WITH TIME ZONE)"
+    ),
     "ALTER TABLE lake.main.t SET PARTITIONED BY (s, year(ts), month(d), day(ts), hour(ts), b)",
 )
 
@@ -167,14 +193,22 @@ def partitioned_rows() -> pa.Table:
             "a": pa.array(range(8), pa.int32()),
             "s": ["x", "y", None, "a/b c=d", "x", "é", "x", ""],
             "ts": pa.array(
-                [dt.datetime(2024, 1, 5, 10), dt.datetime(2023, 1, 5), None,
-                 dt.datetime(2024, 2, 1), dt.datetime(1969, 12, 31, 23),
-                 dt.datetime(2024, 1, 5, 10, 30), dt.datetime(2024, 1, 5, 10, 59),
-                 dt.datetime(1, 1, 1)],
+                [
+                    dt.datetime(2024, 1, 5, 10),
+                    dt.datetime(2023, 1, 5),
+                    None,
+                    dt.datetime(2024, 2, 1),
+                    dt.datetime(1969, 12, 31, 23),
+                    dt.datetime(2024, 1, 5, 10, 30),
+                    dt.datetime(2024, 1, 5, 10, 59),
+                    dt.datetime(1, 1, 1),
+                ],
                 pa.timestamp("us"),
             ),
-            "d": pa.array([dt.date(2024, 3, 1)] * 4 + [None, dt.date(1900, 12, 31),
-                                                        dt.date(2024, 3, 1), dt.date(2024, 3, 1)]),
+            "d": pa.array(
+                [dt.date(2024, 3, 1)] * 4
+                + [None, dt.date(1900, 12, 31), dt.date(2024, 3, 1), dt.date(2024, 3, 1)]
+            ),
             "b": [True, False, None, True, True, False, True, True],
             "z": pa.array([dt.datetime(2024, 1, 1, tzinfo=utc)] * 8, pa.timestamp("us", tz="UTC")),
         }

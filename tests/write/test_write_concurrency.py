@@ -46,8 +46,9 @@ def test_concurrent_writers_lose_nothing(make_lake, spec):
 
     lake = make_lake(spec, inline_limit=0)
     if spec.catalog == "mysql":
-        from ducklake_datafusion import DuckLakeCatalog
         import pyarrow as pa
+
+        from ducklake_datafusion import DuckLakeCatalog
 
         DuckLakeCatalog(**lake.reader_args()).create_table(
             "main.t", pa.schema([("id", pa.int64()), ("who", pa.string())])
@@ -58,8 +59,12 @@ def test_concurrent_writers_lose_nothing(make_lake, spec):
     args = lake.reader_args()
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER,
-             json.dumps({"reader": args, "commits": COMMITS, "worker": worker})],
+            [
+                sys.executable,
+                "-c",
+                WRITER,
+                json.dumps({"reader": args, "commits": COMMITS, "worker": worker}),
+            ],
             stderr=subprocess.PIPE,
             text=True,
         )

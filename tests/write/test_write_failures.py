@@ -18,7 +18,6 @@ from support.lakes import LakeSpec, assert_same_rows
 from support.writes import duckdb_reads
 
 from ducklake_datafusion import DuckLakeCatalog
-from ducklake_datafusion.write import append
 from ducklake_datafusion.errors import (
     CatalogReadOnlyError,
     CommitConflictError,
@@ -28,6 +27,7 @@ from ducklake_datafusion.errors import (
     UnsupportedFeatureError,
     UnsupportedTypeError,
 )
+from ducklake_datafusion.write import append
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]})
 
@@ -84,9 +84,9 @@ def test_bad_data_is_refused_by_name(table_lake, data, error, words):
     table = DuckLakeCatalog(**table_lake.reader_args()).table("main", "t")
     if error is None:
         table.append(data)
-        assert duckdb_reads(table_lake, "SELECT name FROM lake.main.t WHERE id IS NULL").to_pylist() == [
-            {"name": "1.5"}
-        ]
+        assert duckdb_reads(
+            table_lake, "SELECT name FROM lake.main.t WHERE id IS NULL"
+        ).to_pylist() == [{"name": "1.5"}]
         return
     with pytest.raises(error) as raised:
         table.append(data)
@@ -261,7 +261,9 @@ def test_a_writer_killed_before_its_commit_leaves_no_row(table_lake, tmp_path):
         """
     )
     table_lake.detach()
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True
+    )
     assert done.returncode == 9, done.stderr
     after = _state(table_lake)
     assert after[0] == before[0]
@@ -276,12 +278,12 @@ def test_a_catalog_error_mid_commit_rolls_back(make_lake, monkeypatch):
     lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
     lake.detach()
     before = _state(lake)
-    from ducklake_datafusion.catalog import _commit
+    from ducklake_datafusion.catalog import _commit_rows
 
     def broken(*args, **kwargs):
         raise RuntimeError("the catalog went away")
 
-    monkeypatch.setattr(_commit, "_widen_column_stats", broken)
+    monkeypatch.setattr(_commit_rows, "_widen_column_stats", broken)
     with pytest.raises(RuntimeError, match="went away"):
         DuckLakeCatalog(**lake.reader_args()).table("main", "t").append(ROWS)
     _unchanged(lake, before)

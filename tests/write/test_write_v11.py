@@ -1,0 +1,130 @@
+"""Writes to DuckLake 1.1 catalogs, each kept in its own form (never migrated).
+
+No 1.1 writer installs here and DuckDB 1.5 cannot read a 1.1 catalog, so the oracles are
+the 1.1 reference writer's own lake (``../shared/lakes/ducklake-1.1-dev1``: its answers and
+its partition values for the same rows) and, on 1.0 lakes migrated as DuckDB 2.0 migrates
+them, DuckDB's answer on the 1.0 form before our writes; our reader, checked against both
+elsewhere, reads the result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from datafusion import SessionContext
+from support.lake_formats import migrated_copy
+from support.lakes import LakeSpec, assert_same_rows
+
+from ducklake_datafusion import DuckLakeCatalog, register
+
+REFERENCE_LAKE = Path(__file__).resolve().parents[3] / "shared" / "lakes" / "ducklake-1.1-dev1"
+
+
+def _read(args: dict, sql: str) -> pa.Table:
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**args))
+    return ctx.sql(sql).to_arrow_table()
+
+
+@pytest.mark.parametrize(
+    "spec", [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")], ids=lambda s: s.id
+)
+def test_writes_to_a_migrated_1_1_catalog(make_lake, spec):
+    lake = make_lake(spec, inline_limit=5)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1, 'inlined'), (2, 'inlined')")  # inlined rows
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'file' FROM range(10, 20) r(i)")
+    before = lake.reference("SELECT * FROM lake.main.t")
+    metadata, schema = migrated_copy(lake.metadata, lake.metadata_schema)
+    args = {**lake.reader_args(), "metadata": metadata}
+    if schema is not None:
+        args["metadata_schema"] = schema
+    catalog = DuckLakeCatalog(**args)
+    more = pa.table({"id": pa.array([100, 101], pa.int64()), "name": ["ours", None]})
+    catalog.table("main", "t").append(more)
+    assert_same_rows(_read(args, "SELECT * FROM lake.main.t"), pa.concat_tables([before, more]))
+    catalog.table("main", "t").overwrite(more)  # ends the inlined rows in 1.1's columns too
+    assert_same_rows(_read(args, "SELECT * FROM lake.main.t"), more)
+    catalog.create_table("main.u", more)
+    assert_same_rows(_read(args, "SELECT * FROM lake.main.u"), more)
+    with DuckLakeCatalog(**args) as reader, reader.backend.session() as session:
+        assert session.rows("SELECT value FROM ducklake_metadata WHERE key = 'version'") == [
+            ("1.1",)
+        ]
+        ours = session.rows(
+            "SELECT count(*) FROM ducklake_data_file WHERE begin_snapshot > 3 AND "
+            "row_group_count = 1"
+        )
+        assert ours == [(3,)]
+        exact = session.rows(
+            "SELECT count(*) FROM ducklake_file_column_stats s JOIN ducklake_data_file f "
+            "USING (data_file_id) WHERE f.begin_snapshot > 3 AND s.min_is_exact IS NULL "
+            "AND s.min_value IS NOT NULL"
+        )
+        assert exact == [(0,)]
+
+
+@pytest.fixture
+def reference_copy(tmp_path):
+    if not (REFERENCE_LAKE / "catalog.ducklake").exists():
+        pytest.skip(f"the reference 1.1 lake is not beside the clone ({REFERENCE_LAKE})")
+    target = tmp_path / "lake"
+    shutil.copytree(REFERENCE_LAKE, target)
+    return {"metadata": str(target / "catalog.ducklake"), "data_path": str(target / "data") + "/"}
+
+
+def _partition_values(metadata: str, table: str) -> set[tuple]:
+    con = duckdb.connect(metadata, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT v.data_file_id, v.partition_key_index, v.partition_value FROM "
+            "ducklake_file_partition_value v JOIN ducklake_table t USING (table_id) "
+            "WHERE t.table_name = ? ORDER BY 1, 2",
+            [table],
+        ).fetchall()
+    finally:
+        con.close()
+    files: dict[int, list] = {}
+    for file_id, _, value in rows:
+        files.setdefault(file_id, []).append(value)
+    return {tuple(values) for values in files.values()}
+
+
+@pytest.mark.parametrize(("table", "key"), [("events", "ts"), ("days", "d")])
+def test_epoch_partitions_as_the_1_1_writer_wrote_them(reference_copy, table, key):
+    """Rows written again into the 1.1 writer's epoch-partitioned tables land in the
+    partitions it recorded for the same rows (epoch_month / epoch_hour, epoch_day, dates
+    before 1970 included)."""
+    theirs = _partition_values(reference_copy["metadata"], table)
+    rows = _read(reference_copy, f"SELECT * FROM lake.main.{table}")
+    catalog = DuckLakeCatalog(**reference_copy)
+    catalog.table("main", table).append(rows)
+    both = _partition_values(reference_copy["metadata"], table)
+    assert both == theirs  # our files fall in exactly the partitions it made
+    doubled = _read(reference_copy, f"SELECT * FROM lake.main.{table}")
+    assert_same_rows(doubled, pa.concat_tables([rows, rows]))
+    # a filter on the key, pruned by the partition values: still every row
+    limit = dt.datetime(2024, 1, 1) if key == "ts" else dt.date(1970, 1, 1)
+    literal = "TIMESTAMP '2024-01-01'" if key == "ts" else "DATE '1970-01-01'"
+    got = _read(
+        reference_copy, f"SELECT count(*) AS n FROM lake.main.{table} WHERE {key} < {literal}"
+    )
+    expected = pc.sum(pc.less(rows[key], pa.scalar(limit, rows[key].type))).as_py()
+    assert got.to_pylist() == [{"n": 2 * expected}]
+
+
+def test_appends_to_the_1_1_writer_s_table_with_deletion_vectors(reference_copy):
+    rows = _read(reference_copy, "SELECT * FROM lake.main.orders")
+    new = rows.slice(0, 10)
+    DuckLakeCatalog(**reference_copy).table("main", "orders").append(new)
+    assert_same_rows(
+        _read(reference_copy, "SELECT * FROM lake.main.orders"), pa.concat_tables([rows, new])
+    )
+    ids = _read(reference_copy, "SELECT rowid FROM lake.main.orders").column(0).to_pylist()
+    assert len(set(ids)) == len(ids)
