@@ -11,7 +11,7 @@ use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::execution::TaskContextProvider;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
-use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion_ffi::execution::FFI_TaskContextProvider;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
@@ -27,11 +27,9 @@ use crate::contract::{self, ProviderSpec};
 use crate::errors::{ContractError, StoreConfigError};
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
-use crate::sink::LakeSink;
+use crate::sink::{LakeInsertExec, LakeSink};
 use datafusion::common::not_impl_err;
-use datafusion::datasource::sink::DataSinkExec;
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
 use crate::task_context::CachedTaskContext;
@@ -396,15 +394,8 @@ impl TableProvider for AtTheBoundary {
                 return not_impl_err!("REPLACE INTO {table}: DuckLake tables have no keys");
             }
         };
-        // the sink reads one partition: all of them, merged (the caller's optimizer
-        // cannot add the merge to a plan of ours)
-        let input: Arc<dyn ExecutionPlan> = if input.output_partitioning().partition_count() > 1 {
-            Arc::new(CoalescePartitionsExec::new(input))
-        } else {
-            input
-        };
         let sink = LakeSink::new(table.clone(), self.inner.schema(), Arc::clone(writer), overwrite);
-        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+        Ok(Arc::new(LakeInsertExec::new(input, Arc::new(sink))))
     }
 }
 

@@ -141,3 +141,41 @@ def test_insert_errors_are_ours(sql_lake):
     assert isinstance(errors.typed(raised.value), errors.UnsupportedTypeError) or (
         "Cast error" in str(raised.value)
     )
+
+
+def test_the_command_line_runs_writes(sql_lake):
+    from support.cli import run_cli
+
+    args = sql_lake.reader_args()
+    done = run_cli("sql", args["metadata"], "INSERT INTO lake.main.t VALUES (7, 'cli'), (8, 'x')")
+    assert done.returncode == 0, done.stderr
+    assert "2" in done.stdout  # the row count DataFusion returns
+    done = run_cli("sql", args["metadata"], "CREATE TABLE lake.main.c AS SELECT 1 AS one")
+    assert done.returncode == 0, done.stderr
+    got = duckdb_reads(sql_lake, "SELECT id FROM lake.main.t ORDER BY id").column(0).to_pylist()
+    assert got == [1, 7, 8]
+    assert duckdb_reads(sql_lake, "SELECT * FROM lake.main.c").to_pylist() == [{"one": 1}]
+
+
+def test_insert_of_an_aggregate_over_many_partitions(sql_lake):
+    """The insert's input is optimized by DataFusion as any query (a grouped aggregate
+    across repartitioned inputs), and every partition of it is written."""
+    ctx = _ctx(sql_lake)
+    ctx.register_record_batches(
+        "source",
+        [
+            [b]
+            for b in pa.table(
+                {"k": list(range(20_000)), "g": [i % 37 for i in range(20_000)]}
+            ).to_batches(max_chunksize=1000)
+        ],
+    )
+    ctx.sql(
+        "CREATE TABLE lake.main.agg AS SELECT g, count(*) AS n, sum(k) AS s FROM source GROUP BY g"
+    ).collect()
+    ctx.sql(
+        "INSERT INTO lake.main.agg SELECT g + 100, count(*), sum(k) FROM source "
+        "WHERE k % 3 = 0 GROUP BY g"
+    ).collect()
+    got = duckdb_reads(sql_lake, "SELECT count(*) AS groups, sum(n) AS n FROM lake.main.agg")
+    assert got.to_pylist() == [{"groups": 74, "n": 20_000 + 6_667}]

@@ -269,7 +269,7 @@ def test_create_partitioned_table(make_lake):
     from support.writes import assert_same_answers
 
     assert_same_answers(lake, "SELECT * FROM lake.main.t")
-    assert_same_answers(lake, "SELECT count(*) FROM lake.main.t WHERE s = 'x'")
+    assert_same_answers(lake, "SELECT count(*) AS n FROM lake.main.t WHERE s = 'x'")
     with pytest.raises(InvalidOptionError, match="names no column"):
         catalog.create_table("main.u", rows, partitioned_by=["nope"])
     with pytest.raises(InvalidOptionError, match="date or timestamp"):
