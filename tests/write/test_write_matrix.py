@@ -31,7 +31,7 @@ def _rows(start: int, count: int, tag: str) -> pa.Table:
     return pa.table(
         {
             "id": pa.array(ids, pa.int64()),
-            "name": [f"{tag}{i}" if i % 7 else None for i in ids],
+            "name": pa.array([f"{tag}{i}" if i % 7 else None for i in ids], pa.string()),
             "price": pa.array([i / 4 if i % 11 else float("nan") for i in ids], pa.float64()),
             "tags": pa.array([[tag, str(i)] if i % 5 else [] for i in ids], pa.list_(pa.string())),
         }
@@ -105,7 +105,7 @@ def test_append_to_a_table_duckdb_created(make_lake, kind):
         lake.sql("DELETE FROM lake.main.t WHERE id = 150")
     catalog = DuckLakeCatalog(**lake.reader_args())
     if kind == "ours-created":
-        catalog.create_table("main.t", _rows(0, 1, "x").schema)
+        catalog.create_table("main.t", _rows(0, 0, "x").schema)
     catalog.table("main", "t").append(_rows(1000, 20, "ours"))
     assert_same_answers(lake, "SELECT * FROM lake.main.t")
     rowids = duckdb_reads(lake, "SELECT rowid FROM lake.main.t").column(0).to_pylist()
