@@ -84,6 +84,11 @@ class LakeProvider:
     def __datafusion_table_provider__(self, session: Any) -> Any:
         """The ``FFI_TableProvider`` capsule (``session``: a ``SessionContext`` or a logical
         extension codec capsule)."""
+    def table_provider_with_writer(
+        self, session: Any, writer: Callable[[pa.RecordBatchReader, bool], int]
+    ) -> Any:
+        """The capsule of a provider that also takes ``INSERT INTO``: the rows go to
+        ``writer(reader, overwrite)``, which returns the count written."""
     def last_scan(self) -> _ScanReport: ...
 
 class LazyProvider:
@@ -98,4 +103,7 @@ class LazyProvider:
         resolver: Callable[[list[Predicate], bool], LakeProvider | int],
     ) -> Self: ...
     def __datafusion_table_provider__(self, session: Any) -> Any: ...
+    def table_provider_with_writer(
+        self, session: Any, writer: Callable[[pa.RecordBatchReader, bool], int]
+    ) -> Any: ...
     def last_scan(self) -> _ScanReport: ...

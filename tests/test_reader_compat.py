@@ -160,3 +160,27 @@ def test_a_duckdb_2_catalog_file_of_a_1_1_lake(make_lake, tmp_path):
         assert not error.exists(), f"{read['name']}: {error.read_text()[:2000]}"
         got = pa.ipc.open_file(out / f"{read['name']}.arrow").read_all()
         assert_same_rows(got, lake.reference(sql, snapshot=read["snapshot"]))
+
+
+WRITE_JOB = """
+import sys, pyarrow as pa
+from ducklake_datafusion import DuckLakeCatalog
+catalog = DuckLakeCatalog(sys.argv[1])
+catalog.table("main", "t").append(pa.table({"id": pa.array([5000, 5001], pa.int64())}))
+"""
+
+
+def test_a_duckdb_catalog_written_with_the_newest_duckdb_stays_readable_by_duckdb_1_5(make_lake):
+    """Our commit to a DuckDB-file catalog from an environment with the newest duckdb keeps
+    the file's storage version: the reference (duckdb 1.5.5) opens it and reads our rows."""
+    lake = make_lake(LakeSpec("duckdb", "local"), inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1), (2)")
+    lake.detach()
+    done = subprocess.run(
+        [READER_PYTHON, "-c", WRITE_JOB, lake.metadata], capture_output=True, text=True,
+        check=False, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    got = lake.reference("SELECT id FROM lake.main.t ORDER BY id").column(0).to_pylist()
+    assert got == [1, 2, 5000, 5001]
