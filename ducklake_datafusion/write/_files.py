@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 import time
 import uuid
 from collections.abc import Sequence
@@ -33,6 +35,7 @@ __all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile", "uuid7"]
 
 ROW_GROUP_ROWS = 122_880  # DuckDB's default row group size
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024  # DuckLake's default target_file_size
+IN_FLIGHT = 2  # row groups queued for the encoding thread (bounds the memory held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,11 @@ class DataFileWriter:
         self.partitioning = partitioning
         self.written: list[WrittenFile] = []
         self._streams: dict[tuple, _PartitionStream] = {}
+        # Row groups are encoded and written on one thread of their own (Parquet encoding
+        # releases the GIL), in order, while this one reads and casts the next rows: the
+        # two overlap on a second core. At most IN_FLIGHT row groups wait for it.
+        self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ducklake-write")
+        self._in_flight: deque[Future] = deque()
 
     def write(self, table: pa.Table) -> None:
         """Write rows already conformed to :attr:`schema` (``_types.conform``)."""
@@ -118,15 +126,33 @@ class DataFileWriter:
             stream = self._streams[values] = _PartitionStream(self, values, directory)
         return stream
 
+    def submit(self, task) -> None:
+        """Run ``task`` (a row group's write) on the encoding thread, after those before."""
+        while len(self._in_flight) >= IN_FLIGHT:
+            self._in_flight.popleft().result()  # raises the encoding thread's error here
+        self._in_flight.append(self._encoder.submit(task))
+
+    def _drain(self) -> None:
+        while self._in_flight:
+            self._in_flight.popleft().result()
+
     def close(self) -> list[WrittenFile]:
         """Write what is left and close the last files; returns every file written."""
         for stream in self._streams.values():
+            stream.flush_rest()
+        self._drain()
+        for stream in self._streams.values():
             stream.close()
+        self._encoder.shutdown()
         return list(self.written)
 
     def discard(self) -> list[str]:
         """Delete every file written (after a failed commit); returns the URLs that could
         not be deleted (left as orphans, for the caller to report)."""
+        for future in self._in_flight:
+            future.cancel()
+        self._encoder.shutdown(wait=True)
+        self._in_flight.clear()
         urls = [f.url for f in self.written]
         for stream in self._streams.values():
             urls.extend(stream.abandon())
@@ -157,11 +183,16 @@ class _PartitionStream:
                 self.flush(ROW_GROUP_ROWS)
 
     def flush(self, rows: int) -> None:
-        """Write ``rows`` pending rows as one row group."""
+        """Write ``rows`` pending rows as one row group (on the encoding thread)."""
         table = pa.Table.from_batches(self._pending, schema=self.owner.schema)
         group, rest = table.slice(0, rows), table.slice(rows)
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
+        self.owner.submit(lambda: self._write_group(group))
+
+    def _write_group(self, group: pa.Table) -> None:
+        """(On the encoding thread.) One row group into the open file, a new file once
+        the open one reached the target size."""
         if self._open is None:
             self._open = _OpenFile(self.owner, self.directory, self.values)
         self._open.write(group)
@@ -169,9 +200,12 @@ class _PartitionStream:
             self.owner.written.append(self._open.close())
             self._open = None
 
-    def close(self) -> None:
+    def flush_rest(self) -> None:
         if self._pending_rows:
             self.flush(self._pending_rows)
+
+    def close(self) -> None:
+        """(Once every row group is written.) Close the open file."""
         if self._open is not None:
             self.owner.written.append(self._open.close())
             self._open = None
