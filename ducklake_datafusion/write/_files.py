@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
