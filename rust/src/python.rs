@@ -27,12 +27,12 @@ use crate::contract::{self, ProviderSpec};
 use crate::errors::{ContractError, StoreConfigError};
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
-use crate::sink::{LakeInsertExec, LakeSink};
-use datafusion::common::not_impl_err;
-use datafusion::logical_expr::dml::InsertOp;
 use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
+use crate::sink::{LakeInsertExec, LakeSink};
 use crate::task_context::CachedTaskContext;
+use datafusion::common::not_impl_err;
+use datafusion::logical_expr::dml::InsertOp;
 
 /// The field id DuckDB gives the per-row snapshot ids of merged files.
 const SNAPSHOT_FIELD_ID: i64 = 2147483539;
@@ -170,7 +170,10 @@ impl PyLakeProvider {
         session: Bound<'py, PyAny>,
         writer: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let sink = Some((self.inner.table.clone(), Arc::new(ReleasedAtOnce::new(writer))));
+        let sink = Some((
+            self.inner.table.clone(),
+            Arc::new(ReleasedAtOnce::new(writer)),
+        ));
         provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
     }
 
@@ -271,7 +274,10 @@ impl PyLazyProvider {
         session: Bound<'py, PyAny>,
         writer: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let sink = Some((self.inner.table.clone(), Arc::new(ReleasedAtOnce::new(writer))));
+        let sink = Some((
+            self.inner.table.clone(),
+            Arc::new(ReleasedAtOnce::new(writer)),
+        ));
         provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
     }
 
@@ -394,7 +400,12 @@ impl TableProvider for AtTheBoundary {
                 return not_impl_err!("REPLACE INTO {table}: DuckLake tables have no keys");
             }
         };
-        let sink = LakeSink::new(table.clone(), self.inner.schema(), Arc::clone(writer), overwrite);
+        let sink = LakeSink::new(
+            table.clone(),
+            self.inner.schema(),
+            Arc::clone(writer),
+            overwrite,
+        );
         Ok(Arc::new(LakeInsertExec::new(input, Arc::new(sink))))
     }
 }

@@ -16,10 +16,10 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatchReader;
 use arrow_pyarrow::IntoPyArrow;
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -41,7 +41,12 @@ pub struct LakeSink {
 }
 
 impl LakeSink {
-    pub fn new(table: String, schema: SchemaRef, writer: Arc<ReleasedAtOnce>, overwrite: bool) -> Self {
+    pub fn new(
+        table: String,
+        schema: SchemaRef,
+        writer: Arc<ReleasedAtOnce>,
+        overwrite: bool,
+    ) -> Self {
         Self {
             table,
             schema,
@@ -53,13 +58,21 @@ impl LakeSink {
 
 impl fmt::Debug for LakeSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LakeSink({:?}, overwrite={})", self.table, self.overwrite)
+        write!(
+            f,
+            "LakeSink({:?}, overwrite={})",
+            self.table, self.overwrite
+        )
     }
 }
 
 impl DisplayAs for LakeSink {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mode = if self.overwrite { "overwrite" } else { "append" };
+        let mode = if self.overwrite {
+            "overwrite"
+        } else {
+            "append"
+        };
         write!(f, "DuckLakeSink: table={}, mode={mode}", self.table)
     }
 }
@@ -114,7 +127,10 @@ impl DataSink for LakeSink {
             Python::attach(|py| -> PyResult<u64> {
                 let reader: Box<dyn RecordBatchReader + Send> = Box::new(reader);
                 let reader = reader.into_pyarrow(py)?;
-                writer.bind(py)?.call1((reader, overwrite))?.extract::<u64>()
+                writer
+                    .bind(py)?
+                    .call1((reader, overwrite))?
+                    .extract::<u64>()
             })
             .map_err(|error| python_error(&table, error))
         });
@@ -182,7 +198,11 @@ impl LakeInsertExec {
 }
 
 fn count_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("count", DataType::UInt64, false)]))
+    Arc::new(Schema::new(vec![Field::new(
+        "count",
+        DataType::UInt64,
+        false,
+    )]))
 }
 
 impl DisplayAs for LakeInsertExec {
@@ -244,10 +264,8 @@ impl ExecutionPlan for LakeInsertExec {
             let streams = (0..count)
                 .map(|partition| input.execute(partition, Arc::clone(&context)))
                 .collect::<Result<Vec<_>>>()?;
-            let merged = RecordBatchStreamAdapter::new(
-                input.schema(),
-                futures::stream::select_all(streams),
-            );
+            let merged =
+                RecordBatchStreamAdapter::new(input.schema(), futures::stream::select_all(streams));
             let rows = sink.write_all(Box::pin(merged), &context).await?;
             let counts: ArrayRef = Arc::new(UInt64Array::from(vec![rows]));
             Ok(RecordBatch::try_new(out, vec![counts])?)
