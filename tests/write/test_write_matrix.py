@@ -114,3 +114,13 @@ def test_append_to_a_table_duckdb_created(make_lake, kind):
     lake.sql("INSERT INTO lake.main.t (id) VALUES (7)")  # an inlined insert after ours
     lake.detach()
     assert_same_answers(lake, "SELECT * FROM lake.main.t")
+    # an overwrite ends DuckDB's inlined rows and files too; time travel keeps them
+    before = duckdb_reads(lake, "SELECT * FROM lake.main.t")
+    kept = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    replaced = kept.overwrite(_rows(9000, 3, "new"))
+    assert_same_rows(duckdb_reads(lake, "SELECT * FROM lake.main.t"), _rows(9000, 3, "new"))
+    assert_same_rows(duckdb_reads(lake, "SELECT * FROM lake.main.t", replaced - 1), before)
+    assert_same_answers(lake, "SELECT * FROM lake.main.t")
+    lake.sql("INSERT INTO lake.main.t (id) VALUES (8)")
+    lake.detach()
+    assert_same_answers(lake, "SELECT * FROM lake.main.t")
