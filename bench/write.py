@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -189,6 +190,8 @@ def main() -> None:
                 raise SystemExit(f"{catalog}: the lakes differ: {answers}")
             ours, theirs = statistics.median(times["ours"]), statistics.median(times["duckdb"])
             print(f"| {catalog} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f}x |")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"\npeak memory of this process (both engines' runs): {peak:.0f} MB")
         catalog = "postgres" if "postgres" in catalogs else "sqlite"
         took = _commit_of_many_files(root, catalog, args.files)
         print(f"\none commit of {args.files:,} files on {catalog}: {took * 1000:.0f} ms")
