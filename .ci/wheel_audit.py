@@ -53,8 +53,13 @@ def audit_extension(so: Path, arch: str, rules: dict) -> tuple[list[str], str]:
             return problems, "?"
         dynamic = next(s for s in elf.iter_sections() if isinstance(s, DynamicSection))
         needed = [t.needed for t in dynamic.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
-        allowed_libs = set(rules["lib_whitelist"]) | {"ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
-        problems += [f"{so.name} needs {lib}, outside {POLICY}" for lib in needed if lib not in allowed_libs]
+        allowed_libs = set(rules["lib_whitelist"]) | {
+            "ld-linux-x86-64.so.2",
+            "ld-linux-aarch64.so.1",
+        }
+        problems += [
+            f"{so.name} needs {lib}, outside {POLICY}" for lib in needed if lib not in allowed_libs
+        ]
 
         allowed = rules["symbol_versions"][arch]
         glibc = []
@@ -65,7 +70,9 @@ def audit_extension(so: Path, arch: str, rules: dict) -> tuple[list[str], str]:
                 if prefix == "GLIBC":
                     glibc.append(number)
                 if number not in allowed.get(prefix, ()):
-                    problems.append(f"{so.name} needs {v.name} from {lib.name}, newer than {POLICY}")
+                    problems.append(
+                        f"{so.name} needs {v.name} from {lib.name}, newer than {POLICY}"
+                    )
 
         # Undefined symbols without a version: only Python's C API may be resolved that way.
         dynsym = elf.get_section_by_name(".dynsym")
@@ -74,7 +81,9 @@ def audit_extension(so: Path, arch: str, rules: dict) -> tuple[list[str], str]:
             if i == 0 or sym["st_shndx"] != "SHN_UNDEF" or sym["st_info"]["bind"] == "STB_WEAK":
                 continue
             index = versym.get_symbol(i)["ndx"] if versym else "VER_NDX_LOCAL"
-            if index in ("VER_NDX_LOCAL", "VER_NDX_GLOBAL") and not sym.name.startswith(("Py", "_Py")):
+            if index in ("VER_NDX_LOCAL", "VER_NDX_GLOBAL") and not sym.name.startswith(
+                ("Py", "_Py")
+            ):
                 problems.append(f"{so.name}: undefined symbol {sym.name} has no version")
     return problems, max(glibc, key=version_key) if glibc else "none"
 
@@ -97,7 +106,9 @@ def audit(wheel: Path, rules: dict) -> list[str]:
     tag = re.search(r'consistent with the following platform tag: "([^"]+)"', text)
     print(f"{wheel.name}: auditwheel show: {tag[1] if tag else text}")
     if show.returncode or not tag or tag[1] != f"{POLICY}_{arch}":
-        problems.append(f"auditwheel show does not find {wheel.name} consistent with {POLICY}_{arch}")
+        problems.append(
+            f"auditwheel show does not find {wheel.name} consistent with {POLICY}_{arch}"
+        )
 
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as zf:
         libs = [n for n in zf.namelist() if n.endswith(".so") or ".so." in n]
