@@ -21,7 +21,8 @@ RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.l
 JVM_SOURCES := $(wildcard jvm/src/*/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml | head -1)
 
-.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint docs jars wheel sdist
+.PHONY: venv emulators test test-v11 rust-test demo bench lint rust-lint docs jars wheel wheel-all \
+	sdist
 
 venv: $(VENV)/.built
 
@@ -53,13 +54,45 @@ jars:
 	for s in 2.12 2.13; do cp jvm/scala-$$s/target/ducklake-spark_$$s-$(VERSION).jar \
 		ducklake_datafusion/spark/jars/ducklake-spark_$$s.jar; done
 
-# The abi3 manylinux wheel (the Rust extension and both jars) into dist/; the release profile
-# in CARGO_TARGET_DIR, as the editable install's, so a warm machine rebuilds only our crate.
-wheel: jars $(VENV)/.installed
-	$(PY) -m maturin build -q --release --interpreter $(PY) --out dist
+# The wheel's tools (maturin, zig, auditwheel; pinned in .ci/wheel.txt) in a venv of their own,
+# so building a wheel needs neither the test venv nor a C cross toolchain from the system.
+WHEEL_VENV ?= $(HOME)/.cache/ducklake-datafusion/wheel-venv
+$(WHEEL_VENV)/.installed: .ci/wheel.txt
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q --disable-pip-version-check -r .ci/wheel.txt
+	touch $@
+
+# The abi3 wheel (the Rust extension and both jars) into dist/, tagged manylinux2014 (glibc
+# 2.17): zig compiles the C dependencies (zstd, liblzma, ring) against glibc 2.17's headers and
+# links against its symbol versions, where the system's gcc and glibc would tag it with the
+# build machine's glibc (2.34+ for pthread alone), which older Linuxes' pip refuses. maturin's
+# --zig always passes cargo an explicit --target, so the wheel's crates build in
+# CARGO_TARGET_DIR/<target>/release, apart from the editable install's (a cold build of their
+# own once per machine; later ones rebuild only our crate). .ci/wheel_audit.py checks the tag.
+# WHEEL_TARGETS: the Rust targets to build, this machine's architecture by default.
+WHEEL_TARGETS ?= $(shell uname -m)-unknown-linux-gnu
+WHEEL_NAME = dist/ducklake_datafusion-$(VERSION)-cp310-abi3-manylinux2014_$(1).manylinux_2_17_$(1).whl
+wheel: jars $(WHEEL_VENV)/.installed
+	for t in $(WHEEL_TARGETS); do \
+		PATH="$(WHEEL_VENV)/bin:$$PATH" $(WHEEL_VENV)/bin/maturin build -q --release \
+			--zig --compatibility manylinux2014 --target $$t \
+			--interpreter $(WHEEL_VENV)/bin/python --out dist || exit 1; \
+	done
+	$(WHEEL_VENV)/bin/python .ci/wheel_audit.py \
+		$(foreach t,$(WHEEL_TARGETS),$(call WHEEL_NAME,$(firstword $(subst -, ,$(t)))))
+
+# Both architectures' wheels (x86_64 and aarch64), the other one cross-compiled by zig with
+# rustup's standard library for that target (added here). The aarch64 wheel is only checked
+# (auditwheel and its symbol table), never run, on an x86_64 machine. A cold build per target
+# (README: Install).
+wheel-all:
+	if command -v rustup >/dev/null; then \
+		rustup target add x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; fi
+	$(MAKE) wheel WHEEL_TARGETS="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu"
+
 # The sdist (Rust and Java sources, both jars prebuilt); `pip wheel` on it builds the wheel.
-sdist: jars $(VENV)/.installed
-	$(PY) -m maturin sdist --out dist
+sdist: jars $(WHEEL_VENV)/.installed
+	$(WHEEL_VENV)/bin/maturin sdist --out dist
 
 # A no-op once installed (each tool's version is stamped in the cache).
 emulators:

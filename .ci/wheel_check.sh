@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The wheel as a user gets it: build it once (`make wheel`: the Rust extension and both Spark
-# jars), install it with pyspark into a clean venv, and run, on a PATH without cargo, rustc,
-# javac or mvn (only java, which Spark needs), the demo and .ci/wheel_check.py: a DataFusion
-# query on the Rust scan and Spark reads with deletes inside Spark's reader, each compared
-# with DuckDB. So the wheel can never ship without a part again.
-#   .ci/wheel_check.sh              # after `make venv` (needs a JDK and Maven to build)
+# jars, tagged manylinux2014; .ci/wheel_audit.py checks with auditwheel show and the
+# extension's symbol table that it needs nothing newer than glibc 2.17), install it with
+# pyspark into a clean venv, and run, on a PATH without cargo, rustc, javac or mvn (only java,
+# which Spark needs), the demo and .ci/wheel_check.py: a DataFusion query on the Rust scan and
+# Spark reads with deletes inside Spark's reader, each compared with DuckDB. So the wheel can
+# never ship without a part again.
+#   .ci/wheel_check.sh              # needs cargo, a JDK and Maven to build (not the test venv)
 # Prints the time of each step. The lake and the venv live in a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ if ((${#wheels[@]} != 1)); then
     echo "wheel_check: expected one wheel in dist/, found: ${wheels[*]}" >&2
     exit 1
 fi
-step "built ${wheels[0]}"
+step "built ${wheels[0]} (manylinux2014: auditwheel and its symbols agree)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
