@@ -29,7 +29,7 @@ from ..pathres import filesystem_for, join_path, parse_location, translate_stora
 from ..types import ColumnSpec
 from ._partitions import PartitionSpec, split
 from ._stats import ColumnBounds
-from ._types import file_schema, leaf_columns
+from ._types import dictionary_columns, file_schema, leaf_columns
 
 __all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile", "uuid7"]
 
@@ -98,6 +98,7 @@ class DataFileWriter:
         self.directory = directory
         self.schema = file_schema(columns)
         self.leaves = leaf_columns(columns)
+        self.dictionary = dictionary_columns(columns)
         self.storage_options = storage_options
         self.target_file_size = max(int(target_file_size), 1)
         self.description = description
@@ -241,6 +242,7 @@ class _OpenFile:
             self.stream,
             owner.schema,
             compression="snappy",
+            use_dictionary=owner.dictionary,
             store_schema=False,
             store_decimal_as_integer=True,
             write_statistics=True,
