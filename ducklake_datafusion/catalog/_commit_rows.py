@@ -39,6 +39,26 @@ def insert_row(session, table: str, row: Mapping[str, object], *, race_point=Fal
     )
 
 
+MAX_PARAMETERS = 30_000  # per statement: below SQLite's 32,766 and PostgreSQL's 65,535
+
+
+def insert_rows(session, table: str, rows: list[Mapping[str, object]]) -> None:
+    """Insert many rows (of the same keys) with multi-row ``VALUES`` statements: a commit
+    of 1,000 files is a few statements instead of 7,000 round trips to the database."""
+    if not rows:
+        return
+    present = set(columns_of(session, table))
+    names = [name for name in rows[0] if name in present]
+    one = "(" + ", ".join("?" for _ in names) + ")"
+    per_statement = max(1, MAX_PARAMETERS // max(len(names), 1))
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        session.execute(
+            f"INSERT INTO {table} ({', '.join(names)}) VALUES " + ", ".join([one] * len(chunk)),
+            [row[name] for row in chunk for name in names],
+        )
+
+
 def columns_of(session, table: str) -> tuple[str, ...]:
     held = session.cache.setdefault("write_columns", {})
     if table not in held:
@@ -168,11 +188,10 @@ def add_file_rows(
         [table_id],
     )
     records, next_row_id, size = (int(v or 0) for v in stats[0]) if stats else (0, 0, 0)
+    files, values, columns = [], [], []
     for index, data_file in enumerate(request.files):
         file_id = first_file_id + index
-        insert_row(
-            session,
-            "ducklake_data_file",
+        files.append(
             {
                 "data_file_id": file_id,
                 "table_id": table_id,
@@ -191,23 +210,19 @@ def add_file_rows(
                 "mapping_id": None,
                 "partial_max": None,
                 "row_group_count": data_file.row_group_count,
-            },
+            }
         )
-        for index, value in enumerate(data_file.partition_values):
-            insert_row(
-                session,
-                "ducklake_file_partition_value",
+        for key_index, value in enumerate(data_file.partition_values):
+            values.append(
                 {
                     "data_file_id": file_id,
                     "table_id": table_id,
-                    "partition_key_index": index,
+                    "partition_key_index": key_index,
                     "partition_value": _storable(session, value),
-                },
+                }
             )
         for column in data_file.columns:
-            insert_row(
-                session,
-                "ducklake_file_column_stats",
+            columns.append(
                 {
                     "data_file_id": file_id,
                     "table_id": table_id,
@@ -221,11 +236,14 @@ def add_file_rows(
                     "extra_stats": None,
                     "min_is_exact": column.min_exact if column.min_value is not None else None,
                     "max_is_exact": column.max_exact if column.max_value is not None else None,
-                },
+                }
             )
         records += data_file.record_count
         next_row_id += data_file.record_count
         size += data_file.file_size_bytes
+    insert_rows(session, "ducklake_data_file", files)
+    insert_rows(session, "ducklake_file_partition_value", values)
+    insert_rows(session, "ducklake_file_column_stats", columns)
     if not request.files:
         return
     if stats:

@@ -16,7 +16,7 @@ DuckLake; DuckDB inlines them when its ``data_inlining_row_limit`` allows).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,7 +34,13 @@ from ..errors import CatalogReadOnlyError, DuckLakeError
 from ..pathres import join_path
 from ..scan import Lake, require_table, table_directory
 from ..types import build_column_tree
-from ._files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, uuid7
+from ._files import (
+    DEFAULT_TARGET_FILE_SIZE,
+    ROW_GROUP_ROWS,
+    DataFileWriter,
+    WrittenFile,
+    uuid7,
+)
 from ._input import as_arrow, batches_of
 from ._partitions import PartitionSpec, partition_keys, read_partition_spec
 from ._types import columns_for_schema, conform
@@ -197,15 +203,11 @@ def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -
         description=description,
         partitioning=target.partitioning,
     )
+    name = f"{target.schema_name}.{target.table_name}"
     try:
         if data is not None:
-            for batch in batches_of(data, description):
-                conformed = conform(
-                    pa.Table.from_batches([batch]),
-                    writer.schema,
-                    f"{target.schema_name}.{target.table_name}",
-                )
-                writer.write(conformed)
+            for rows in _chunks(batches_of(data, description)):
+                writer.write(conform(rows, writer.schema, name))
         written = writer.close()
         files = tuple(_as_new_file(f) for f in written)
         request = _with_files(request, files)
@@ -218,6 +220,20 @@ def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -
                 "them (ducklake_delete_orphaned_files removes them): " + ", ".join(orphans)
             )
         raise
+
+
+def _chunks(batches) -> Iterator[pa.Table]:
+    """The batches as tables of about a row group each: the rows are cast to the table's
+    types once per chunk, not once per (often 8,192-row) batch."""
+    held, rows = [], 0
+    for batch in batches:
+        held.append(batch)
+        rows += batch.num_rows
+        if rows >= ROW_GROUP_ROWS:
+            yield pa.Table.from_batches(held)
+            held, rows = [], 0
+    if held:
+        yield pa.Table.from_batches(held)
 
 
 def _with_files(request: TableCommit, files: tuple[NewDataFile, ...]) -> TableCommit:

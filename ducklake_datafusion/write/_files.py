@@ -28,7 +28,7 @@ from ..catalog import FileColumnStats
 from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
 from ..types import ColumnSpec
 from ._partitions import PartitionSpec, split
-from ._stats import ColumnBounds
+from ._stats import ColumnBounds, measure
 from ._types import dictionary_columns, file_schema, leaf_columns
 
 __all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile", "uuid7"]
@@ -189,14 +189,18 @@ class _PartitionStream:
         group, rest = table.slice(0, rows), table.slice(rows)
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
-        self.owner.submit(lambda: self._write_group(group))
+        measured = [
+            measure(_leaf_values(group, path), spec.type_name in ("float32", "float64"))
+            for path, spec in self.owner.leaves
+        ]
+        self.owner.submit(lambda: self._write_group(group, measured))
 
-    def _write_group(self, group: pa.Table) -> None:
+    def _write_group(self, group: pa.Table, measured: list) -> None:
         """(On the encoding thread.) One row group into the open file, a new file once
         the open one reached the target size."""
         if self._open is None:
             self._open = _OpenFile(self.owner, self.directory, self.values)
-        self._open.write(group)
+        self._open.write(group, measured)
         if self._open.size() >= self.owner.target_file_size:
             self.owner.written.append(self._open.close())
             self._open = None
@@ -251,14 +255,15 @@ class _OpenFile:
         self.rows = 0
         self.bounds = [ColumnBounds(spec) for _, spec in owner.leaves]
 
-    def write(self, group: pa.Table) -> None:
+    def write(self, group: pa.Table, measured: list) -> None:
+        """One row group, and its columns' bounds (``_stats.measure``, leaf by leaf)."""
         try:
             self.writer.write_table(group, row_group_size=len(group))
         except OSError as exc:
             raise _storage_error(exc, self.url, self.owner) from exc
         self.rows += group.num_rows
-        for (path, _spec), bounds in zip(self.owner.leaves, self.bounds):
-            bounds.add(_leaf_values(group, path))
+        for bounds, group_bounds in zip(self.bounds, measured):
+            bounds.add(group_bounds)
 
     def size(self) -> int:
         return self.stream.tell()

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from ..types import ColumnSpec
 
-__all__ = ["ColumnBounds", "cast_to_text", "encode_bound"]
+__all__ = ["ColumnBounds", "cast_to_text", "encode_bound", "measure"]
 
 MAX_TEXT_BOUND = 256
 _TEMPORAL_PREFIXES = ("date", "time", "timestamp")
@@ -54,22 +54,12 @@ class ColumnBounds:
     def is_float(self) -> bool:
         return self.spec.type_name in ("float32", "float64")
 
-    def add(self, values: pa.Array) -> None:
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        if isinstance(values, pa.ExtensionArray):
-            values = values.storage
-        if pa.types.is_fixed_size_binary(values.type):
-            values = values.cast(pa.binary())  # bytewise order, which is UUID order too
-        if self.is_float:
-            nan = pc.is_nan(values)
-            if pc.any(nan).as_py():
-                self._has_nan = True
-                values = pc.filter(values, pc.invert(nan))
-        if len(values) == values.null_count:
-            return
-        bounds = pc.min_max(values)
-        self._candidates.append(pa.array([bounds["min"], bounds["max"]], values.type))
+    def add(self, measured: tuple[pa.Array | None, bool]) -> None:
+        """Take in one row group's :func:`measure` of this column."""
+        candidates, has_nan = measured
+        self._has_nan = self._has_nan or has_nan
+        if candidates is not None:
+            self._candidates.append(candidates)
 
     def contains_nan(self) -> bool | None:
         return self._has_nan if self.is_float else None
@@ -91,6 +81,28 @@ class ColumnBounds:
             not _is_cut(low),
             not _is_cut(high),
         )
+
+
+def measure(values: pa.Array, is_float: bool) -> tuple[pa.Array | None, bool]:
+    """One row group's values of a leaf column: ``([min, max] or None, has NaN)``, NaN
+    left out of the bounds. Taken on the thread that reads the rows, while the encoding
+    thread writes the row group before."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.ExtensionArray):
+        values = values.storage
+    if pa.types.is_fixed_size_binary(values.type):
+        values = values.cast(pa.binary())  # bytewise order, which is UUID order too
+    has_nan = False
+    if is_float:
+        nan = pc.is_nan(values)
+        if pc.any(nan).as_py():
+            has_nan = True
+            values = pc.filter(values, pc.invert(nan))
+    if len(values) == values.null_count:
+        return None, has_nan
+    bounds = pc.min_max(values)
+    return pa.array([bounds["min"], bounds["max"]], values.type), has_nan
 
 
 def encode_bound(spec: ColumnSpec, value: pa.Scalar, *, upper: bool) -> str | None:
