@@ -131,14 +131,15 @@ def duckdb_writer(path: str, description: str, schema: str | None) -> Iterator[W
             break
         except duckdb.Error as exc:
             text = str(exc).lower()
-            if "lock" in text or "conflicting" in text:
+            if "lock" in text or "conflict" in text:  # (in this process: "file handle conflict")
                 if time.monotonic() < deadline:
                     time.sleep(0.05)
                     continue
                 raise CatalogLockedError(
-                    f"{description} stayed locked by another process for "
-                    f"{LOCK_WAIT_SECONDS:.0f} s, so nothing was committed; detach the lake "
-                    "there (a DuckDB file has one writer process at a time) and write again"
+                    f"{description} stayed attached elsewhere (another process, or another "
+                    f"DuckDB connection of this one) for {LOCK_WAIT_SECONDS:g} s, so nothing "
+                    "was committed; detach the lake there (a DuckDB file has one writer at a "
+                    "time) and write again"
                 ) from exc
             if "read-only" in text or "permission" in text or "readonly" in text:
                 raise CatalogReadOnlyError(

@@ -287,3 +287,21 @@ def test_a_catalog_error_mid_commit_rolls_back(make_lake, monkeypatch):
     with pytest.raises(RuntimeError, match="went away"):
         DuckLakeCatalog(**lake.reader_args()).table("main", "t").append(ROWS)
     _unchanged(lake, before)
+
+
+def test_a_duckdb_catalog_attached_elsewhere_is_locked(table_lake, monkeypatch):
+    """DuckDB (here in this very process) keeps the catalog file attached: the commit waits
+    for it, then fails typed, and nothing is written."""
+    from ducklake_datafusion.catalog import _writers
+    from ducklake_datafusion.errors import CatalogLockedError
+
+    monkeypatch.setattr(_writers, "LOCK_WAIT_SECONDS", 0.5)
+    before = _state(table_lake)
+    table = DuckLakeCatalog(**table_lake.reader_args()).table("main", "t")
+    table_lake.attach()  # DuckDB's writer holds the file
+    try:
+        with pytest.raises(CatalogLockedError, match="attached elsewhere"):
+            table.append(ROWS)
+    finally:
+        table_lake.detach()
+    _unchanged(table_lake, before)
