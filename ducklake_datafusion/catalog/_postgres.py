@@ -149,26 +149,11 @@ class PostgresBackend:
         held = self.connections.get()
         if held is not None and held[0] is not None and not held[0].closed:
             return held[0]
-        try:
-            connection = psycopg.connect(self._dsn, autocommit=False)
-        except psycopg.OperationalError as exc:
-            raise CatalogNotFoundError(
-                f"{self.description} cannot be reached: {_redact(str(exc)).strip()}. Check host, "
-                "port, database name and credentials"
-            ) from None
+        connection = self._connect()
         from psycopg.types.string import TextLoader
 
         for type_name in _AS_TEXT:
             connection.adapters.register_loader(type_name, TextLoader)
-        with connection.cursor() as cursor:
-            cursor.execute("SET TIME ZONE 'UTC'")
-            if self.metadata_schema:
-                # Unqualified ducklake_* names (and the inlined tables) resolve there.
-                cursor.execute(
-                    "SELECT set_config('search_path', quote_ident(%s), false)",
-                    [self.metadata_schema],
-                )
-        connection.commit()
         # Every session is one snapshot-consistent, read-only transaction.
         connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         connection.read_only = True
@@ -183,9 +168,12 @@ class PostgresBackend:
             raise CatalogClosedError(
                 f"{self.description} was closed; open a new DuckLakeCatalog to write to it"
             )
-        return postgres_writer(self._write_connection, self.description, _PostgresSession)
+        return postgres_writer(self._connect, self.description, _PostgresSession)
 
-    def _write_connection(self):
+    def _connect(self):
+        """A new connection in UTC whose unqualified ``ducklake_*`` names (and inlined
+        tables) resolve in the metadata schema; reads keep one per thread, commits open
+        their own (``write_session``)."""
         psycopg = _import_psycopg()
         try:
             connection = psycopg.connect(self._dsn, autocommit=False)
