@@ -119,7 +119,7 @@ def _check(catalog: str, metadata: str) -> tuple:
 
 def _commit_of_many_files(root: str, catalog: str, files: int) -> float:
     """One commit of ``files`` files' facts (written beforehand)."""
-    from ducklake_datafusion.catalog import NewDataFile, TableCommit, commit
+    from ducklake_datafusion.catalog import TableCommit, commit
     from ducklake_datafusion.write import DataFileWriter
 
     metadata, data = _new_lake(root, catalog)
@@ -144,17 +144,7 @@ def _commit_of_many_files(root: str, catalog: str, files: int) -> float:
         table_name="t",
         base_snapshot=table.snapshot_id,
         table_id=table.entry.table_id,
-        files=tuple(
-            NewDataFile(
-                f.name,
-                f.record_count,
-                f.file_size_bytes,
-                f.footer_size,
-                f.row_group_count,
-                f.columns,
-            )
-            for f in written
-        ),
+        files=tuple(f.data_file for f in written),
         column_types={c.column_id: c.type_name for c in table.columns},
     )
     start = time.perf_counter()

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from ..catalog import (
     CommitOptions,
     NewColumn,
-    NewDataFile,
     NewTable,
     TableCommit,
     commit,
@@ -38,7 +37,6 @@ from ._files import (
     DEFAULT_TARGET_FILE_SIZE,
     ROW_GROUP_ROWS,
     DataFileWriter,
-    WrittenFile,
     uuid7,
 )
 from ._input import as_arrow, batches_of
@@ -209,8 +207,8 @@ def _write_and_commit(lake: Lake, target: _Target, data, request: TableCommit) -
             for rows in _chunks(batches_of(data, description)):
                 writer.write(conform(rows, writer.schema, name))
         written = writer.close()
-        files = tuple(_as_new_file(f) for f in written)
-        request = _with_files(request, files)
+        files = tuple(f.data_file for f in written)
+        request = replace(request, files=files)
         return commit(lake.backend, request)
     except BaseException as exc:
         orphans = writer.discard()
@@ -234,24 +232,6 @@ def _chunks(batches) -> Iterator[pa.Table]:
             held, rows = [], 0
     if held:
         yield pa.Table.from_batches(held)
-
-
-def _with_files(request: TableCommit, files: tuple[NewDataFile, ...]) -> TableCommit:
-    from dataclasses import replace
-
-    return replace(request, files=files)
-
-
-def _as_new_file(written: WrittenFile) -> NewDataFile:
-    return NewDataFile(
-        path=written.name,
-        record_count=written.record_count,
-        file_size_bytes=written.file_size_bytes,
-        footer_size=written.footer_size,
-        row_group_count=written.row_group_count,
-        columns=written.columns,
-        partition_values=written.partition_values,
-    )
 
 
 def _require_writable(lake: Lake) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..catalog import FileColumnStats
+from ..catalog import FileColumnStats, NewDataFile
 from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
 from ..types import ColumnSpec
 from ._partitions import PartitionSpec, split
@@ -40,25 +40,13 @@ IN_FLIGHT = 2  # row groups queued for the encoding thread (bounds the memory he
 
 @dataclass(frozen=True, slots=True)
 class WrittenFile:
-    """A data file written and closed, with what ``ducklake_data_file`` and
-    ``ducklake_file_column_stats`` record of it.
+    """A data file written and closed: where it is (a local path or an object-store URL,
+    to delete it if the commit fails) and what the catalog records of it (its path
+    relative to the table's directory, sizes, rows, column statistics, partition
+    values)."""
 
-    Attributes:
-        name: the file's path relative to the table's directory (its partition's
-            directory, then ``ducklake-<uuid>.parquet``).
-        url: where it is (a local path or an object-store URL), for deleting it.
-        partition_values: ``ducklake_file_partition_value`` of each key (partitioned
-            tables), else empty.
-    """
-
-    name: str
     url: str
-    record_count: int
-    file_size_bytes: int
-    footer_size: int
-    row_group_count: int
-    columns: tuple[FileColumnStats, ...]
-    partition_values: tuple[str | None, ...] = ()
+    data_file: NewDataFile
 
 
 def uuid7() -> uuid.UUID:
@@ -304,14 +292,16 @@ class _OpenFile:
                 )
             )
         return WrittenFile(
-            name=self.name,
-            url=self.url,
-            record_count=self.rows,
-            file_size_bytes=size,
-            footer_size=size - footer_start - 8,
-            row_group_count=metadata.num_row_groups,
-            columns=tuple(columns),
-            partition_values=self.values,
+            self.url,
+            NewDataFile(
+                path=self.name,
+                record_count=self.rows,
+                file_size_bytes=size,
+                footer_size=size - footer_start - 8,
+                row_group_count=metadata.num_row_groups,
+                columns=tuple(columns),
+                partition_values=self.values,
+            ),
         )
 
     def abandon(self) -> None:
