@@ -96,7 +96,7 @@ impl LazyProvider {
             let answer = self.resolver.bind(py)?.call1((predicates, count))?;
             (self.extract)(&answer)
         })
-        .map_err(|error| python_error(&self.table, error))
+        .map_err(|error| python_error(&format!("planning the scan of {}", self.table), error))
     }
 }
 
@@ -133,8 +133,9 @@ impl Drop for ReleasedAtOnce {
 }
 
 /// A Python exception as a query error that keeps our error class and message
-/// (`DataFileMissingError: data file ... of table ...`), as the scan's own checks do.
-fn python_error(table: &str, error: PyErr) -> DataFusionError {
+/// (`DataFileMissingError: data file ... of table ...`), as the scan's own checks do;
+/// `doing` says where it happened (`planning the scan of main.t`, `writing to main.t`).
+pub fn python_error(doing: &str, error: PyErr) -> DataFusionError {
     let text = Python::attach(|py| {
         let class = error
             .get_type(py)
@@ -148,7 +149,7 @@ fn python_error(table: &str, error: PyErr) -> DataFusionError {
             .unwrap_or_default();
         crate::errors::text(&class, &message)
     });
-    DataFusionError::External(format!("planning the scan of {table}: {text}").into())
+    DataFusionError::External(format!("{doing}: {text}").into())
 }
 
 #[async_trait]

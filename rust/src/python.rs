@@ -170,10 +170,7 @@ impl PyLakeProvider {
         session: Bound<'py, PyAny>,
         writer: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let sink = Some((
-            self.inner.table.clone(),
-            Arc::new(ReleasedAtOnce::new(writer)),
-        ));
+        let sink = sink_of(&self.inner.table, writer);
         provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
     }
 
@@ -274,10 +271,7 @@ impl PyLazyProvider {
         session: Bound<'py, PyAny>,
         writer: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let sink = Some((
-            self.inner.table.clone(),
-            Arc::new(ReleasedAtOnce::new(writer)),
-        ));
+        let sink = sink_of(&self.inner.table, writer);
         provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
     }
 
@@ -289,6 +283,11 @@ impl PyLazyProvider {
     fn __repr__(&self) -> String {
         format!("LazyProvider({:?})", self.inner.table)
     }
+}
+
+/// A table's name and its Python writer (`sink`), as `provider_capsule` takes them.
+fn sink_of(table: &str, writer: Py<PyAny>) -> Option<(String, Arc<ReleasedAtOnce>)> {
+    Some((table.to_string(), Arc::new(ReleasedAtOnce::new(writer))))
 }
 
 /// An `FFI_TableProvider` capsule of `provider` for the caller's `session`: filters pushed

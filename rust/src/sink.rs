@@ -30,7 +30,7 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 use pyo3::prelude::*;
 
-use crate::lazy::ReleasedAtOnce;
+use crate::lazy::{python_error, ReleasedAtOnce};
 
 /// Writes the inserted rows through `writer(reader, overwrite) -> rows written`.
 pub struct LakeSink {
@@ -132,7 +132,7 @@ impl DataSink for LakeSink {
                     .call1((reader, overwrite))?
                     .extract::<u64>()
             })
-            .map_err(|error| python_error(&table, error))
+            .map_err(|error| python_error(&format!("writing to {table}"), error))
         });
         while let Some(batch) = data.next().await {
             let failed = batch.is_err();
@@ -145,24 +145,6 @@ impl DataSink for LakeSink {
             DataFusionError::External(format!("writing to {}: {e}", self.table).into())
         })?
     }
-}
-
-/// A Python exception as a query error keeping our error class and message.
-fn python_error(table: &str, error: PyErr) -> DataFusionError {
-    let text = Python::attach(|py| {
-        let class = error
-            .get_type(py)
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_else(|_| "Error".to_string());
-        let message = error
-            .value(py)
-            .str()
-            .map(|s| s.to_string())
-            .unwrap_or_default();
-        crate::errors::text(&class, &message)
-    });
-    DataFusionError::External(format!("writing to {table}: {text}").into())
 }
 
 /// The insert as DataFusion executes it: every partition of its input (polled in turn on
