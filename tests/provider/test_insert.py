@@ -179,3 +179,32 @@ def test_insert_of_an_aggregate_over_many_partitions(sql_lake):
     ).collect()
     got = duckdb_reads(sql_lake, "SELECT count(*) AS groups, sum(n) AS n FROM lake.main.agg")
     assert got.to_pylist() == [{"groups": 74, "n": 20_000 + 6_667}]
+
+
+def test_a_writer_error_reaches_the_user_as_ours(make_lake):
+    """The Python writer refuses (a partitioning it does not write): the INSERT fails with
+    our class and message, recovered by ``errors.raised_as_ours``, and nothing is written."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.h (id BIGINT)")
+    lake.sql("ALTER TABLE lake.main.h SET PARTITIONED BY (bucket(4, id))")
+    lake.detach()
+    ctx = _ctx(lake)
+    with pytest.raises(errors.UnsupportedFeatureError, match="bucket"), errors.raised_as_ours():
+        ctx.sql("INSERT INTO lake.main.h VALUES (1)").collect()
+    assert duckdb_reads(lake, "SELECT count(*) AS n FROM lake.main.h").to_pylist() == [{"n": 0}]
+
+
+def test_tables_the_native_scan_does_not_read_take_no_sql_inserts(make_lake):
+    """A table with a column the native scan does not read (a list here) is read by the
+    exact path, which takes no INSERT (DataFusion says so); ``append`` writes it."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.l (id BIGINT, tags VARCHAR[])")
+    lake.detach()
+    ctx = _ctx(lake)
+    with pytest.raises(Exception, match="Insert into not implemented"):
+        ctx.sql("INSERT INTO lake.main.l VALUES (1, ['a'])").collect()
+    DuckLakeCatalog(**lake.reader_args()).table("main", "l").append(
+        pa.table({"id": [1], "tags": [["a"]]})
+    )
+    got = duckdb_reads(lake, "SELECT * FROM lake.main.l").to_pylist()
+    assert got == [{"id": 1, "tags": ["a"]}]
