@@ -10,14 +10,14 @@ from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
 from ._change_tokens import ROW_CHANGE_KINDS, ChangeToken, split_quoted_names
 from ._comments import table_column_comments, view_column_comments
-from ._commit import (
+from ._commit import commit
+from ._commit_request import (
     CommitOptions,
     FileColumnStats,
     NewColumn,
     NewDataFile,
     NewTable,
     TableCommit,
-    commit,
 )
 from ._file_cut import CUT_TYPES, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS

@@ -38,14 +38,7 @@ from ..errors import (
     UnsupportedFeatureError,
 )
 from ._change_tokens import parse_changes_made
-from ._commit_request import (
-    CommitOptions,
-    FileColumnStats,
-    NewColumn,
-    NewDataFile,
-    NewTable,
-    TableCommit,
-)
+from ._commit_request import TableCommit
 from ._commit_rows import (
     add_file_rows,
     create_partitioning_rows,
@@ -57,15 +50,7 @@ from ._names import find_table, list_schemas
 from ._settings import read_settings
 from ._writers import SnapshotRace
 
-__all__ = [
-    "CommitOptions",
-    "FileColumnStats",
-    "NewColumn",
-    "NewDataFile",
-    "NewTable",
-    "TableCommit",
-    "commit",
-]
+__all__ = ["commit"]
 
 MAX_ATTEMPTS = 12
 

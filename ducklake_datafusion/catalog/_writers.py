@@ -59,6 +59,7 @@ class WriteSession(SessionBase):
 
     def __init__(self, description: str) -> None:
         super().__init__({}, description)
+        self._last_names: list[str] = []  # the last query's column names (``arrow``)
 
     def execute(self, sql: str, params: Sequence[object] = (), *, race_point: bool = False):
         """Run a statement. ``race_point``: a duplicate key here means another commit took

@@ -137,7 +137,7 @@ def _is_cut(value: pa.Scalar) -> bool:
     if pa.types.is_string(value.type) or pa.types.is_large_string(value.type):
         return len(value.as_py().encode()) > MAX_TEXT_BOUND
     if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):
-        return len(value.as_py()) > MAX_TEXT_BOUND and value.type != pa.binary(16)
+        return len(value.as_py()) > MAX_TEXT_BOUND
     return False
 
 

@@ -311,9 +311,8 @@ def _cast(column: pa.ChunkedArray, field: pa.Field, table: str) -> pa.ChunkedArr
         if isinstance(field.type, pa.UuidType):
             return _to_uuid(column, field, table)
         if isinstance(field.type, pa.JsonType):
-            storage = column.cast(pa.string()) if not isinstance(source, pa.JsonType) else column
-            if isinstance(source, pa.JsonType):
-                return column
+            # (JSON data of this very type returned above) text becomes JSON as it is
+            storage = column.cast(pa.string())
             chunks = [pa.ExtensionArray.from_storage(field.type, c) for c in storage.chunks]
             return pa.chunked_array(chunks, type=field.type)
         both_timestamps = pa.types.is_timestamp(field.type) and pa.types.is_timestamp(source)
