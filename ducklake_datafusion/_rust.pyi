@@ -107,3 +107,26 @@ class LazyProvider:
         self, session: Any, writer: Callable[[pa.RecordBatchReader, bool], int]
     ) -> Any: ...
     def last_scan(self) -> _ScanReport: ...
+
+class ExactProvider:
+    """A provider over the exact reader (``provider/_exact_scan.py``): ``scan(predicates,
+    columns, limit)`` returns one callable per partition, each giving a
+    ``pyarrow.RecordBatchReader`` of the table's (projected) schema."""
+
+    def __new__(
+        cls,
+        table: str,
+        schema: pa.Schema,
+        scan: Callable[
+            [list[Predicate], list[str] | None, int | None],
+            list[Callable[[], pa.RecordBatchReader]],
+        ],
+    ) -> Self: ...
+    def __datafusion_table_provider__(self, session: Any) -> Any: ...
+    def table_provider_with_writer(
+        self, session: Any, writer: Callable[[pa.RecordBatchReader, bool], int]
+    ) -> Any: ...
+
+def murmur3_32(array: pa.Array) -> pa.Array:
+    """Murmur3 (x86, 32 bits, seed 0) of every value of an int64, float64, string or
+    binary array, as int32 (nulls stay null): the hash of ``bucket(N)`` partitions."""

@@ -30,10 +30,11 @@ from ..errors import _remembered
 from ..read import execute_tasks, read_request
 from ..scan import ScanPlan, ScanTask
 
-__all__ = ["DuckLakeDataset", "DuckLakeFragment", "DuckLakeScanner"]
+__all__ = ["DuckLakeDataset", "DuckLakeFragment", "DuckLakeScanner", "partition_count"]
 
 
-def _partitions() -> int:
+def partition_count() -> int:
+    """Partitions of a scan: one per core (each reads its own group of tasks)."""
     return max(1, os.cpu_count() or 1)
 
 
@@ -106,7 +107,7 @@ class DuckLakeDataset(ds.Dataset):
         with _remembered():
             plan = self._table.scan_plan(filter=filter)
         self.last_plan = plan
-        groups = plan.groups(_partitions())
+        groups = plan.groups(partition_count())
         return [DuckLakeFragment(plan, group) for group in groups] or [DuckLakeFragment(plan, ())]
 
     def __repr__(self) -> str:

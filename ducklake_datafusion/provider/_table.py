@@ -146,8 +146,10 @@ class DuckLakeTable(LakeTable):
         every other table goes through the ``pyarrow.dataset`` adapter, the exact path.
         ``ctx``: the session the table is planned in, when known (it decodes the filters
         pushed to the Rust provider; else DataFusion's global context does).
-        ``writable``: DataFusion may also ``INSERT INTO`` it (``_writable``): inserts go
-        through the Rust provider, so a table the exact path reads takes none.
+        ``writable``: DataFusion may also ``INSERT INTO`` it (``_writable``). Inserts need
+        a provider of ours, so a writable table the exact path reads is handed over as a
+        Rust provider over the exact reader (``_exact_scan``); a read-only one stays the
+        ``pyarrow.dataset`` adapter, which DataFusion's filters reach whole.
         """
         from datafusion.catalog import Table
 
@@ -157,4 +159,8 @@ class DuckLakeTable(LakeTable):
             table = rust_table(self, ctx, writable=writable)
             if table is not None:
                 return table
+        if writable:
+            from ._writable import exact_writable_table
+
+            return exact_writable_table(self, ctx)
         return Table(self.dataset())

@@ -11,8 +11,10 @@ Transforms written: ``identity`` (DuckDB's text of the value), ``year`` / ``mont
 ``day`` / ``hour`` (DuckDB 1.0's calendar parts: month 1-12, day of month, hour 0-23) and
 DuckLake 1.1's ``epoch_year`` / ``epoch_month`` / ``epoch_day`` / ``epoch_hour`` (whole
 units since 1970-01-01). A ``timestamptz`` key is computed in UTC (DuckDB uses its session's
-time zone; the files' values and the recorded keys always agree). ``bucket(N)`` is refused
-by name.
+time zone; the files' values and the recorded keys always agree). ``bucket(N)``: the bucket
+DuckDB's hash puts the value in (``_buckets``), for every type it hashes as this package can.
+A key's directory is named as DuckDB names it: the column (identity) or the transform, then
+``transform_column`` where two keys would share a name.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError, UnsupportedFeatureError
+from ._buckets import bucket_count, bucket_values, check_bucketable
 from ._stats import cast_to_text
 
 __all__ = [
@@ -50,6 +53,7 @@ class PartitionKey:
     column_id: int
     column_name: str
     transform: str
+    type_name: str  # the column's DuckLake type (a bucket's hash depends on it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +79,26 @@ def read_partition_spec(session, table_id: int, snapshot: int, columns, descript
     )
     if not rows:
         return None
-    names = {c.column_id: c.name for c in columns}
+    by_id = {c.column_id: c for c in columns}
     keys = []
     for _partition, _index, column_id, transform in rows:
-        transform = str(transform).strip().lower()
-        if transform != "identity" and transform not in CALENDAR + EPOCH:
-            raise UnsupportedFeatureError(
-                f"{description}: the table is partitioned by {transform} of column "
-                f"{names.get(int(column_id), column_id)!r}, which this package does not write "
-                "yet (nothing was written); write to it with DuckDB"
-            )
-        if int(column_id) not in names:
+        transform = str(transform).strip().lower().replace(" ", "")
+        column = by_id.get(int(column_id))
+        if column is None:
             raise UnsupportedFeatureError(
                 f"{description}: the table is partitioned by a nested column (id "
                 f"{column_id}), which this package does not write yet; write with DuckDB"
             )
-        keys.append(PartitionKey(int(column_id), names[int(column_id)], transform))
+        known = transform in ("identity", *CALENDAR, *EPOCH) or bucket_count(transform)
+        if not known:
+            raise UnsupportedFeatureError(
+                f"{description}: the table is partitioned by {transform} of column "
+                f"{column.name!r}, which this package does not write yet (nothing was "
+                "written); write to it with DuckDB"
+            )
+        if bucket_count(transform):
+            check_bucketable(column.type_name, f"{description}: column {column.name!r}")
+        keys.append(PartitionKey(column.column_id, column.name, transform, column.type_name))
     return PartitionSpec(int(rows[0][0]), tuple(keys))
 
 
@@ -105,7 +113,8 @@ class Partition:
 
 def split(table: pa.Table, spec: PartitionSpec) -> Iterator[Partition]:
     """The rows of ``table`` (in the files' schema), partition by partition."""
-    keys = [_key_values(table.column(key.column_name), key.transform) for key in spec.keys]
+    keys = [_key_values(table.column(key.column_name), key) for key in spec.keys]
+    names = _directory_names(spec.keys)
     encoded = [pc.dictionary_encode(k, null_encoding="encode") for k in keys]
     code = np.zeros(table.num_rows, dtype=np.int64)
     for array in encoded:
@@ -119,17 +128,19 @@ def split(table: pa.Table, spec: PartitionSpec) -> Iterator[Partition]:
     for start, end in runs:
         first = order[start]
         values = tuple(_text(key.dictionary[key.indices[first].as_py()]) for key in encoded)
-        directory = "".join(
-            f"{_directory_name(k)}={_directory_value(v)}/" for k, v in zip(spec.keys, values)
-        )
+        directory = "".join(f"{name}={_directory_value(v)}/" for name, v in zip(names, values))
         rows = table.take(pa.array(order[start:end]))
         yield Partition(values, directory, rows)
 
 
-def _key_values(column: pa.ChunkedArray, transform: str) -> pa.Array:
+def _key_values(column: pa.ChunkedArray, key: PartitionKey) -> pa.Array:
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    transform = key.transform
     if transform == "identity":
         return column
+    buckets = bucket_count(transform)
+    if buckets:
+        return bucket_values(column, key.type_name, buckets)
     if isinstance(column.type, pa.TimestampType) and column.type.tz is not None:
         column = column.cast(pa.timestamp(column.type.unit, tz="UTC"))
     if transform in CALENDAR:
@@ -166,9 +177,27 @@ def _text(scalar: pa.Scalar) -> str | None:
     return cast_to_text(scalar)
 
 
-def _directory_name(key: PartitionKey) -> str:
-    name = key.column_name if key.transform == "identity" else key.transform
-    return urllib.parse.quote(name, safe="")
+def _directory_names(keys: Sequence[PartitionKey]) -> list[str]:
+    """Each key's directory name as DuckDB picks it: the column for ``identity``, else the
+    transform (``bucket`` for ``bucket(N)``); a name already taken (case-insensitively)
+    becomes ``transform_column``, then ``transform_column_2``, ..."""
+    taken: set[str] = set()
+    names = []
+    for key in keys:
+        if key.transform == "identity":
+            prefix = key.column_name
+        else:
+            prefix = "bucket" if bucket_count(key.transform) else key.transform
+        name = prefix
+        if name.lower() in taken:
+            name = base = f"{prefix}_{key.column_name}"
+            counter = 2
+            while name.lower() in taken:
+                name = f"{base}_{counter}"
+                counter += 1
+        taken.add(name.lower())
+        names.append(urllib.parse.quote(name, safe=""))
+    return names
 
 
 def _directory_value(value: str | None) -> str:
@@ -187,8 +216,9 @@ _TEMPORAL_KINDS = (
 
 
 def partition_keys(texts: Sequence[str], columns, table: str) -> tuple[PartitionKey, ...]:
-    """``["region", "year(day)"]`` as keys of a new table's columns (DuckDB's
-    ``PARTITIONED BY`` spelling; 1.0's calendar transforms, as DuckDB 1.5 writes them)."""
+    """``["region", "year(day)", "bucket(8, id)"]`` as keys of a new table's columns
+    (DuckDB's ``PARTITIONED BY`` spelling; 1.0's calendar transforms, as DuckDB 1.5 writes
+    them)."""
     if isinstance(texts, str):
         texts = [texts]
     by_name = {c.name.lower(): c for c in columns}
@@ -199,10 +229,12 @@ def partition_keys(texts: Sequence[str], columns, table: str) -> tuple[Partition
             raise InvalidOptionError(f"table {table}: bad partition key {text!r}")
         transform = (match.group(1) or "identity").lower()
         name = match.group(2) or match.group(3)
-        if transform not in ("identity", *CALENDAR):
+        if transform == "bucket":
+            transform, name = _bucket_key(text, name, table)
+        elif transform not in ("identity", *CALENDAR):
             raise UnsupportedFeatureError(
                 f"table {table}: partition key {text!r}: this package writes identity, year, "
-                "month, day and hour keys; partition by the others in DuckDB"
+                "month, day, hour and bucket keys; partition by the others in DuckDB"
             )
         column = by_name.get(name.strip('"').lower())
         if column is None:
@@ -210,16 +242,30 @@ def partition_keys(texts: Sequence[str], columns, table: str) -> tuple[Partition
                 f"table {table}: partition key {text!r} names no column (columns: "
                 f"{', '.join(c.name for c in columns)})"
             )
-        if transform != "identity" and column.type_name not in _TEMPORAL_KINDS:
+        if column.children:
+            raise UnsupportedFeatureError(
+                f"table {table}: partition key {text!r}: nested columns cannot be keys"
+            )
+        if bucket_count(transform):
+            check_bucketable(column.type_name, f"table {table}: partition key {text!r}")
+        elif transform != "identity" and column.type_name not in _TEMPORAL_KINDS:
             raise InvalidOptionError(
                 f"table {table}: partition key {text!r}: {transform}() needs a date or "
                 f"timestamp column, and {column.name!r} is {column.type_name}"
             )
         if transform == "hour" and column.type_name == "date":
             raise InvalidOptionError(f"table {table}: partition key {text!r}: a date has no hour")
-        if column.children:
-            raise UnsupportedFeatureError(
-                f"table {table}: partition key {text!r}: nested columns cannot be keys"
-            )
-        keys.append(PartitionKey(column.column_id, column.name, transform))
+        keys.append(PartitionKey(column.column_id, column.name, transform, column.type_name))
     return tuple(keys)
+
+
+def _bucket_key(text: str, arguments: str, table: str) -> tuple[str, str]:
+    """``bucket(N, column)``: the transform as the catalog spells it and the column."""
+    count, _, name = arguments.partition(",")
+    count = count.strip()
+    if not name.strip() or not count.isdigit() or not 0 < int(count) <= 2**31 - 1:
+        raise InvalidOptionError(
+            f"table {table}: partition key {text!r}: write bucket(N, column) with N a "
+            "positive number of buckets"
+        )
+    return f"bucket({int(count)})", name.strip()

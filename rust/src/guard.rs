@@ -49,8 +49,13 @@ pub struct GuardExec {
 
 impl GuardExec {
     pub fn new(summary: String, input: Arc<dyn ExecutionPlan>) -> Self {
+        Self::named("DuckLakeScanExec", summary, input)
+    }
+
+    /// A guard `EXPLAIN` shows as `name` (the exact reader's scan is told apart by it).
+    pub fn named(name: &str, summary: String, input: Arc<dyn ExecutionPlan>) -> Self {
         Self {
-            name: format!("DuckLakeScanExec: {summary}"),
+            name: format!("{name}: {summary}"),
             input,
             crossing: None,
         }

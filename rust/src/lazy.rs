@@ -19,14 +19,12 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result};
-use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 
 use crate::guard::GuardExec;
-use crate::predicates::{translate, Predicate};
+use crate::predicates::predicates_of;
 use crate::provider::{count_only, LakeProvider, ScanReport};
 
 /// What the Python planner answered for one scan.
@@ -82,17 +80,7 @@ impl LazyProvider {
 
     fn resolve(&self, filters: &[Expr], count: bool) -> Result<Resolved> {
         Python::attach(|py| {
-            let predicates = PyList::empty(py);
-            for filter in filters {
-                for conjunct in split_conjunction(filter) {
-                    let Some(translated) = translate(conjunct) else {
-                        continue;
-                    };
-                    if let Some(predicate) = Predicate::from_translated(py, translated)? {
-                        predicates.append(Py::new(py, predicate)?)?;
-                    }
-                }
-            }
+            let predicates = predicates_of(py, filters)?;
             let answer = self.resolver.bind(py)?.call1((predicates, count))?;
             (self.extract)(&answer)
         })

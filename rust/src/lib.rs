@@ -6,7 +6,7 @@
 //! provider whose `__datafusion_table_provider__` gives DataFusion an `FFI_TableProvider`
 //! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
 //! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
-//! as row selections), `layouts` (older file layouts mapped by field id), `sink` (`INSERT INTO`: the rows handed to the Python writer), `stores`
+//! as row selections), `layouts` (older file layouts mapped by field id), `sink` (`INSERT INTO`: the rows handed to the Python writer), `murmur` (the `bucket(N)` partition hash), `exact` (a provider over the exact reader's batches, so that every table takes inserts), `stores`
 //! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `crossing` (a scan's partitions
 //! executed across the boundary without converting the session's functions), `checks` (files re-checked
 //! against the catalog when the scan opens them, local files read in place), `task_context`
@@ -17,9 +17,11 @@ mod contract;
 mod crossing;
 mod deletes;
 mod errors;
+mod exact;
 mod guard;
 mod layouts;
 mod lazy;
+mod murmur;
 mod predicates;
 mod provider;
 mod pruning;
@@ -45,8 +47,10 @@ fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
     m.add_class::<python::PyLakeProvider>()?;
     m.add_class::<python::PyLazyProvider>()?;
+    m.add_class::<python::PyExactProvider>()?;
     m.add_class::<predicates::Predicate>()?;
     m.add_function(wrap_pyfunction!(python::boundary_schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(murmur::py_murmur3_32, m)?)?;
     let py = m.py();
     m.add(
         "PROVIDER_SPEC_FIELDS",

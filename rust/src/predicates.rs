@@ -14,10 +14,11 @@
 use arrow_pyarrow::ToPyArrow;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::{Between, InList};
+use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -150,6 +151,22 @@ pub fn translate(expr: &Expr) -> Option<Translated> {
         op,
         values,
     })
+}
+
+/// The conjuncts of `filters` that are predicates, as a list for the Python planner.
+pub fn predicates_of<'py>(py: Python<'py>, filters: &[Expr]) -> PyResult<Bound<'py, PyList>> {
+    let predicates = PyList::empty(py);
+    for filter in filters {
+        for conjunct in split_conjunction(filter) {
+            let Some(translated) = translate(conjunct) else {
+                continue;
+            };
+            if let Some(predicate) = Predicate::from_translated(py, translated)? {
+                predicates.append(Py::new(py, predicate)?)?;
+            }
+        }
+    }
+    Ok(predicates)
 }
 
 /// One predicate, as the Python planner receives it (frozen).

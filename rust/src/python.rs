@@ -25,6 +25,7 @@ use datafusion::common::ScalarValue;
 
 use crate::contract::{self, ProviderSpec};
 use crate::errors::{ContractError, StoreConfigError};
+use crate::exact::ExactProvider;
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
 use crate::provider::LakeProvider;
@@ -282,6 +283,47 @@ impl PyLazyProvider {
 
     fn __repr__(&self) -> String {
         format!("LazyProvider({:?})", self.inner.table)
+    }
+}
+
+/// A provider whose rows come from the exact reader (`exact`): `scan(predicates, columns,
+/// limit)` returns one callable per partition, each giving a `pyarrow.RecordBatchReader`.
+#[pyclass(name = "ExactProvider", module = "ducklake_datafusion._rust", frozen)]
+pub struct PyExactProvider {
+    inner: Arc<ExactProvider>,
+}
+
+#[pymethods]
+impl PyExactProvider {
+    #[new]
+    fn new(table: String, schema: PyArrowType<Schema>, scan: Py<PyAny>) -> Self {
+        Self {
+            inner: Arc::new(ExactProvider::new(table, Arc::new(schema.0), scan)),
+        }
+    }
+
+    /// The `FFI_TableProvider` capsule `datafusion.catalog.Table(self, ctx)` asks for.
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        provider_capsule(py, session, Arc::clone(&self.inner) as _, None)
+    }
+
+    /// As `LakeProvider.table_provider_with_writer`.
+    fn table_provider_with_writer<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+        writer: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let sink = sink_of(&self.inner.table, writer);
+        provider_capsule(py, session, Arc::clone(&self.inner) as _, sink)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ExactProvider({:?})", self.inner.table)
     }
 }
 

@@ -185,7 +185,7 @@ def test_a_writer_error_reaches_the_user_as_ours(make_lake):
     """The Python writer refuses (a partitioning it does not write): the INSERT fails with
     our class and message, recovered by ``errors.raised_as_ours``, and nothing is written."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.h (id BIGINT)")
+    lake.sql("CREATE TABLE lake.main.h (id DECIMAL(30, 2))")
     lake.sql("ALTER TABLE lake.main.h SET PARTITIONED BY (bucket(4, id))")
     lake.detach()
     ctx = _ctx(lake)
@@ -194,17 +194,60 @@ def test_a_writer_error_reaches_the_user_as_ours(make_lake):
     assert duckdb_reads(lake, "SELECT count(*) AS n FROM lake.main.h").to_pylist() == [{"n": 0}]
 
 
-def test_tables_the_native_scan_does_not_read_take_no_sql_inserts(make_lake):
-    """A table with a column the native scan does not read (a list here) is read by the
-    exact path, which takes no INSERT (DataFusion says so); ``append`` writes it."""
+def test_tables_the_native_scan_does_not_read_take_sql_inserts(make_lake):
+    """A table with columns the native scan does not read (nested, time, UUID) is read by
+    the exact reader behind a Rust provider (``_exact_scan``), which takes inserts too: an
+    insert of literals, one of its own rows, then DuckDB and both of our reads agree."""
     lake = make_lake(inline_limit=0)
-    lake.sql("CREATE TABLE lake.main.l (id BIGINT, tags VARCHAR[])")
+    lake.sql(
+        "CREATE TABLE lake.main.l (id BIGINT, tags VARCHAR[], t TIME, u UUID, "
+        "s STRUCT(a INT, b VARCHAR), m MAP(VARCHAR, INT))"
+    )
+    lake.sql(
+        "INSERT INTO lake.main.l VALUES (1, ['a'], TIME '01:02:03', "
+        "'00000000-0000-0000-0000-000000000001', {'a': 1, 'b': 'x'}, MAP {'k': 1})"
+    )
     lake.detach()
     ctx = _ctx(lake)
-    with pytest.raises(Exception, match="Insert into not implemented"):
-        ctx.sql("INSERT INTO lake.main.l VALUES (1, ['a'])").collect()
-    DuckLakeCatalog(**lake.reader_args()).table("main", "l").append(
-        pa.table({"id": [1], "tags": [["a"]]})
+    plan = ctx.sql("EXPLAIN SELECT * FROM lake.main.l").to_arrow_table().to_pylist()
+    assert "DuckLakeExactScanExec" in str(plan)
+    ctx.sql("INSERT INTO lake.main.l VALUES (2, ['b', NULL], NULL, NULL, NULL, NULL)").collect()
+    inserted = ctx.sql(
+        "INSERT INTO lake.main.l SELECT id + 10, tags, t, u, s, m FROM lake.main.l WHERE id = 1"
     )
-    got = duckdb_reads(lake, "SELECT * FROM lake.main.l").to_pylist()
-    assert got == [{"id": 1, "tags": ["a"]}]
+    assert _count(inserted.to_arrow_table()) == 1
+    query = "SELECT * FROM lake.main.l"
+    ours = ctx.sql(query).to_arrow_table()
+    assert ours.num_rows == 3
+    assert_same_rows(duckdb_reads(lake, query), ours)
+    read_only = _ctx(lake, snapshot=4)  # the pyarrow.dataset adapter, as before
+    assert_same_rows(read_only.sql(query).to_arrow_table(), ours)
+    assert _count(ctx.sql("SELECT count(*) AS count FROM lake.main.l").to_arrow_table()) == 3
+    assert ctx.sql("SELECT id FROM lake.main.l WHERE id > 1 ORDER BY id").to_pydict() == {
+        "id": [2, 11]
+    }
+    assert ctx.sql("SELECT id FROM lake.main.l LIMIT 1").to_arrow_table().num_rows == 1
+    assert_bounds_hold(lake, "l")
+
+
+def test_a_catalog_read_exactly_takes_sql_inserts(sql_lake):
+    """``native=False``: every table is read by the exact reader, and still writable."""
+    ctx = _ctx(sql_lake, native=False)
+    ctx.sql("INSERT INTO lake.main.t VALUES (2, 'two')").collect()
+    ctx.sql("INSERT INTO lake.main.t SELECT id + 10, name FROM lake.main.t").collect()
+    query = "SELECT * FROM lake.main.t"
+    ours = ctx.sql(query).to_arrow_table()
+    assert sorted(ours.column("id").to_pylist()) == [1, 2, 11, 12]
+    assert_same_rows(duckdb_reads(sql_lake, query), ours)
+    assert_same_rows(_ctx(sql_lake).sql(query).to_arrow_table(), ours)
+
+
+def test_the_exact_readers_errors_are_ours(sql_lake):
+    """A data file gone under the exact reader: the query fails with our class."""
+    import os
+
+    ctx = _ctx(sql_lake, native=False)
+    for path in DuckLakeCatalog(**sql_lake.reader_args()).table("main", "t").files()["data_file"]:
+        os.remove(path.as_py())
+    with pytest.raises(errors.DataFileMissingError), errors.raised_as_ours():
+        ctx.sql("SELECT * FROM lake.main.t").collect()
