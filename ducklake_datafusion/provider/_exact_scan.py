@@ -13,9 +13,20 @@ from __future__ import annotations
 
 from ..errors import _remembered
 from ._dataset import DuckLakeScanner, partition_count
+from ._rust import extension
 from ._rust_lazy import predicate_filter
+from ._writable import InsertWriter, WritableProvider
 
-__all__ = ["ExactScan"]
+__all__ = ["ExactScan", "exact_writable_table"]
+
+
+def exact_writable_table(table, ctx=None):
+    """``datafusion.catalog.Table`` over the exact reader that DataFusion may insert into."""
+    from datafusion.catalog import Table
+
+    provider = extension().ExactProvider(table.name, table.schema, ExactScan(table))
+    provider = WritableProvider(provider, InsertWriter(table))
+    return Table(provider, ctx) if ctx is not None else Table(provider)
 
 
 class ExactScan:

@@ -160,7 +160,7 @@ class DuckLakeTable(LakeTable):
             if table is not None:
                 return table
         if writable:
-            from ._writable import exact_writable_table
+            from ._exact_scan import exact_writable_table
 
             return exact_writable_table(self, ctx)
         return Table(self.dataset())

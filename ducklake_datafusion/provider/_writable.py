@@ -3,7 +3,7 @@
 The Rust provider of a table at the latest snapshot is handed to DataFusion with a writer
 (``_rust`` ``table_provider_with_writer``; ``rust/src/sink.rs``); a table the native scan
 does not read gets a Rust provider over the exact reader (``_exact_scan``) to carry the
-writer (:func:`exact_writable_table`). DataFusion's inserted
+writer. DataFusion's inserted
 rows reach :class:`InsertWriter` as a ``pyarrow.RecordBatchReader``, batch after batch,
 and go through the engine-neutral writer (``write.append``: Parquet files as DuckDB
 writes them, one commit). A table read at an older snapshot (``"t@v3"``, a pinned
@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import _remembered
 
-__all__ = ["InsertWriter", "WritableProvider", "exact_writable_table"]
+__all__ = ["InsertWriter", "WritableProvider"]
 
 
 class InsertWriter:
@@ -67,15 +67,3 @@ class WritableProvider:
 
     def __datafusion_table_provider__(self, session):
         return self._provider.table_provider_with_writer(session, self._writer)
-
-
-def exact_writable_table(table, ctx=None):
-    """``datafusion.catalog.Table`` over the exact reader that DataFusion may insert into."""
-    from datafusion.catalog import Table
-
-    from ._exact_scan import ExactScan
-    from ._rust import extension
-
-    provider = extension().ExactProvider(table.name, table.schema, ExactScan(table))
-    provider = WritableProvider(provider, InsertWriter(table))
-    return Table(provider, ctx) if ctx is not None else Table(provider)

@@ -274,5 +274,5 @@ def test_create_partitioned_table(make_lake):
         catalog.create_table("main.u", rows, partitioned_by=["nope"])
     with pytest.raises(InvalidOptionError, match="date or timestamp"):
         catalog.create_table("main.u", rows, partitioned_by=["year(s)"])
-    with pytest.raises(UnsupportedFeatureError, match="bucket"):
-        catalog.create_table("main.u", rows, partitioned_by=["bucket(4, a)"])
+    with pytest.raises(UnsupportedFeatureError, match="writes identity"):
+        catalog.create_table("main.u", rows, partitioned_by=["truncate(4, a)"])
