@@ -59,8 +59,10 @@ ENGINES = ("ours", "exact", "parquet", "duckdb")
 CHANGES = (
     "DELETE FROM lake.main.lineitem WHERE l_orderkey % 25 = 3",
     "DELETE FROM lake.main.customer WHERE c_custkey % 50 = 7",
-    "UPDATE lake.main.orders SET o_comment = o_comment || ' (updated)' "
-    "WHERE o_orderkey % 100 = 11",
+    (
+        "UPDATE lake.main.orders SET o_comment = o_comment || ' (updated)' "
+        "WHERE o_orderkey % 100 = 11"
+    ),
 )
 
 
@@ -84,7 +86,9 @@ def lakes(sf: float, which: list[str]) -> dict[str, tuple[Lake, dict[str, list[s
     built = {}
     for name in which:
         changes = CHANGES if name == "deletes" else ()
-        lake, spent = cached_lake(f"tpch-{name}", {"sf": sf}, lambda con: build(con, sf, changes))
+        lake, spent = cached_lake(
+            f"tpch-{name}", {"sf": sf}, lambda con, c=changes: build(con, sf, c)
+        )
         if spent is not None:
             print(f"built the {name} lake at SF {sf} in {spent:.0f} s")
         built[name] = (lake, parquet_files(lake, copy=bool(changes)))
@@ -251,7 +255,7 @@ def run_lake(lake, files, texts, which, repeat, planning) -> dict[int, QueryResu
     try:
         for n, sql in texts.items():
             timed = measure_interleaved(
-                {name: (lambda r=r: r(sql)) for name, r in runners.items()}, repeat=repeat
+                {name: (lambda r=r, q=sql: r(q)) for name, r in runners.items()}, repeat=repeat
             )
             reference = timed["duckdb"][1] if "duckdb" in timed else None
             agrees = {
@@ -261,9 +265,7 @@ def run_lake(lake, files, texts, which, repeat, planning) -> dict[int, QueryResu
             planned = {}
             if planning:
                 planned = plan_times(lake, files, sql, repeat)
-            results[n] = QueryResult(
-                {name: t for name, (t, _) in timed.items()}, agrees, planned
-            )
+            results[n] = QueryResult({name: t for name, (t, _) in timed.items()}, agrees, planned)
             line = ", ".join(f"{k} {seconds(v.median)} s" for k, v in results[n].timings.items())
             bad = [k for k, ok in agrees.items() if not ok]
             print(f"  q{n:02d}: {line}{'; ANSWER DIFFERS: ' + ', '.join(bad) if bad else ''}")
@@ -317,7 +319,12 @@ def geomean(values: list[float]) -> float | None:
 def report(results: dict[int, QueryResult], which: list[str], planning: bool) -> str:
     pairs = [
         (a, b)
-        for a, b in (("ours", "parquet"), ("ours", "duckdb"), ("parquet", "duckdb"), ("ours", "exact"))
+        for a, b in (
+            ("ours", "parquet"),
+            ("ours", "duckdb"),
+            ("parquet", "duckdb"),
+            ("ours", "exact"),
+        )
         if a in which and b in which
     ]
     headers = ["query", *which, *(f"{a}/{b}" for a, b in pairs), "answers"]
