@@ -6,7 +6,8 @@
 //! provider whose `__datafusion_table_provider__` gives DataFusion an `FFI_TableProvider`
 //! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
 //! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
-//! as row selections), `layouts` (older file layouts mapped by field id), `sink` (`INSERT INTO`: the rows handed to the Python writer), `murmur` (the `bucket(N)` partition hash), `exact` (a provider over the exact reader's batches, so that every table takes inserts), `stores`
+//! as row selections), `statistics` (the catalog's facts as the optimizer's statistics),
+//! `partitions` (files in partitions, large ones split into byte ranges), `layouts` (older file layouts mapped by field id), `sink` (`INSERT INTO`: the rows handed to the Python writer), `murmur` (the `bucket(N)` partition hash), `exact` (a provider over the exact reader's batches, so that every table takes inserts), `stores`
 //! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `crossing` (a scan's partitions
 //! executed across the boundary without converting the session's functions), `checks` (files re-checked
 //! against the catalog when the scan opens them, local files read in place), `task_context`
@@ -22,11 +23,13 @@ mod guard;
 mod layouts;
 mod lazy;
 mod murmur;
+mod partitions;
 mod predicates;
 mod provider;
 mod pruning;
 mod python;
 mod sink;
+mod statistics;
 mod stores;
 mod task_context;
 

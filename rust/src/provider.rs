@@ -16,10 +16,10 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::config::TableParquetOptions;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::common::ScalarValue;
-use datafusion::common::{DFSchema, Result};
+use datafusion::common::{DFSchema, Result, Statistics};
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
+use datafusion::datasource::physical_plan::{FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::cache::cache_manager::FileMetadataCache;
 use datafusion::execution::cache::default_cache::DefaultCache;
@@ -46,7 +46,9 @@ use object_store::ObjectStore;
 use crate::checks::{CheckedReaderFactory, Expected};
 use crate::deletes::RowGroupSelections;
 use crate::guard::GuardExec;
+use crate::partitions::{file_groups, Splitting};
 use crate::pruning::FileBounds;
+use crate::statistics;
 
 /// Footers parsed by any provider of this process, by path (DuckLake never rewrites a
 /// file in place: every file has a fresh name). The Python side checks each file against
@@ -75,11 +77,11 @@ pub struct LakeFile {
 }
 
 impl LakeFile {
-    fn live_rows(&self) -> u64 {
+    pub fn live_rows(&self) -> u64 {
         self.record_count - self.deleted
     }
 
-    fn weight(&self) -> u64 {
+    pub fn weight(&self) -> u64 {
         if self.record_count == 0 {
             return self.size;
         }
@@ -105,6 +107,8 @@ pub struct ScanReport {
     pub files_split: usize,
     /// Kept files the exact reader read (the caller's `inlined` batches hold their rows).
     pub files_read_exactly: usize,
+    /// Byte ranges of files split across partitions (`partitions`).
+    pub ranges: usize,
 }
 
 impl ScanReport {
@@ -113,7 +117,7 @@ impl ScanReport {
             return "count from the catalog, no file read".to_string();
         }
         format!(
-            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}{}",
+            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}{}{}",
             self.files_kept,
             self.files_total,
             self.files_total - self.files_kept,
@@ -128,6 +132,11 @@ impl ScanReport {
                 ", filters evaluated while decoding"
             } else {
                 ""
+            },
+            if self.ranges > 0 {
+                format!(", {} byte ranges of large files", self.ranges)
+            } else {
+                String::new()
             }
         )
     }
@@ -157,6 +166,8 @@ pub struct LakeProvider {
     /// Kept files the Python side read with the exact reader (rows among `inlined`):
     /// only reported.
     pub read_exactly: usize,
+    /// Each file's statistics for the optimizer (`statistics`), made when first scanned.
+    file_stats: Vec<OnceLock<Arc<Statistics>>>,
     last: Mutex<ScanReport>,
 }
 
@@ -195,10 +206,12 @@ impl LakeProvider {
                 Arc::new(Schema::new(fields))
             }
         };
+        let file_stats = (0..files.len()).map(|_| OnceLock::new()).collect();
         Self {
             table,
             schema,
             files,
+            file_stats,
             bounds,
             inlined,
             store,
@@ -222,6 +235,18 @@ impl LakeProvider {
         if let Ok(mut last) = self.last.lock() {
             *last = report;
         }
+    }
+
+    /// File `index`'s statistics (`statistics::of_file`), made once.
+    fn file_statistics(&self, index: usize) -> Arc<Statistics> {
+        Arc::clone(self.file_stats[index].get_or_init(|| {
+            Arc::new(statistics::of_file(
+                &self.files[index],
+                index,
+                &self.bounds,
+                &self.scan_schema,
+            ))
+        }))
     }
 
     fn live_rows(&self) -> u64 {
@@ -318,8 +343,29 @@ impl LakeProvider {
                 .execution
                 .target_partitions
                 .max(self.min_partitions);
-            let groups = balanced_groups(&kept, partitions);
+            let stats: Vec<Arc<Statistics>> =
+                kept_indices.iter().map(|&i| self.file_statistics(i)).collect();
+            let optimizer = &state.config_options().optimizer;
+            let splitting = Splitting {
+                enabled: optimizer.repartition_file_scans,
+                min_size: optimizer.repartition_file_min_size as u64,
+            };
+            let groups = file_groups(
+                &kept,
+                &stats,
+                partitions,
+                splitting,
+                &self.scan_schema,
+                partitioned_file,
+            );
             report.partitions = groups.len();
+            report.ranges = groups
+                .iter()
+                .flat_map(|g| g.iter())
+                .filter(|f| f.range.is_some())
+                .count();
+            let table_stats = statistics::merged(&stats, &self.scan_schema)
+                .unwrap_or_else(|| Statistics::new_unknown(&self.scan_schema));
             let mut options = state.config_options().execution.parquet.clone();
             if point_lookup {
                 options.pushdown_filters = true;
@@ -354,6 +400,7 @@ impl LakeProvider {
             }
             let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
                 .with_file_groups(groups)
+                .with_statistics(table_stats)
                 .with_projection_indices(Some(indices))?
                 .with_limit(if self.snapshot.is_some() { None } else { limit })
                 .with_expr_adapter(self.adapter.clone())
@@ -445,30 +492,6 @@ pub fn count_only(rows: u64) -> Result<Arc<dyn ExecutionPlan>> {
         left -= n;
     }
     Ok(MemorySourceConfig::try_new_exec(&[batches], schema, None)?)
-}
-
-/// `files` in up to `count` groups of about equal weight (heaviest first, each to the
-/// lightest group so far).
-fn balanced_groups(files: &[&LakeFile], count: usize) -> Vec<FileGroup> {
-    let mut ordered: Vec<&&LakeFile> = files.iter().collect();
-    ordered.sort_by_key(|f| std::cmp::Reverse(f.weight()));
-    let count = count.clamp(1, files.len().max(1));
-    let mut groups: Vec<Vec<PartitionedFile>> = vec![Vec::new(); count];
-    let mut loads = vec![0u64; count];
-    for file in ordered {
-        let (target, _) = loads
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, load)| **load)
-            .unwrap_or((0, &0));
-        loads[target] += file.weight().max(1);
-        groups[target].push(partitioned_file(file));
-    }
-    groups
-        .into_iter()
-        .filter(|g| !g.is_empty())
-        .map(FileGroup::new)
-        .collect()
 }
 
 fn partitioned_file(file: &LakeFile) -> PartitionedFile {

@@ -82,6 +82,36 @@ impl FileBounds {
         self.count
     }
 
+    /// File `index`'s bounds of `column`: lower, upper (each `None` when unknown) and null
+    /// count (`None` when unknown), as the catalog gave them.
+    pub fn of_file(
+        &self,
+        column: &str,
+        index: usize,
+    ) -> (Option<ScalarValue>, Option<ScalarValue>, Option<u64>) {
+        if index >= self.count {
+            return (None, None, None);
+        }
+        let value = |arrays: &HashMap<String, ArrayRef>| {
+            let array = arrays.get(column)?;
+            if index >= array.len() || array.is_null(index) {
+                return None;
+            }
+            ScalarValue::try_from_array(array, index).ok()
+        };
+        let nulls = self.nulls.get(column).and_then(|array| {
+            if index >= array.len() || array.is_null(index) {
+                return None;
+            }
+            array
+                .as_primitive::<arrow::datatypes::UInt64Type>()
+                .values()
+                .get(index)
+                .copied()
+        });
+        (value(&self.mins), value(&self.maxs), nulls)
+    }
+
     /// Whether `filters` look up a few values of an integer column whose bounds allow far
     /// more values in every file of `files` (`id = 42`, `id IN (1, 2, 3)`): then only a
     /// few rows of each file match, and evaluating the filter inside the Parquet decoder

@@ -216,6 +216,7 @@ fn report_dict<'py>(
         out.set_item("decoder_filters", report.decoder_filters)?;
         out.set_item("files_split", report.files_split)?;
         out.set_item("files_read_exactly", report.files_read_exactly)?;
+        out.set_item("ranges", report.ranges)?;
         Ok(out)
     }
 }
