@@ -152,32 +152,22 @@ class Resolver:
         if found is not MISSING:
             return found
         table = self._table
-        plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates))
-        looked_up = _looked_up_columns(predicates, table.columns)
+        plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates), stats="all")
+        # every column's bounds: the plan is pruned already, but with them the provider
+        # decides whether an integer lookup (``=``, ``IN``) is selective enough to
+        # evaluate inside the Parquet decoder (``FileBounds::point_lookup``) and gives
+        # DataFusion's optimizer null counts and bounds (``rust/src/statistics.rs``)
         provider = _rust_build.build_provider(
             self._rust,
             table,
             plan,
             files,
-            bounds=looked_up or False,
+            bounds={c.name for c in table.columns} or False,
             read_rest=_read_exactly,
         )
         if provider is not None:
             _resolved.put(backend, key, provider, cost=plan.stats.files_scanned)
         return provider
-
-
-def _looked_up_columns(predicates, columns) -> set[str]:
-    """Integer columns the predicates look up by value (``=``, ``IN``): their bounds go
-    to the provider, which decides from them whether the lookup is selective enough to
-    evaluate the filter inside the Parquet decoder (``FileBounds::point_lookup``, which
-    reads integer bounds only)."""
-    integers = {c.name for c in columns if pa.types.is_integer(c.arrow_type)}
-    return {
-        p.column
-        for p in predicates
-        if p.column in integers and (p.kind == "in" or (p.kind == "cmp" and p.op == "=="))
-    }
 
 
 def _read_exactly(plan, tasks) -> list[pa.RecordBatch]:
