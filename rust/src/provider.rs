@@ -343,8 +343,10 @@ impl LakeProvider {
                 .execution
                 .target_partitions
                 .max(self.min_partitions);
-            let stats: Vec<Arc<Statistics>> =
-                kept_indices.iter().map(|&i| self.file_statistics(i)).collect();
+            let stats: Vec<Arc<Statistics>> = kept_indices
+                .iter()
+                .map(|&i| self.file_statistics(i))
+                .collect();
             let optimizer = &state.config_options().optimizer;
             let splitting = Splitting {
                 enabled: optimizer.repartition_file_scans,

@@ -126,7 +126,10 @@ mod tests {
         assert_eq!(k.null_count, Precision::Exact(2));
         // bounds are safe, never known to be values of the column
         assert_eq!(k.min_value, Precision::Inexact(ScalarValue::Int64(Some(1))));
-        assert_eq!(k.max_value, Precision::Inexact(ScalarValue::Int64(Some(10))));
+        assert_eq!(
+            k.max_value,
+            Precision::Inexact(ScalarValue::Int64(Some(10)))
+        );
         let s = &stats.column_statistics[1];
         assert_eq!(s.min_value, Precision::Absent);
         assert_eq!(s.max_value, Precision::Inexact(ScalarValue::from("m")));
@@ -153,7 +156,10 @@ mod tests {
         let k = &table.column_statistics[0];
         assert_eq!(k.null_count, Precision::Exact(2));
         assert_eq!(k.min_value, Precision::Inexact(ScalarValue::Int64(Some(1))));
-        assert_eq!(k.max_value, Precision::Inexact(ScalarValue::Int64(Some(20))));
+        assert_eq!(
+            k.max_value,
+            Precision::Inexact(ScalarValue::Int64(Some(20)))
+        );
         // one file without an upper bound of `s`: the table has none
         assert_eq!(table.column_statistics[1].max_value, Precision::Absent);
         let unbounded = FileBounds::unbounded(&[100]);
