@@ -46,7 +46,13 @@ from ._rust_stores import plain_location, store_kind
 if TYPE_CHECKING:
     from .._rust import Predicate
 
-__all__ = ["Resolver", "forget_resolved", "lazy_parts", "predicate_filter"]
+__all__ = [
+    "ALL_STATISTICS_FILES",
+    "Resolver",
+    "forget_resolved",
+    "lazy_parts",
+    "predicate_filter",
+]
 
 # Resolved providers, by catalog backend, then (the table's key in ``_rust._built``,
 # predicates): a repeated query of an unchanged snapshot plans nothing again. One
@@ -54,6 +60,9 @@ __all__ = ["Resolver", "forget_resolved", "lazy_parts", "predicate_filter"]
 # cannot pile up providers (a provider holds ~150 bytes per file). The backend is held
 # weakly and a provider holds no table: a dropped catalog takes its entries.
 _resolved = OwnedCache(max_entries=256, max_cost=1_000_000)
+
+# Tables of at most this many live files hand the Rust scan every column's statistics.
+ALL_STATISTICS_FILES = 10_000
 
 
 def forget_resolved(backend) -> None:
@@ -152,7 +161,11 @@ class Resolver:
         if found is not MISSING:
             return found
         table = self._table
-        plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates), stats="all")
+        # every column's statistics for DataFusion's optimizer (rust/src/statistics.rs),
+        # except on tables of many files, whose planning reads only the filter's
+        # (bench/metadata.py: a catalog read and memo per statistics column)
+        stats = "all" if _summary(table)[1].files <= ALL_STATISTICS_FILES else "filter"
+        plan, files = table.scan_plan_and_files(filter=predicate_filter(predicates), stats=stats)
         # every column's bounds: the plan is pruned already, but with them the provider
         # decides whether an integer lookup (``=``, ``IN``) is selective enough to
         # evaluate inside the Parquet decoder (``FileBounds::point_lookup``) and gives

@@ -154,3 +154,17 @@ def test_a_file_split_into_ranges_reads_the_rows_of_the_whole_file(make_lake, sq
     # statistics of the table stay exact when its files are split
     rows, _ = _scan_statistics(split, "SELECT k FROM lake.main.t")
     assert rows == f"Exact({_duckdb(lake, 'SELECT count(*) AS n FROM lake.main.t')['n']})"
+
+
+def test_tables_of_many_files_give_rows_but_only_the_filters_statistics(stats_lake, monkeypatch):
+    from ducklake_datafusion.provider import _rust_lazy
+
+    monkeypatch.setattr(_rust_lazy, "ALL_STATISTICS_FILES", 1)  # t has 2 files
+    ctx = _session(stats_lake)
+    rows, columns = _scan_statistics(ctx, "SELECT k, v FROM lake.main.t")
+    assert rows == "Exact(1750)"
+    assert "Min=" not in "".join(columns) and "Null=" not in "".join(columns)
+    sql = "SELECT k, v FROM lake.main.t WHERE v > 10"
+    _, filtered = _scan_statistics(ctx, sql)
+    assert "Min=" not in filtered[0] and "Min=Inexact(Int32(1))" in filtered[1]
+    assert_same_rows(ctx.sql(sql).to_arrow_table(), stats_lake.reference(sql))
