@@ -7,7 +7,7 @@
 :func:`scan_polars` returns a ``polars.LazyFrame`` through Polars' public IO-plugin hook
 (``polars.io.plugins.register_io_source``). Polars hands the scan the columns it needs and
 its predicate as a Polars expression. The predicate is translated, where that is exact or
-safely wider, into a ``pyarrow.compute`` expression for our planner, which prunes files
+safely wider, into the scan's ``Filter`` for our planner, which prunes files
 by catalog statistics and partitions and filters while reading; the Polars predicate is
 then applied to every batch as well, so the answer is Polars' own whatever was pushed
 down. Comparisons on floating-point columns are never pushed (Polars orders NaN above
@@ -25,8 +25,15 @@ import pyarrow.compute as pc
 
 from .errors import MissingDependencyError
 from .read import execute_tasks, read_request
+from .scan import And, Column, Compare, Filter, IsNull, Not, Or, literal_of, to_expression
 
-__all__ = ["polars_predicate_to_arrow", "scan_polars", "to_pandas", "to_polars"]
+__all__ = [
+    "polars_predicate_filter",
+    "polars_predicate_to_arrow",
+    "scan_polars",
+    "to_pandas",
+    "to_polars",
+]
 
 
 def _polars():
@@ -66,14 +73,14 @@ def scan_polars(table):
     def source(with_columns, predicate, n_rows, batch_size) -> Iterator:
         names = list(with_columns) if with_columns is not None else list(table.schema.names)
         wanted = list(names)
-        arrow_filter = None
+        found = None
         if predicate is not None:
             for name in predicate.meta.root_names():
                 if name not in wanted:
                     wanted.append(name)
-            arrow_filter = polars_predicate_to_arrow(predicate, table.schema, floats)
-        plan = table.scan_plan(filter=arrow_filter, columns=wanted)
-        request = read_request(plan, wanted, arrow_filter)
+            found = polars_predicate_filter(predicate, table.schema, floats)
+        plan = table.scan_plan(filter=found, columns=wanted)
+        request = read_request(plan, wanted, found)
         remaining = n_rows
         for batch in execute_tasks(plan, plan.tasks, request):
             frame = pl.from_arrow(pa.Table.from_batches([batch]))
@@ -101,21 +108,20 @@ def scan_polars(table):
     return register_io_source(source, schema=schema, **extra)
 
 
-# -- Polars predicate -> pyarrow expression --------------------------------------------------
+# -- Polars predicate -> the scan's Filter ---------------------------------------------------
 
-_COMPARE = {
-    "Eq": pc.equal,
-    "NotEq": pc.not_equal,
-    "Lt": pc.less,
-    "LtEq": pc.less_equal,
-    "Gt": pc.greater,
-    "GtEq": pc.greater_equal,
-}
+_COMPARE = {"Eq": "=", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _FLIPPED = {"Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "GtEq": "LtEq", "Eq": "Eq", "NotEq": "NotEq"}
 
 
 def polars_predicate_to_arrow(predicate, schema: pa.Schema, skip: set[str] = frozenset()):
-    """A pyarrow expression that keeps every row ``predicate`` keeps (maybe more), or None.
+    """:func:`polars_predicate_filter` as a ``pyarrow.compute.Expression`` (or None)."""
+    found = polars_predicate_filter(predicate, schema, skip)
+    return None if found is None else to_expression(found)
+
+
+def polars_predicate_filter(predicate, schema: pa.Schema, skip: set[str] = frozenset()):
+    """A scan ``Filter`` that keeps every row ``predicate`` keeps (maybe more), or None.
 
     Translated from the predicate's JSON form: comparisons of a column with a literal,
     ``is_between``, ``is_null``/``is_not_null``, ``&``, ``|`` and ``~``. A part that cannot
@@ -126,17 +132,17 @@ def polars_predicate_to_arrow(predicate, schema: pa.Schema, skip: set[str] = fro
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:  # noqa: BLE001 - a Polars version without this form: no pushdown
         return None
-    expression, _exact = _translate(tree, schema, skip)
-    if expression is None:
+    found, _exact = _translate(tree, schema, skip)
+    if found is None:
         return None
     try:  # types that do not compare (a string literal against a date) are not pushed
-        schema.empty_table().filter(expression)
+        schema.empty_table().filter(to_expression(found))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    return expression
+    return found
 
 
-def _translate(node, schema: pa.Schema, skip) -> tuple[pc.Expression | None, bool]:
+def _translate(node, schema: pa.Schema, skip) -> tuple[Filter | None, bool]:
     """``(expression or None, exact)``: exact when it keeps exactly the same rows."""
     if "BinaryExpr" in node:
         left, op, right = (node["BinaryExpr"][k] for k in ("left", "op", "right"))
@@ -146,17 +152,17 @@ def _translate(node, schema: pa.Schema, skip) -> tuple[pc.Expression | None, boo
             if op == "And":
                 if a is None or b is None:
                     return (a if b is None else b), False
-                return pc.and_kleene(a, b), a_exact and b_exact
+                return And((a, b)), a_exact and b_exact
             if a is None or b is None:
                 return None, False
-            return pc.or_kleene(a, b), a_exact and b_exact
+            return Or((a, b)), a_exact and b_exact
         if op in _COMPARE:
             column, literal = _column(left, schema, skip), _literal(right)
             if column is None or literal is _NONE:
                 column, literal, op = _column(right, schema, skip), _literal(left), _FLIPPED[op]
             if column is None or literal is _NONE or literal is None:
                 return None, False
-            return _COMPARE[op](pc.field(column), literal), True
+            return Compare(_COMPARE[op], Column(column), literal), True
         return None, False
     if "Function" in node:
         function = node["Function"].get("function", {})
@@ -166,23 +172,22 @@ def _translate(node, schema: pa.Schema, skip) -> tuple[pc.Expression | None, boo
             column = _column(inputs[0], schema, skip)
             if column is None:
                 return None, False
-            field = pc.field(column)
-            return (field.is_null() if boolean == "IsNull" else field.is_valid()), True
+            return IsNull(Column(column), negated=boolean == "IsNotNull"), True
         if boolean == "Not" and len(inputs) == 1:
             inner, exact = _translate(inputs[0], schema, skip)
             if inner is None or not exact:
                 return None, False
-            return pc.invert(inner), True
+            return Not(inner), True
         if isinstance(boolean, dict) and "IsBetween" in boolean and len(inputs) == 3:
             column = _column(inputs[0], schema, skip)
             low, high = _literal(inputs[1]), _literal(inputs[2])
             if column is None or any(x is _NONE or x is None for x in (low, high)):
                 return None, False
             closed = boolean["IsBetween"].get("closed", "Both")
-            field = pc.field(column)
-            lower = pc.greater_equal if closed in ("Both", "Left") else pc.greater
-            upper = pc.less_equal if closed in ("Both", "Right") else pc.less
-            return pc.and_kleene(lower(field, low), upper(field, high)), True
+            lower = ">=" if closed in ("Both", "Left") else ">"
+            upper = "<=" if closed in ("Both", "Right") else "<"
+            bounds = (Compare(lower, Column(column), low), Compare(upper, Column(column), high))
+            return And(bounds), True
     return None, False
 
 
@@ -205,7 +210,7 @@ _SCALARS = {
 
 
 def _literal(node):
-    """A literal as a pyarrow scalar (``None`` for NULL), or ``_NONE`` if not a literal.
+    """A literal as a scan ``Literal`` (``None`` for NULL), or ``_NONE`` if not a literal.
 
     Polars spells literals ``{"Dyn": {"Int": 5}}`` before optimisation and ``{"Scalar":
     {"Int64": 5}}`` after (Polars 1.30: ``{"Scalar": {"dtype": "Int64", "value": {"Int64":
@@ -225,7 +230,7 @@ def _literal(node):
             arrow_type = _SCALARS.get(type_name)
             if arrow_type is not None and not isinstance(inner, (dict, list)):
                 try:
-                    return pa.scalar(inner, arrow_type)
-                except (pa.ArrowInvalid, TypeError, OverflowError):
+                    return literal_of(pa.scalar(inner, arrow_type))
+                except (pa.ArrowInvalid, TypeError, OverflowError, ValueError):
                     return _NONE
     return _NONE

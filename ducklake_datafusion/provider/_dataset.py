@@ -29,6 +29,7 @@ import pyarrow.dataset as ds
 from ..errors import _remembered
 from ..read import execute_tasks, read_request
 from ..scan import ScanPlan, ScanTask
+from ._pyarrow_filter import filter_of
 
 __all__ = ["DuckLakeDataset", "DuckLakeFragment", "DuckLakeScanner", "partition_count"]
 
@@ -39,20 +40,36 @@ def partition_count() -> int:
 
 
 class DuckLakeScanner:
-    """Produces the batches of one fragment (or only its schema, at plan time)."""
+    """Produces the batches of one fragment (or only its schema, at plan time).
+
+    DataFusion's expression is read as the scan's ``Filter`` (``_pyarrow_filter``). One
+    that cannot be read exactly is applied as given, to rows read with every column
+    (DataFusion takes every pushed filter as exact): slower, never wrong.
+    """
 
     def __init__(self, plan: ScanPlan, tasks: tuple[ScanTask, ...], columns, filter) -> None:
         self._plan = plan
         self._tasks = tasks
-        self._request = read_request(plan, columns, filter)
-        self.projected_schema = pa.schema(
-            [plan.table_schema.field(name) for name in self._request.output]
-        )
+        self._unread = None
+        found = None if filter is None else filter_of(filter, plan.table_schema)
+        if filter is not None and found is None:
+            self._unread = filter
+            output = columns if columns is not None else plan.table_schema.names
+            self._request = read_request(plan, plan.table_schema.names)
+            self._output = list(output)
+        else:
+            self._request = read_request(plan, columns, found)
+            self._output = list(self._request.output)
+        self.projected_schema = pa.schema([plan.table_schema.field(n) for n in self._output])
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         schema = self.projected_schema
         with _remembered():  # DataFusion receives our errors as text: see errors.typed()
             for batch in execute_tasks(self._plan, self._tasks, self._request):
+                if self._unread is not None:
+                    rows = pa.Table.from_batches([batch]).filter(self._unread)
+                    yield from rows.select(self._output).cast(schema).to_batches()
+                    continue
                 yield batch if batch.schema.equals(schema) else batch.cast(schema)
 
     def to_reader(self) -> pa.RecordBatchReader:
@@ -104,8 +121,9 @@ class DuckLakeDataset(ds.Dataset):
         return DuckLakeScanner(empty, (), columns, filter)
 
     def get_fragments(self, filter: pc.Expression | None = None):
-        with _remembered():
-            plan = self._table.scan_plan(filter=filter)
+        found = None if filter is None else filter_of(filter, self._table.schema)
+        with _remembered():  # a filter not read prunes nothing; the scanner applies it
+            plan = self._table.scan_plan(filter=found)
         self.last_plan = plan
         groups = plan.groups(partition_count())
         return [DuckLakeFragment(plan, group) for group in groups] or [DuckLakeFragment(plan, ())]

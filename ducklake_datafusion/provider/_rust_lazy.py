@@ -6,7 +6,7 @@ each new lake version: on a table of 100,000 files, ~1.2 s of Python per query a
 commit, for a query that reads two files. So ``table()`` returns a provider holding only
 the table's name and schema, and its ``scan()`` calls :class:`Resolver` with the filters
 it was pushed, translated to simple predicates (``rust/src/lazy.rs``). The resolver plans
-the snapshot with those predicates as a ``pyarrow`` filter (the planner prunes by catalog
+the snapshot with those predicates as the scan's ``Filter`` (the planner prunes by catalog
 statistics and partition values, from the metadata memoised per lake version and
 refreshed incrementally after commits, or, with nothing memoised, from the files the
 catalog query itself keeps: ``catalog._file_cut``) and builds a ``LakeProvider`` over the
@@ -33,12 +33,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..catalog import metadata
 from ..errors import _remembered
 from ..read import catalog_count, execute_plan
-from ..scan import table_directory
+from ..scan import And, Column, Compare, Filter, In, IsNull, all_of, literal_of, table_directory
 from . import _rust_build
 from ._owned_cache import MISSING, OwnedCache
 from ._rust_stores import plain_location, store_kind
@@ -70,8 +69,8 @@ def forget_resolved(backend) -> None:
     _resolved.forget(backend)
 
 
-def predicate_filter(predicates: Iterable[Predicate]) -> pc.Expression | None:
-    """The predicates ``rust/src/lazy.rs`` sends, as one ``pyarrow`` filter (or None).
+def predicate_filter(predicates: Iterable[Predicate]) -> Filter | None:
+    """The predicates ``rust/src/lazy.rs`` sends, as one scan ``Filter`` (or None).
 
     Each is a ``_rust.Predicate`` (``rust/src/predicates.rs``): ``kind`` ``"cmp"`` (with
     ``op``), ``"between"``, ``"in"``, ``"null"`` or ``"not_null"``, a ``column`` and its
@@ -84,42 +83,35 @@ def predicate_filter(predicates: Iterable[Predicate]) -> pc.Expression | None:
             parts.append(_predicate(predicate))
         except (pa.ArrowException, TypeError, ValueError, KeyError, IndexError):
             continue  # a predicate that cannot be spelled prunes nothing: still correct
-    if not parts:
-        return None
-    expr = parts[0]
-    for part in parts[1:]:
-        expr = expr & part
-    return expr
+    return all_of(parts)
 
 
-def _predicate(predicate: Predicate) -> pc.Expression:
-    field = pc.field(predicate.column)
+def _predicate(predicate: Predicate) -> Filter:
+    column = Column(predicate.column)
     kind, values = predicate.kind, predicate.values
     if kind == "cmp":
-        return _COMPARISONS[predicate.op](field, values[0][0])
+        return Compare(_COMPARISONS[predicate.op], column, literal_of(values[0][0]))
     if kind == "between":
         low, high = values
-        return (field >= low[0]) & (field <= high[0])
+        return And(
+            (
+                Compare(">=", column, literal_of(low[0])),
+                Compare("<=", column, literal_of(high[0])),
+            )
+        )
     if kind == "in":
         # SQL's IN never matches a NULL row, whatever the list holds: nulls skipped
-        value_set = pa.concat_arrays([v.cast(values[0].type) for v in values])
-        return pc.is_in(field, value_set=value_set, skip_nulls=True)
+        literals = [literal_of(v.cast(values[0].type)[0]) for v in values]
+        return In(column, tuple(lit.value for lit in literals), literals[0].type, skip_nulls=True)
     if kind == "null":
-        return field.is_null()
+        return IsNull(column)
     if kind == "not_null":
-        return field.is_valid()
+        return IsNull(column, negated=True)
     raise ValueError(f"unknown predicate {kind!r}")
 
 
 # by ``_rust.Predicate.COMPARISONS`` (tests/provider/test_rust_contract.py)
-_COMPARISONS = {
-    "==": lambda f, v: f == v,
-    "!=": lambda f, v: f != v,
-    "<": lambda f, v: f < v,
-    "<=": lambda f, v: f <= v,
-    ">": lambda f, v: f > v,
-    ">=": lambda f, v: f >= v,
-}
+_COMPARISONS = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
 def _key(predicates: Iterable[Predicate]) -> tuple:

@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
 from ..read import execute_plan
-from ..scan import LakeTable
+from ..scan import Filter, LakeTable, ScanPlan
+from ._pyarrow_filter import filter_of
 
 __all__ = ["DuckLakeTable"]
 
@@ -36,8 +37,32 @@ class DuckLakeTable(LakeTable):
         """``table`` (resolved by a ``scan.Lake``) as a DuckLakeTable of ``catalog``."""
         return cls(**table.init_args(), catalog=catalog)
 
+    def scan_plan(
+        self, filter: Filter | pc.Expression | None = None, columns: Sequence[str] | None = None
+    ) -> ScanPlan:
+        """:meth:`LakeTable.scan_plan <ducklake_datafusion.scan.LakeTable.scan_plan>`; the
+        ``filter`` may also be a ``pyarrow.compute.Expression`` (as DataFusion and pyarrow
+        users spell one), read as the scan's ``Filter``.
+
+        Raises:
+            InvalidOptionError: the expression is not one the filter language can say
+                exactly (build a ``ducklake_datafusion.scan.Filter`` instead).
+        """
+        if isinstance(filter, pc.Expression):
+            found = filter_of(filter, self.schema)
+            if found is None:
+                raise InvalidOptionError(
+                    f"filter {filter} on {self.name} is not one the scan can apply exactly: "
+                    "spell it with ducklake_datafusion.scan's Filter (Compare, In, IsNull, "
+                    "StringMatch, And, Or, Not)"
+                )
+            filter = found
+        return super().scan_plan(filter, columns)
+
     def to_arrow(
-        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter | pc.Expression | None = None,
     ) -> pa.Table:
         """Read the table (or a projection / filtered part of it) into memory."""
         return execute_plan(self.scan_plan(filter=filter, columns=columns))
@@ -89,13 +114,13 @@ class DuckLakeTable(LakeTable):
             options=options,
         )
 
-    def to_pandas(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None):
         """Read into a ``pandas.DataFrame`` (needs the ``[pandas]`` extra)."""
         from ..dataframes import to_pandas
 
         return to_pandas(self, columns, filter)
 
-    def to_polars(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
+    def to_polars(self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None):
         """Read into a ``polars.DataFrame`` (needs the ``[polars]`` extra)."""
         from ..dataframes import to_polars
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError, UnsupportedTypeError
 from ..pathres import parse_location
 from ..scan import (
     DataFileTask,
+    Filter,
     InlinedRowsTask,
-    NotRebuildable,
     ScanPlan,
     ScanTask,
-    decode_expression,
-    nan_ordered,
-    referenced_columns,
+    columns_of,
     refusal,
     to_expression,
 )
@@ -66,13 +63,14 @@ def _fast_type(type_name: str) -> bool:
 def read_request(
     plan: ScanPlan,
     columns: Sequence[str] | None = None,
-    filter: pc.Expression | None = None,
+    filter: Filter | None = None,
     *,
     with_row_ids: bool = False,
 ) -> ReadRequest:
     """Resolve output columns and filter columns against the plan's table columns.
 
-    ``columns``/``filter`` default to the plan's own projection and filter.
+    ``columns``/``filter`` default to the plan's own projection and filter; the filter
+    becomes the pyarrow expression the readers apply (NaN ordered as DuckDB orders it).
     """
     if columns is None:
         columns = plan.projection if plan.projection is not None else [c.name for c in plan.columns]
@@ -84,11 +82,10 @@ def read_request(
         raise InvalidOptionError(
             f"table {plan.table} has no column(s) {unknown}; columns are {list(by_name)}"
         )
-    filter_names: frozenset[str] = frozenset()
+    filter_names = columns_of(filter)
+    expression = None
     if filter is not None:
-        tree = decode_expression(filter)
-        filter_names = frozenset(referenced_columns(tree))
-        filter = _nan_ordered_filter(filter, tree, plan, filter_names)
+        expression = to_expression(filter, _float_columns(plan, filter_names))
     needed = set(columns) | filter_names
     materialise = tuple(c for c in plan.columns if c.name in needed)
     return ReadRequest(
@@ -96,7 +93,7 @@ def read_request(
         snapshot=plan.snapshot_id,
         columns=materialise,
         output=tuple(columns),
-        filter=filter,
+        filter=expression,
         filter_columns=filter_names,
         storage=plan.storage,
         with_row_ids=with_row_ids,
@@ -104,19 +101,10 @@ def read_request(
     )
 
 
-def _nan_ordered_filter(filter, tree, plan: ScanPlan, names: frozenset[str]) -> pc.Expression:
+def _float_columns(plan: ScanPlan, names: frozenset[str]) -> frozenset[str]:
     """DataFusion and DuckDB order NaN above all numbers; pyarrow's kernels do not."""
-    floats = {
-        c.name
-        for c in plan.columns
-        if c.name in names and c.type_name.lower() in ("float32", "float64")
-    }
-    if not floats:
-        return filter
-    try:
-        return to_expression(nan_ordered(tree, floats))
-    except NotRebuildable:
-        return filter
+    floats = ("float32", "float64")
+    return frozenset(c.name for c in plan.columns if c.name in names and c.type_name.lower() in floats)
 
 
 def execute_tasks(

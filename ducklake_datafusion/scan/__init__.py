@@ -1,7 +1,7 @@
 """Engine-neutral planning: catalog metadata -> ``ScanPlan`` (plain data, no engine).
 
 ``Lake``/``LakeTable`` open a lake, settle the snapshot and plan scans; the planner prunes
-files with catalog statistics and decodes filters; time travel and table lookup resolve
+files with catalog statistics; time travel and table lookup resolve
 names. Inlined rows are turned into Arrow here, at planning time, so that a plan carries
 its rows (hence the schema-mapping helpers they need live here too). Nothing here imports
 ``datafusion`` or ``pyspark``; ``read/`` executes the plans and the engines adapt them.
@@ -18,13 +18,23 @@ from ._changes import (
 )
 from ._conform import conform, conform_duckdb_export, default_array, field_id, with_field_id
 from ._count import RowCount
-from ._filters import (
-    NotRebuildable,
-    decode_expression,
-    nan_ordered,
-    referenced_columns,
-    to_expression,
+from ._filter import (
+    COMPARISONS,
+    And,
+    Column,
+    Compare,
+    Filter,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    StringMatch,
+    all_of,
+    bind,
+    columns_of,
 )
+from ._filter_arrow import literal_of, scalar_of, to_expression
 from ._hugeint import WIDE_INTEGER_TYPE
 from ._inlined import conform_inlined_rows, refusal
 from ._lake import Lake, LakeTable
@@ -52,42 +62,54 @@ from ._timetravel import (
 
 __all__ = [
     "CHANGE_TYPES",
+    "COMPARISONS",
     "WIDE_INTEGER_TYPE",
+    "And",
     "ChangePlan",
     "ChangeStep",
+    "Column",
+    "Compare",
     "DataFileTask",
     "DeleteFile",
     "DeleteSource",
     "FilePruner",
     "FileRef",
+    "Filter",
+    "In",
     "InlinedRowsTask",
+    "IsNull",
     "Lake",
     "LakeTable",
-    "NotRebuildable",
+    "Literal",
+    "Not",
+    "Or",
     "PlanStats",
     "RowCount",
     "ScanPlan",
     "ScanTask",
     "SnapshotRef",
+    "StringMatch",
+    "all_of",
     "balanced_groups",
+    "bind",
     "build_scan_plan",
     "change_schema",
     "change_steps",
+    "columns_of",
     "conform",
     "conform_duckdb_export",
     "conform_inlined_rows",
-    "decode_expression",
     "default_array",
     "field_id",
     "find_table",
     "kept_tasks",
-    "nan_ordered",
+    "literal_of",
     "parse_snapshot_ref",
-    "referenced_columns",
     "refusal",
     "require_table",
     "resolve_bound",
     "resolve_snapshot_ref",
+    "scalar_of",
     "snapshot_bounds",
     "split_table_suffix",
     "table_directory",

@@ -10,83 +10,75 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from ..catalog import CUT_TYPES, ColumnBound, StatsCut, bounded
 from ..types import ColumnSpec
-from ._filters import Call, Field, Literal, Node, decode_expression
-from ._pruning import _FLIP, in_values
+from ._filter import COMPARISONS, And, Column, Compare, Filter, In, Literal
+from ._pruning import in_values
 
 __all__ = ["catalog_cut"]
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+_INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
-def catalog_cut(filter: pc.Expression | None, columns: Sequence[ColumnSpec]) -> StatsCut | None:
+def catalog_cut(filter: Filter | None, columns: Sequence[ColumnSpec]) -> StatsCut | None:
     """The :class:`StatsCut` of ``filter`` over ``columns``, or None if it bounds nothing."""
     if filter is None:
         return None
-    try:
-        node = decode_expression(filter)
-    except Exception:  # noqa: BLE001 - no cut is always correct
-        return None
     by_name = {c.name: c for c in columns if not c.children and c.type_name.lower() in CUT_TYPES}
-    return bounded(StatsCut(tuple(_conjunct_bounds(node, by_name))))
+    return bounded(StatsCut(tuple(_conjunct_bounds(filter, by_name))))
 
 
 # An IN list of more values is cut by its range only (the SQL grows with the list).
 _MAX_POINTS = 64
 
 
-def _conjunct_bounds(node: Node, by_name: dict):
+def _conjunct_bounds(node: Filter, by_name: dict):
     """A :class:`ColumnBound` for each bounding conjunct of ``node``."""
-    if not isinstance(node, Call):
+    if isinstance(node, And):
+        for part in node.parts:
+            yield from _conjunct_bounds(part, by_name)
         return
-    if node.function in ("and", "and_kleene"):
-        for arg in node.args:
-            yield from _conjunct_bounds(arg, by_name)
-        return
-    if node.function == "is_in" and len(node.args) == 1 and node.options:
-        column = _column(node.args[0], by_name)
-        values = in_values(node.options)
+    if isinstance(node, In):
+        column = _column(node.column, by_name)
+        values = in_values(node)
         if column is not None and values and all(_is_integer(v) for v in values):
             points = tuple(sorted(set(values))) if len(set(values)) <= _MAX_POINTS else ()
             yield ColumnBound(column.column_id, min(values), max(values), points)
         return
-    if node.function not in _FLIP or node.function == "not_equal" or len(node.args) != 2:
+    if not isinstance(node, Compare) or node.op == "!=":
         return
-    left, right, name = node.args[0], node.args[1], node.function
-    if isinstance(left, Literal) and isinstance(right, Field):
-        left, right, name = right, left, _FLIP[name]
+    left, right, op = node.left, node.right, node.op
+    if isinstance(left, Literal) and isinstance(right, Column):
+        left, right, op = right, left, COMPARISONS[op]
     column = _column(left, by_name)
     if column is None or not isinstance(right, Literal):
         return
-    value = _integer_literal(right.value)
+    value = _integer_literal(right)
     if value is None:
         return
-    yield ColumnBound(column.column_id, *_SIDES[name](value))
+    yield ColumnBound(column.column_id, *_SIDES[op](value))
 
 
 _SIDES = {
-    "equal": lambda v: (v, v),
-    "less": lambda v: (None, v - 1),
-    "less_equal": lambda v: (None, v),
-    "greater": lambda v: (v + 1, None),
-    "greater_equal": lambda v: (v, None),
+    "=": lambda v: (v, v),
+    "<": lambda v: (None, v - 1),
+    "<=": lambda v: (None, v),
+    ">": lambda v: (v + 1, None),
+    ">=": lambda v: (v, None),
 }
 
 
-def _column(node: Node, by_name: dict) -> ColumnSpec | None:
-    if isinstance(node, Field) and len(node.path) == 1:
-        return by_name.get(node.path[0])
+def _column(node, by_name: dict) -> ColumnSpec | None:
+    if isinstance(node, Column) and not node.path and isinstance(node.ref, str):
+        return by_name.get(node.ref)
     return None
 
 
-def _integer_literal(scalar: pa.Scalar) -> int | None:
-    if not scalar.is_valid or not pa.types.is_integer(scalar.type):
+def _integer_literal(literal: Literal) -> int | None:
+    if literal.value is None or literal.type not in _INTEGER_TYPES:
         return None
-    value = scalar.as_py()
+    value = literal.value
     return value if _is_integer(value) else None
 
 

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..catalog import (
     ColumnEntry,
@@ -37,6 +36,7 @@ from ..pathres import StorageOptions, resolve_data_path
 from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._catalog_cut import catalog_cut
 from ._count import RowCount, catalog_row_count
+from ._filter import FILTER_TYPES, Filter, bind, columns_of
 from ._lookup import require_table
 from ._plan import ScanPlan
 from ._planner import build_scan_plan
@@ -218,20 +218,16 @@ class LakeTable:
         deleted positions read, is ``read.count_rows(table)``."""
         return catalog_row_count(self)
 
-    def scan_plan(
-        self, filter: pc.Expression | None = None, columns: Sequence[str] | None = None
-    ) -> ScanPlan:
+    def scan_plan(self, filter: Filter | None = None, columns: Sequence[str] | None = None) -> ScanPlan:
         """Plan a scan: live files pruned with ``filter``, deletes, inlined rows.
 
         Args:
-            filter: a ``pyarrow.compute.Expression`` over table column names; executors
-                apply it exactly, and the planner skips files that cannot match it.
+            filter: a :class:`~ducklake_datafusion.scan.Filter` over the table's columns
+                (by name or column id); executors apply it exactly, and the planner skips
+                files that cannot match it.
             columns: output columns (default: all).
         """
-        if filter is not None and not isinstance(filter, pc.Expression):
-            raise InvalidOptionError(
-                f"filter for {self.name} must be a pyarrow.compute.Expression, got {type(filter).__name__}"
-            )
+        filter = self.bound_filter(filter)
         if columns is not None:
             unknown = [c for c in columns if c not in self.schema.names]
             if unknown:
@@ -240,9 +236,29 @@ class LakeTable:
                 )
         return self.scan_plan_and_files(filter, columns)[0]
 
+    def bound_filter(self, filter: Filter | None) -> Filter | None:
+        """``filter`` checked against the table's columns, columns given by id named."""
+        if filter is None:
+            return None
+        if not isinstance(filter, FILTER_TYPES):
+            raise InvalidOptionError(
+                f"filter for {self.name} must be a ducklake_datafusion.scan.Filter, "
+                f"got {type(filter).__name__}"
+            )
+        try:
+            filter = bind(filter, {c.column_id: c.name for c in self.columns})
+        except KeyError as exc:
+            raise InvalidOptionError(f"table {self.name} has no column id {exc.args[0]}") from None
+        unknown = sorted(columns_of(filter) - set(self.schema.names))
+        if unknown:
+            raise InvalidOptionError(
+                f"filter for {self.name} reads no column(s) {unknown}; columns are {self.schema.names}"
+            )
+        return filter
+
     def scan_plan_and_files(
         self,
-        filter: pc.Expression | None = None,
+        filter: Filter | None = None,
         columns: Sequence[str] | None = None,
         *,
         stats: str = "filter",

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..catalog import NameMappingNode
 from ..pathres import StorageOptions
 from ..types import ColumnSpec
+from ._filter import Filter
 
 __all__ = [
     "DataFileTask",
@@ -155,7 +155,7 @@ class ScanPlan:
     snapshot_id: int
     columns: tuple[ColumnSpec, ...]
     projection: tuple[str, ...] | None
-    filter: pc.Expression | None
+    filter: Filter | None
     storage: StorageOptions
     tasks: tuple[ScanTask, ...]
     stats: PlanStats = field(default_factory=PlanStats)

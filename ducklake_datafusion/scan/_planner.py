@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from ..catalog import ColumnEntry, TableEntry, TableFiles
 from ..pathres import StorageOptions, join_path
 from ..types import ColumnSpec
-from ._filters import decode_expression, referenced_columns
+from ._filter import Filter
 from ._inlined import conform_inlined_rows
 from ._plan import (
     DataFileTask,
@@ -50,13 +50,13 @@ def build_scan_plan(
     data_path: str,
     storage: StorageOptions,
     inlined_values_are_text: bool,
-    filter: pc.Expression | None = None,
+    filter: Filter | None = None,
     projection: Sequence[str] | None = None,
 ) -> ScanPlan:
     """Turn the metadata of one table at one snapshot into a scan plan."""
     table_dir = table_directory(data_path, table)
     stable_since = max((c.begin_snapshot for c in column_entries), default=0)
-    by_stats, by_partition = FilePruner.create(filter, columns, files).masks()
+    by_stats, by_partition = FilePruner(filter, columns, files).masks()
     keep = by_stats & by_partition
     skipped_stats = int((~by_stats).sum()) + files.files_cut
     skipped_partition = int((by_stats & ~by_partition).sum())
@@ -192,7 +192,3 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
     return tasks
 
 
-def filter_columns(filter: pc.Expression | None) -> frozenset[str]:
-    if filter is None:
-        return frozenset()
-    return frozenset(referenced_columns(decode_expression(filter)))

@@ -20,19 +20,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import TableFiles
-from ..types import ColumnSpec
-from ._filters import Call, Field, Literal, Node, decode_expression, referenced_columns
+from ..types import ColumnSpec, arrow_type_for
+from ._filter import (
+    COMPARISONS,
+    And,
+    Column,
+    Compare,
+    Filter,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    columns_of,
+)
+from ._filter_arrow import scalar_of
 
 __all__ = ["FilePruner", "in_values", "stats_columns"]
 
-_FLIP = {
-    "less": "greater",
-    "less_equal": "greater_equal",
-    "greater": "less",
-    "greater_equal": "less_equal",
-    "equal": "equal",
-    "not_equal": "not_equal",
-}
 _MAX_TEXT_BOUND = 256  # the writer truncates long string statistics at 256 characters
 _TIMESTAMPS = ("timestamp", "timestamp_us", "timestamp_s", "timestamp_ms", "timestamp_ns")
 # DuckLake 1.1's epoch transforms: whole periods since 1970-01-01 (negative before it), of
@@ -51,11 +56,11 @@ class _Bounds:
     rows: np.ndarray
 
 
-def stats_columns(filter: pc.Expression | None, columns: Sequence[ColumnSpec]) -> list[int]:
+def stats_columns(filter: Filter | None, columns: Sequence[ColumnSpec]) -> list[int]:
     """Column ids whose statistics can help prune for this filter."""
     if filter is None:
         return []
-    names = referenced_columns(decode_expression(filter))
+    names = columns_of(filter)
     return [c.column_id for c in columns if c.name in names and not c.children]
 
 
@@ -93,7 +98,7 @@ _UNSET = object()
 class FilePruner:
     """Decides, for all files of a table at once, which ones a filter can skip."""
 
-    def __init__(self, node: Node | None, columns: Sequence[ColumnSpec], files: TableFiles):
+    def __init__(self, node: Filter | None, columns: Sequence[ColumnSpec], files: TableFiles):
         self.node = node
         self.by_name = {c.name: c for c in columns}
         self.files = files
@@ -121,16 +126,6 @@ class FilePruner:
     def partition_bounds(self, column: ColumnSpec) -> _Bounds | None:
         key = ("partition", column.column_id, column.type_name)
         return self._derived(key, lambda: self._decode_partition_bounds(column))
-
-    @classmethod
-    def create(cls, filter, columns, files: TableFiles) -> FilePruner:
-        node = None
-        if filter is not None:
-            try:
-                node = decode_expression(filter)
-            except Exception:  # noqa: BLE001 - no pruning is always correct
-                node = None
-        return cls(node, columns, files)
 
     def masks(self) -> tuple[np.ndarray, np.ndarray]:
         """(may match by statistics, may match by partition values), one bool per file."""
@@ -326,58 +321,58 @@ class FilePruner:
 
     # -- the filter tree ----------------------------------------------------------------
 
-    def _might_match(self, node: Node, bounds_of: Callable) -> np.ndarray:
+    def _might_match(self, node: Filter, bounds_of: Callable) -> np.ndarray:
         n = len(self.rows)
         keep = np.ones(n, dtype=bool)
-        if not isinstance(node, Call):
+        if isinstance(node, And):
+            for part in node.parts:
+                keep &= self._might_match(part, bounds_of)
             return keep
-        name = node.function
-        if name in ("and", "and_kleene"):
-            for arg in node.args:
-                keep &= self._might_match(arg, bounds_of)
-            return keep
-        if name in ("or", "or_kleene"):
+        if isinstance(node, Or):
             keep[:] = False
-            for arg in node.args:
-                keep |= self._might_match(arg, bounds_of)
+            for part in node.parts:
+                keep |= self._might_match(part, bounds_of)
             return keep
-        if name in ("is_null", "is_valid") and len(node.args) == 1:
-            bounds = self._bounds(node.args[0], bounds_of)
+        if isinstance(node, Not) and isinstance(node.part, IsNull):
+            inner = node.part
+            return self._might_match(IsNull(inner.column, not inner.negated), bounds_of)
+        if isinstance(node, IsNull):
+            bounds = self._bounds(node.column, bounds_of)
             if bounds is None:
                 return keep
             unknown = np.isnan(bounds.nulls)
-            if name == "is_null":
+            if not node.negated:
                 return unknown | (bounds.nulls > 0)
             return unknown | (bounds.nulls < bounds.rows)
-        if name == "invert" and len(node.args) == 1:
-            inner = node.args[0]
-            if isinstance(inner, Call) and inner.function == "is_null":
-                return self._might_match(Call("is_valid", inner.args), bounds_of)
-            return keep
-        if name == "is_in" and len(node.args) == 1 and node.options:
-            bounds = self._bounds(node.args[0], bounds_of)
-            values = in_values(node.options)
+        if isinstance(node, In):
+            bounds = self._bounds(node.column, bounds_of)
+            values = in_values(node)
             if bounds is None or not values:
                 return keep
             keep[:] = False
+            arrow_type = arrow_type_for(node.type)
             for value in values:
-                keep |= self._compare("equal", bounds, pa.scalar(value))
+                keep |= self._compare("=", bounds, pa.scalar(value, arrow_type))
             return keep
-        if name in _FLIP and len(node.args) == 2:
-            left, right = node.args
-            if isinstance(left, Literal) and isinstance(right, Field):
-                left, right, name = right, left, _FLIP[name]
-            if isinstance(left, Field) and isinstance(right, Literal):
+        if isinstance(node, Compare):
+            left, right, op = node.left, node.right, node.op
+            if isinstance(left, Literal) and isinstance(right, Column):
+                left, right, op = right, left, COMPARISONS[op]
+            if isinstance(left, Column) and isinstance(right, Literal):
                 bounds = self._bounds(left, bounds_of)
                 if bounds is not None:
-                    return self._compare(name, bounds, right.value)
+                    try:
+                        value = scalar_of(right)
+                    except (pa.ArrowException, TypeError, ValueError):
+                        return keep
+                    return self._compare(op, bounds, value)
         return keep
 
-    def _bounds(self, node: Node, bounds_of: Callable) -> _Bounds | None:
-        if not isinstance(node, Field) or len(node.path) != 1:
+    def _bounds(self, column: Column, bounds_of: Callable) -> _Bounds | None:
+        if not isinstance(column, Column) or column.path or not isinstance(column.ref, str):
             return None
-        column = self.by_name.get(node.path[0])
-        return None if column is None else bounds_of(column)
+        spec = self.by_name.get(column.ref)
+        return None if spec is None else bounds_of(spec)
 
     @staticmethod
     def _compare(op: str, b: _Bounds, value: pa.Scalar) -> np.ndarray:
@@ -395,32 +390,31 @@ class FilePruner:
         def test(result) -> np.ndarray:
             return result.fill_null(True).to_numpy(zero_copy_only=False)
 
-        if op == "equal":
+        if op == "=":
             keep = test(pc.less_equal(b.low, value)) & test(pc.greater_equal(b.high, value))
-        elif op == "not_equal":
+        elif op == "!=":
             # every non-NULL value equals `value` (NULLs never satisfy `<>` either)
             single = pc.and_(pc.equal(b.low, value), pc.equal(b.high, value)).fill_null(False)
             keep = ~single.to_numpy(zero_copy_only=False)
-        elif op == "less":
+        elif op == "<":
             keep = test(pc.less(b.low, value))
-        elif op == "less_equal":
+        elif op == "<=":
             keep = test(pc.less_equal(b.low, value))
-        elif op == "greater":
+        elif op == ">":
             keep = test(pc.greater(b.high, value))
-        elif op == "greater_equal":
+        elif op == ">=":
             keep = test(pc.greater_equal(b.high, value))
         all_null = (b.nulls >= b.rows) & pc.is_null(b.low).to_numpy(zero_copy_only=False)
         return keep & ~all_null
 
 
-def in_values(options: dict) -> list | None:
-    """The non-null values an ``is_in`` can match, or None when null rows may match too
-    (a null in the value set under pyarrow's default null matching, ``MATCH``): then no
-    file can be left out for its values."""
-    values = list(options.get("value_set") or [])
-    if any(v is None for v in values) and options.get("null_matching_behavior", 0) == 0:
+def in_values(node: In) -> list | None:
+    """The non-null values an ``In`` can match, or None when null rows may match too
+    (a null in the values, not skipped: pyarrow's default null matching): then no file
+    can be left out for its values."""
+    if any(v is None for v in node.values) and not node.skip_nulls:
         return None
-    return [v for v in values if v is not None]
+    return [v for v in node.values if v is not None]
 
 
 # DuckDB 1.5.5 computes the calendar partition of a TIMESTAMP_NS value from the value

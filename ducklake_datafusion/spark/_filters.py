@@ -1,4 +1,4 @@
-"""Spark's pushed-down ``Filter`` objects -> ``pyarrow.compute.Expression``.
+"""Spark's pushed-down ``Filter`` objects -> the scan's ``Filter`` (``scan.Filter``).
 
 A filter is taken only when the expression means exactly what Spark means, because Spark
 does not re-check filters it was told are handled. Taken filters become the scan plan's
@@ -14,8 +14,9 @@ exactly (after deletes). Anything else goes back to Spark unchanged:
   on nested or time columns.
 
 SQL three-valued logic is kept: a filter that is NULL for a row in Spark is NULL (or
-false) in the expression, also under ``Not``. pyarrow's ``is_in`` is false rather than
-NULL for a NULL input, so ``Not(In)`` is translated as ``is_valid(x) & ~is_in(x)``.
+false) in ours, also under ``Not``. Our ``In`` (as pyarrow's ``is_in``, which executors
+apply) is false rather than NULL for a NULL input, so ``Not(In)`` is translated as ``x IS
+NOT NULL AND NOT x IN (...)``.
 pyspark 4.1 sends a conjunction as separate filters and never sends ``Or``; the accepted
 ones are AND-ed.
 """
@@ -29,8 +30,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .. import scan
 from ._filter_classes import (
     EqualNullSafe,
     EqualTo,
@@ -51,16 +52,16 @@ from ._filter_classes import (
 __all__ = ["FilterColumn", "combine", "translate_filter"]
 
 _COMPARISONS = {
-    EqualTo: lambda f, v: f == v,
-    GreaterThan: lambda f, v: f > v,
-    GreaterThanOrEqual: lambda f, v: f >= v,
-    LessThan: lambda f, v: f < v,
-    LessThanOrEqual: lambda f, v: f <= v,
+    EqualTo: "=",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
 }
 _STRING_MATCH = {
     StringStartsWith: "starts_with",
     StringEndsWith: "ends_with",
-    StringContains: "match_substring",
+    StringContains: "contains",
 }
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 
@@ -82,20 +83,13 @@ class FilterColumn:
     comparable: bool
 
 
-def combine(expressions: list[pc.Expression]) -> pc.Expression | None:
+def combine(filters: list[scan.Filter]) -> scan.Filter | None:
     """AND the accepted filters together (``None`` when there are none)."""
-    if not expressions:
-        return None
-    result = expressions[0]
-    for expression in expressions[1:]:
-        result = result & expression
-    return result
+    return scan.all_of(filters)
 
 
-def translate_filter(
-    spark_filter: Filter, columns: Mapping[str, FilterColumn]
-) -> pc.Expression | None:
-    """The exact pyarrow equivalent of one Spark filter, or ``None`` to leave it to Spark."""
+def translate_filter(spark_filter: Filter, columns: Mapping[str, FilterColumn]) -> scan.Filter | None:
+    """The exact scan ``Filter`` of one Spark filter, or ``None`` to leave it to Spark."""
     if isinstance(spark_filter, Not):
         child = spark_filter.child
         if isinstance(child, In):
@@ -103,38 +97,39 @@ def translate_filter(
             values = _literal_set(child.value, column)
             if values is None:
                 return None
-            field = pc.field(column.table_name)
-            return field.is_valid() & ~field.isin(values)
+            field = scan.Column(column.table_name)
+            return scan.And((scan.IsNull(field, negated=True), scan.Not(scan.In(field, *values))))
         inner = translate_filter(child, columns)
-        return None if inner is None else ~inner
+        return None if inner is None else scan.Not(inner)
     column = _column(spark_filter, columns)
     if column is None:
         return None
-    field = pc.field(column.table_name)
+    field = scan.Column(column.table_name)
     if isinstance(spark_filter, IsNull):
-        return field.is_null()
+        return scan.IsNull(field)
     if isinstance(spark_filter, IsNotNull):
-        return field.is_valid()
+        return scan.IsNull(field, negated=True)
     if not column.comparable:
         return None
     kind = type(spark_filter)
     if kind is EqualNullSafe:
         if spark_filter.value is None:
-            return field.is_null()
+            return scan.IsNull(field)
         literal = _literal(spark_filter.value, column.arrow_type)
         # never NULL, so that Not(EqualNullSafe) keeps rows where the column is NULL
-        return None if literal is None else field.is_valid() & (field == pc.scalar(literal))
+        if literal is None:
+            return None
+        return scan.And((scan.IsNull(field, negated=True), scan.Compare("=", field, literal)))
     if kind in _COMPARISONS:
         literal = _literal(spark_filter.value, column.arrow_type)
-        return None if literal is None else _COMPARISONS[kind](field, pc.scalar(literal))
+        return None if literal is None else scan.Compare(_COMPARISONS[kind], field, literal)
     if kind is In:
         values = _literal_set(spark_filter.value, column)
-        return None if values is None else field.isin(values)
+        return None if values is None else scan.In(field, *values)
     if kind in _STRING_MATCH:
         if not pa.types.is_string(column.arrow_type) or not isinstance(spark_filter.value, str):
             return None
-        function = getattr(pc, _STRING_MATCH[kind])
-        return function(field, pattern=spark_filter.value)
+        return scan.StringMatch(_STRING_MATCH[kind], field, spark_filter.value)
     return None
 
 
@@ -149,17 +144,18 @@ def _column(spark_filter: Filter, columns: Mapping[str, FilterColumn]) -> Filter
     return matches[0] if len(matches) == 1 else None
 
 
-def _literal_set(values, column: FilterColumn | None) -> pa.Array | None:
+def _literal_set(values, column: FilterColumn | None) -> tuple[tuple, str] | None:
+    """``values`` as the values and DuckLake type of an ``In``, or ``None``."""
     if column is None or not column.comparable or not values:
         return None
-    scalars = [_literal(v, column.arrow_type) for v in values]
-    if any(s is None for s in scalars):
+    literals = [_literal(v, column.arrow_type) for v in values]
+    if any(lit is None for lit in literals):
         return None
-    return pa.array([s.as_py() for s in scalars], type=column.arrow_type)
+    return tuple(lit.value for lit in literals), literals[0].type
 
 
-def _literal(value, arrow_type: pa.DataType) -> pa.Scalar | None:
-    """``value`` as a scalar of ``arrow_type`` if that changes nothing, else ``None``."""
+def _literal(value, arrow_type: pa.DataType) -> scan.Literal | None:
+    """``value`` as a literal of ``arrow_type`` if that changes nothing, else ``None``."""
     if value is None or (isinstance(value, bool) and not pa.types.is_boolean(arrow_type)):
         return None
     try:
@@ -192,6 +188,6 @@ def _literal(value, arrow_type: pa.DataType) -> pa.Scalar | None:
         if not ok:
             return None
         scalar = pa.scalar(value, type=arrow_type)
-    except _CONVERT_ERRORS:
+        return scan.literal_of(scalar) if scalar.as_py() == value else None
+    except _CONVERT_ERRORS:  # literal_of's ValueError: no DuckLake type holds it
         return None
-    return scalar if scalar.as_py() == value else None

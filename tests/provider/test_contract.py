@@ -14,7 +14,8 @@ import pyarrow.dataset as ds
 from datafusion import SessionContext
 from datafusion.catalog import CatalogProvider, SchemaProvider, Table
 
-from ducklake_datafusion.scan._filters import Call, Field, Literal, decode_expression
+from ducklake_datafusion.provider._pyarrow_filter import filter_of
+from ducklake_datafusion.scan import And, Column, Compare, In, IsNull, Literal, Not, Or
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.string())])
 DATA = pa.table({"a": list(range(10)), "b": [str(i) for i in range(10)]})
@@ -100,7 +101,7 @@ def test_one_partition_per_fragment_and_exact_filters():
     assert len(rec.scans) == 2
     columns, filter = rec.scans[0]
     assert columns == ("b",)  # filter columns are not added to the projection
-    assert decode_expression(filter) == Call("greater", (Field(("a",)), Literal(pa.scalar(5))))
+    assert filter_of(filter, SCHEMA) == Compare(">", Column("a"), Literal(5, "int64"))
 
 
 def test_count_star_asks_for_zero_columns():
@@ -110,12 +111,15 @@ def test_count_star_asks_for_zero_columns():
     assert all(columns == () for columns, _ in rec.scans)
 
 
-def test_filter_shapes_decode():
+def test_filter_shapes_read_back():
     expr = (pc.field("a").isin([1, 2]) | pc.field("b").is_null()) & ~(pc.field("a") <= 3)
-    node = decode_expression(expr)
-    assert node.function == "and_kleene"
-    assert node.args[0].args[0].options["value_set"] == [1, 2]
-    assert node.args[1].function == "invert"
+    a = Column("a")
+    assert filter_of(expr, SCHEMA) == And(
+        (
+            Or((In(a, (1, 2), "int64"), IsNull(Column("b")))),
+            Not(Compare("<=", a, Literal(3, "int64"))),
+        )
+    )
 
 
 def test_provider_exception_reaches_user():

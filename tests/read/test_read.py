@@ -248,7 +248,7 @@ def test_scan_plan_is_picklable(lake):
     kinds = {type(t).__name__ for t in plan.tasks}
     assert kinds == {"DataFileTask", "InlinedRowsTask"}
     clone = pickle.loads(pickle.dumps(plan))
-    assert clone.tasks == plan.tasks and clone.filter.equals(plan.filter)
+    assert clone.tasks == plan.tasks and clone.filter == plan.filter
     expected = lake.reference("SELECT id FROM lake.main.t WHERE id > 90")
     from support.lakes import assert_same_rows
 

@@ -38,12 +38,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..._lru import LRUCache
 from ...pathres import parse_location
 from ...read import FileLayout, checked_file, files_unchanged
-from ...scan import DataFileTask, InlinedRowsTask
+from ...scan import DataFileTask, Filter, InlinedRowsTask
 from .._arrow import to_spark_table
 from .._local import local_frame
 from .._types import spark_arrow_type, spark_schema
@@ -98,7 +97,7 @@ _BUILT_MAX = 32
 _built: LRUCache[tuple, _Built] = LRUCache(_BUILT_MAX)
 
 
-def parquet_scan(spark, table, storage, prune: pc.Expression | None = None) -> ParquetScan:
+def parquet_scan(spark, table, storage, prune: Filter | None = None) -> ParquetScan:
     """The files of ``table``'s snapshot that Spark reads itself (cached per session).
 
     ``prune``: only files that may hold rows matching it (by catalog statistics) are read;
@@ -113,7 +112,7 @@ def parquet_scan(spark, table, storage, prune: pc.Expression | None = None) -> P
         table.entry,
         table.snapshot,
         tuple((c.column_id, c.name, c.type_name) for c in table.columns),
-        None if prune is None else str(prune),
+        prune,
     )
     built = _built.get(key)
     if built is not None and files_unchanged(built.files):

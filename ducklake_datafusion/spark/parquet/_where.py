@@ -10,7 +10,7 @@ The condition means what Spark means. Spark itself parses, resolves and optimise
 against the table's Spark schema, over an empty Parquet file of that schema (written once
 per schema and process), and translates it into the data source filters it pushes to a
 Parquet scan (``pushedDownFilters``: literals cast to the column types, ``BETWEEN``
-split, constants folded). Those filters become pyarrow expressions through the very
+split, constants folded). Those filters become the scan's ``Filter`` through the very
 translation the data source uses for pushed filters (``spark/_filters``); a filter that
 does not translate exactly prunes nothing. Pruning is a subset test on catalog statistics, so
 a file it keeps may hold no matching row; the rows are always filtered by Spark.
@@ -28,11 +28,11 @@ import tempfile
 import threading
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..._lru import LRUCache
 from ...errors import InvalidOptionError
+from ...scan import Filter
 from .. import _filter_classes as sources
 from .._filters import FilterColumn, combine, translate_filter
 from .._types import spark_arrow_type, spark_schema
@@ -64,10 +64,10 @@ _probe_dir: str | None = None
 # much as a selective query (docs/benchmarks.md), and read_table calls for a cached scan
 # must not pay it again. The session is held with its filter, so its id stays unique.
 _FOUND_MAX = 64
-_filters_found: LRUCache[tuple, tuple[pc.Expression | None, object]] = LRUCache(_FOUND_MAX)
+_filters_found: LRUCache[tuple, tuple[Filter | None, object]] = LRUCache(_FOUND_MAX)
 
 
-def pruning_filter(spark, table, where: str) -> pc.Expression | None:
+def pruning_filter(spark, table, where: str) -> Filter | None:
     """The exact pyarrow form of what Spark pushes to a Parquet scan for ``where``.
 
     ``None`` (nothing pruned here) for a table Spark's reader does not return exactly
@@ -90,7 +90,7 @@ def pruning_filter(spark, table, where: str) -> pc.Expression | None:
     return found[0]
 
 
-def _pushed_filter(spark, table, where: str) -> pc.Expression | None:
+def _pushed_filter(spark, table, where: str) -> Filter | None:
     """Plan ``where`` over the probe file and translate the filters Spark pushes."""
     from pyspark.errors import AnalysisException
 
@@ -118,8 +118,8 @@ def _pushed_filter(spark, table, where: str) -> pc.Expression | None:
     return combine(found)
 
 
-def _translated(java_filter, columns) -> pc.Expression | None:
-    """One of Spark's ``sources.Filter`` (a JVM object) as an exact pyarrow expression."""
+def _translated(java_filter, columns) -> Filter | None:
+    """One of Spark's ``sources.Filter`` (a JVM object) as an exact scan ``Filter``."""
     kind = java_filter.getClass().getSimpleName()
     if kind in ("And", "Or"):
         left = _translated(java_filter.left(), columns)

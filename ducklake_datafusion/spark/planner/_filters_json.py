@@ -1,4 +1,4 @@
-"""The filters the JVM catalog was pushed, from their JSON form to pruning expressions.
+"""The filters the JVM catalog was pushed, from their JSON form to the scan's ``Filter``.
 
 ``DuckLakeScanBuilder`` (in the package's jar) receives Spark's ``sources.Filter`` objects
 and sends each it can spell as JSON: ``{"op": "EqualTo", "attr": "k", "value": {"long":
@@ -19,12 +19,11 @@ import datetime as _dt
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
-import pyarrow.compute as pc
-
+from ...scan import Filter, Or
 from .. import _filter_classes as sources
 from .._filters import FilterColumn, combine, translate_filter
 
-__all__ = ["pruning_expression"]
+__all__ = ["json_filter"]
 
 _VALUED = {
     "EqualTo": sources.EqualTo,
@@ -41,21 +40,21 @@ _UNARY = {"IsNull": sources.IsNull, "IsNotNull": sources.IsNotNull}
 _UNKNOWN = object()
 
 
-def pruning_expression(filters: Sequence[Mapping], columns) -> pc.Expression | None:
+def json_filter(filters: Sequence[Mapping], columns) -> Filter | None:
     """The AND of the filters that translate exactly (``None``: nothing to prune with)."""
     by_name = {c.name: FilterColumn(c.name, c.arrow_type, True) for c in columns}
     found = [_translated(f, by_name) for f in filters]
     return combine([e for e in found if e is not None])
 
 
-def _translated(spec: Mapping, columns) -> pc.Expression | None:
+def _translated(spec: Mapping, columns) -> Filter | None:
     op = spec.get("op")
     if op in ("And", "Or"):
         left = _translated(spec["left"], columns)
         right = _translated(spec["right"], columns)
         if op == "And":
             return combine([e for e in (left, right) if e is not None])
-        return None if left is None or right is None else left | right
+        return None if left is None or right is None else Or((left, right))
     if op == "Not":
         child = _source_filter(spec["child"])
         return None if child is None else translate_filter(sources.Not(child), columns)

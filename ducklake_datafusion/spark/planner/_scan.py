@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 from ...errors import InvalidOptionError
 from ...pathres import parse_location
 from ...read import checked_file, execute_tasks, export_plan, read_request
-from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array
+from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array, to_expression
 from .._arrow import to_spark_table
 from .._types import spark_schema, spark_type
 from ..changes import feed_target
@@ -43,7 +43,7 @@ from ..parquet import (
     parse_hadoop_version,
     spark_reads_exactly,
 )
-from ._filters_json import pruning_expression
+from ._filters_json import json_filter
 from ._frames import arrow_stream
 
 __all__ = ["scan_response"]
@@ -59,7 +59,7 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         raise InvalidOptionError(
             f"table {table.name} (snapshot {table.snapshot_id}) has no column(s) {unknown}"
         )
-    prune = pruning_expression(request.get("filters") or (), table.columns)
+    prune = json_filter(request.get("filters") or (), table.columns)
     plan = table.scan_plan(filter=prune)
     schemes = request.get("hadoop_schemes")
     hadoop = request.get("hadoop_version")
@@ -76,7 +76,7 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         "table": plan.table,
         "snapshot": plan.snapshot_id,
         "columns": columns,
-        "filter": None if prune is None else str(prune),
+        "filter": None if prune is None else str(to_expression(prune)),
         "files_live": stats.files_total,
         "files_pruned": stats.files_skipped_by_stats + stats.files_skipped_by_partition,
         "files_spark": len(spark_files),

@@ -139,7 +139,7 @@ class DuckLakeReader(DataSourceReader):
 
     @property
     def filter(self):
-        """The accepted filters AND-ed as one ``pyarrow.compute.Expression`` (or None)."""
+        """The accepted filters AND-ed as one scan ``Filter`` (or None)."""
         return combine(self.pushed)
 
     def scan_plan(self) -> ScanPlan:
