@@ -46,7 +46,7 @@ def _polars():
     return polars
 
 
-def to_pandas(table, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
+def to_pandas(table, columns: Sequence[str] | None = None, filter=None):
     """The table (or a projection / filtered part of it) as a ``pandas.DataFrame``."""
     try:
         import pandas  # noqa: F401 - only to give the clear error below
@@ -57,7 +57,7 @@ def to_pandas(table, columns: Sequence[str] | None = None, filter: pc.Expression
     return table.to_arrow(columns=columns, filter=filter).to_pandas()
 
 
-def to_polars(table, columns: Sequence[str] | None = None, filter: pc.Expression | None = None):
+def to_polars(table, columns: Sequence[str] | None = None, filter=None):
     """The table (or a projection / filtered part of it) as a ``polars.DataFrame``."""
     return _polars().from_arrow(table.to_arrow(columns=columns, filter=filter))
 

@@ -114,13 +114,17 @@ class DuckLakeTable(LakeTable):
             options=options,
         )
 
-    def to_pandas(self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None):
+    def to_pandas(
+        self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None
+    ):
         """Read into a ``pandas.DataFrame`` (needs the ``[pandas]`` extra)."""
         from ..dataframes import to_pandas
 
         return to_pandas(self, columns, filter)
 
-    def to_polars(self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None):
+    def to_polars(
+        self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None
+    ):
         """Read into a ``polars.DataFrame`` (needs the ``[polars]`` extra)."""
         from ..dataframes import to_polars
 

@@ -1,7 +1,7 @@
 """Spark's data source filter classes, or stand-ins of the same shape before pyspark 4.1.
 
 ``read_table(where=...)`` translates the filters Spark would push to a Parquet scan into
-pyarrow expressions through the same code (``_filters``) that translates the filters
+scan ``Filter``s through the same code (``_filters``) that translates the filters
 pushed to the Python data source. That code matches on pyspark's ``Filter`` classes, which
 exist from pyspark 4.1; on 3.5 and 4.0 these frozen dataclasses of the same names and
 fields (``attribute``: a column path, ``value``; ``Not.child``) take their place, so the
