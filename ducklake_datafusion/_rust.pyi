@@ -15,6 +15,9 @@ from ._rust_contract import ProviderSpec
 DATAFUSION_VERSION: Final[str]
 """The datafusion release whose crates the extension is built with."""
 
+PLAN_VERSION: Final[str]
+"""The plan export's form version the extension reads (``read.PLAN_VERSION``)."""
+
 PROVIDER_SPEC_FIELDS: Final[tuple[str, ...]]
 """The attributes of a ``ProviderSpec`` that ``LakeProvider`` reads, in order."""
 

@@ -1,12 +1,11 @@
-"""A ``_rust.LakeProvider`` built from a scan plan: the files checked, the facts as Arrow.
+"""A ``_rust.LakeProvider`` built from a scan plan: the files checked, the plan exported.
 
 Every file is checked against the catalog first (``_file_layouts.checked_layout``), as on
 every path; the files the scan reads, with their deleted positions and layouts, and the
-inlined rows are gathered as the engine-neutral plan export (``read.plan_export``: what
-``read.export_plan`` writes for the Spark catalog's JVM code, kept in memory here, as the
-extension takes Arrow batches) and the spec is made from that export, with the catalog
-bounds, in one ``_rust_contract.ProviderSpec``, whose shapes the extension checks on
-arrival.
+inlined rows go to the extension as the engine-neutral plan export (``read.export_plan``,
+the bytes the Spark catalog's JVM code reads too), with what is not in the plan (object-
+store paths, catalog bounds, rows read exactly) beside it in one
+``_rust_contract.ProviderSpec``; the extension checks both on arrival.
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ import os
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._rust_contract import FILE_TABLE, NULL_COUNT_TYPE, ProviderSpec, bounds_names
+from .._rust_contract import NULL_COUNT_TYPE, ProviderSpec, bounds_names
 from ..errors import InternalError, InvalidOptionError
-from ..read import plan_export
+from ..read import export_plan
 from ..scan import DataFileTask, FilePruner, ScanPlan
 from ._file_layouts import checked_layout, table_signature
 from ._rust_stores import object_path, store_options, store_readable
@@ -62,35 +61,21 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
             continue
         native.append(task)
         layouts.append(layout)
-    # the engine-neutral export of the kept files (read/_export), as the JVM will read it
-    export = plan_export(plan, native, layouts=layouts)
-    layout = export.files.column("layout")  # every file's is known: checked above
-    by_id = {}
-    if pc.all(layout.field("current")).as_py() is False:  # (null: no file)
-        # older layouts: columns matched by field id, missing ones filled with defaults
-        by_id["field_ids"] = export.field_ids
-        by_id["defaults"] = export.defaults
-        if pc.any(pc.is_valid(layout.field("snapshot_column"))).as_py():
-            by_id["snapshot"] = export.snapshot_id  # merged files: drop later rows
+    # the engine-neutral export of the kept files (read/_export), as the JVM reads it
+    export = export_plan(plan, native, layouts=layouts)
     bounds_table = None
     if bounds:
         columns = table.columns
         if bounds is not True:
             columns = [c for c in columns if c.name in bounds]
         bounds_table = _bounds_table(columns, files_meta, native)
-    batches = list(export.inlined)
-    if rest:
-        batches.extend(read_rest(plan, rest))
     spec = ProviderSpec(
-        # the scan's own checks name the file and this: as the Python side's messages do
-        table=f"{plan.table} (snapshot {plan.snapshot_id})",
-        schema=plan.table_schema,
-        files=_file_table(export.files),
+        plan=export,
+        paths=tuple(object_path(t.file.url) for t in native),
         bounds=bounds_table,
-        inlined=tuple(batches),
+        rows=tuple(read_rest(plan, rest)) if rest else (),
         storage=storage,
         min_partitions=MIN_PARTITIONS,
-        **by_id,
         pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
         read_exactly=len(rest),
     )
@@ -108,15 +93,6 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
             f"scan refused what the Python side handed it ({exc}); this is a bug of "
             "ducklake-datafusion, please report it"
         ) from exc
-
-
-def _file_table(files: pa.RecordBatch) -> pa.RecordBatch:
-    """The export's file rows (``read.PLAN_SCHEMA``) as the contract's :data:`FILE_TABLE`:
-    the object-store path added, the columns of the same names taken as they are."""
-    urls = files.column("url")
-    paths = pa.array([object_path(url) for url in urls.to_pylist()], pa.string())
-    arrays = [paths] + [files.column(f.name) for f in FILE_TABLE if f.name != "path"]
-    return pa.RecordBatch.from_arrays(arrays, schema=FILE_TABLE)
 
 
 def _bounds_table(columns, files_meta, files: list[DataFileTask]) -> pa.RecordBatch | None:

@@ -1,8 +1,9 @@
 """A planned scan's facts as one versioned Arrow IPC stream, for engines outside Python.
 
-The Rust provider (``provider/_rust_build``) is built from this export today, and the
-Spark catalog's JVM code is to consume the same bytes: each side then reads one
-documented form instead of ad-hoc lists. It holds what an engine needs to read the kept
+Both engines outside Python read these bytes: the Rust provider (``provider/_rust_build``
+hands them over; ``rust/src/plan.rs`` reads them) and the Spark catalog's JVM code
+(``PlannedFiles.java``), each checking the version: one documented form instead of
+ad-hoc lists. It holds what an engine needs to read the kept
 files exactly without opening the catalog: the files with their sizes, footer sizes and
 record counts, their deleted positions (delete files already decoded: ``_deletes``),
 their layouts (``_layouts``: field-id mapping, defaults, the snapshot column of merged
@@ -14,8 +15,7 @@ Form, version ``1`` (:data:`PLAN_SCHEMA`): an Arrow IPC *stream*, one row per da
 * ``url`` string: the file's location as the catalog resolves it (``file:///...``,
   ``s3://bucket/key``, ...);
 * ``size`` int64 (null: unknown), ``footer_size`` int64 (null: unknown),
-  ``record_count`` int64: as the catalog records them (``_rust_contract.FILE_TABLE``'s
-  columns of the same names);
+  ``record_count`` int64: as the catalog records them;
 * ``deleted`` list<int64>: the sorted unique deleted positions at the snapshot, null for
   none;
 * ``encrypted`` bool: the file is encrypted (its key is not exported: read it another way);
@@ -58,6 +58,7 @@ __all__ = [
     "PLAN_VERSION",
     "PlanExport",
     "PlanVersionError",
+    "export_bytes",
     "export_plan",
     "import_plan",
     "plan_export",
@@ -152,7 +153,11 @@ def export_plan(
     footer (raising our typed error if damaged; ``signature``: keep the results as
     ``checked_file`` does).
     """
-    export = plan_export(plan, tasks, layouts=layouts, signature=signature)
+    return export_bytes(plan_export(plan, tasks, layouts=layouts, signature=signature))
+
+
+def export_bytes(export: PlanExport) -> bytes:
+    """``export`` in the export's form (the inverse of :func:`import_plan`)."""
     metadata = {
         "plan_version": PLAN_VERSION,
         "table": export.table,

@@ -24,6 +24,7 @@ mod layouts;
 mod lazy;
 mod murmur;
 mod partitions;
+mod plan;
 mod predicates;
 mod provider;
 mod pruning;
@@ -48,6 +49,7 @@ pub const DATAFUSION_VERSION: &str = "55.2.0";
 #[pymodule]
 fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DATAFUSION_VERSION", DATAFUSION_VERSION)?;
+    m.add("PLAN_VERSION", plan::PLAN_VERSION)?;
     m.add_class::<python::PyLakeProvider>()?;
     m.add_class::<python::PyLazyProvider>()?;
     m.add_class::<python::PyExactProvider>()?;

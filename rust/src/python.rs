@@ -28,6 +28,7 @@ use crate::errors::{ContractError, StoreConfigError};
 use crate::exact::ExactProvider;
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
+use crate::plan::Plan;
 use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
 use crate::sink::{LakeInsertExec, LakeSink};
@@ -67,21 +68,24 @@ impl PyLakeProvider {
     #[new]
     fn new(spec: ProviderSpec) -> PyResult<Self> {
         let ProviderSpec {
-            table,
-            schema,
-            files,
+            plan,
+            paths,
             bounds,
-            inlined,
+            rows,
             storage,
             min_partitions,
-            field_ids,
-            defaults,
-            snapshot,
             pruned,
             read_exactly,
         } = spec;
-        let schema = Arc::new(schema.0);
-        let files = contract::lake_files(&table, &files.0)?;
+        let Plan {
+            table,
+            schema,
+            files,
+            field_ids,
+            defaults,
+            snapshot,
+            inlined,
+        } = crate::plan::read_plan(&plan, &paths)?;
         let counts: Vec<u64> = files.iter().map(|f| f.record_count).collect();
         let bounds = match bounds {
             Some(bounds) => {
@@ -92,7 +96,7 @@ impl PyLakeProvider {
         };
         let mut batches = Vec::new();
         let what = format!("the inlined rows of {table}");
-        for batch in inlined.0 {
+        for batch in inlined.into_iter().chain(rows.0) {
             contract::check_rows(&what, &batch, &schema)?;
             batches.push(
                 batch
@@ -110,20 +114,16 @@ impl PyLakeProvider {
                     );
                 }
                 let mut values = HashMap::new();
-                if let Some(defaults) = defaults {
-                    let defaults = defaults.0;
-                    let what = format!("the defaults of {table}");
-                    if defaults.num_rows() != 1 {
-                        return Err(ContractError::new_err(format!("{what}: must be one row")));
-                    }
-                    contract::check_schema(&what, &defaults.schema(), &schema)?;
-                    for (field, array) in defaults.schema().fields().iter().zip(defaults.columns())
-                    {
-                        let value = ScalarValue::try_from_array(array, 0).map_err(|e| {
-                            PyValueError::new_err(format!("default of {}: {e}", field.name()))
-                        })?;
-                        values.insert(field.name().clone(), value);
-                    }
+                let what = format!("the defaults of {table}");
+                if defaults.num_rows() != 1 {
+                    return Err(ContractError::new_err(format!("{what}: must be one row")));
+                }
+                contract::check_schema(&what, &defaults.schema(), &schema)?;
+                for (field, array) in defaults.schema().fields().iter().zip(defaults.columns()) {
+                    let value = ScalarValue::try_from_array(array, 0).map_err(|e| {
+                        PyValueError::new_err(format!("default of {}: {e}", field.name()))
+                    })?;
+                    values.insert(field.name().clone(), value);
                 }
                 Some(crate::layouts::field_id_adapter(FieldIds::new(ids, values)))
             }

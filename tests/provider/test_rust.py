@@ -408,12 +408,23 @@ def test_a_panic_inside_the_extension_does_not_abort_python():
     """PyO3 turns a panic in a method into an exception; bad input is an error, not a
     crash."""
 
-    from ducklake_datafusion._rust_contract import ProviderSpec, file_table
+    from ducklake_datafusion._rust_contract import ProviderSpec
+    from ducklake_datafusion.read import PLAN_SCHEMA, PlanExport, export_bytes
 
     rust = _rust.extension()
     schema = pa.schema([pa.field("k", pa.int64())])
-    files = file_table(["x.parquet"], [None], [10], [None], [3], [[5]])
-    spec = ProviderSpec("main.t", schema, files, None, (), {"kind": "local"}, 2)
+    layout = {
+        "read_schema": schema.serialize().to_pybytes(),
+        "sources": [{"column": "k", "physical": "k", "cast": False}],
+        "snapshot_column": None,
+        "current": True,
+    }
+    row = {"data_file_id": 1, "url": "file:///x.parquet", "size": 10, "footer_size": None}
+    row |= {"record_count": 3, "deleted": [5], "encrypted": False, "layout": layout}
+    files = pa.RecordBatch.from_pylist([row], schema=PLAN_SCHEMA)
+    defaults = pa.RecordBatch.from_pydict({"k": [None]}, schema=schema)
+    export = PlanExport("main.t", "test", 1, schema, files, {"k": 1}, defaults, ())
+    spec = ProviderSpec(export_bytes(export), ("x.parquet",), None, (), {"kind": "local"}, 2)
     with pytest.raises(ValueError, match="outside the file's 3 rows"):
         rust.LakeProvider(spec)
 

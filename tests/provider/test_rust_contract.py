@@ -2,9 +2,11 @@
 
 * ``ducklake_datafusion/_rust.pyi`` names what the built extension exports, with the same
   parameters;
-* the Arrow shapes the Python side builds (``_rust_contract.py``) are the ones the
-  extension expects (``_rust.boundary_schemas``, ``rust/src/contract.rs``), and the
-  extension refuses anything else with ``ContractError`` naming the table and the column;
+* the plan crosses as the plan export (``read.PLAN_SCHEMA``, the form the Spark jar reads),
+  and the Arrow shapes the Python side builds beside it (``_rust_contract.py``) are the
+  ones the extension expects (``_rust.boundary_schemas``, ``rust/src/contract.rs``,
+  ``rust/src/plan.rs``); the extension refuses anything else, another export version
+  included, with ``ContractError`` naming the table and the column;
 * ``ProviderSpec`` has the attributes ``LakeProvider`` reads;
 * ``Predicate`` values are what ``_rust_lazy`` spells as filters;
 * every error class the extension (``rust/src/errors.rs``) and the Spark jar
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import base64
 import dataclasses
 import inspect
 import re
@@ -23,14 +26,9 @@ import pyarrow as pa
 import pytest
 
 from ducklake_datafusion import errors
-from ducklake_datafusion._rust_contract import (
-    FILE_TABLE,
-    ProviderSpec,
-    bounds_names,
-    bounds_schema,
-    file_table,
-)
+from ducklake_datafusion._rust_contract import ProviderSpec, bounds_names, bounds_schema
 from ducklake_datafusion.provider import _rust, _rust_lazy
+from ducklake_datafusion.read import PLAN_SCHEMA, PLAN_VERSION, PlanExport, export_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB = ROOT / "ducklake_datafusion" / "_rust.pyi"
@@ -141,6 +139,7 @@ def test_the_stub_functions_have_the_modules_parameters(rust):
 
 def test_the_stub_constants_have_their_types(rust):
     assert isinstance(rust.DATAFUSION_VERSION, str)
+    assert isinstance(rust.PLAN_VERSION, str)
     for name in ("PROVIDER_SPEC_FIELDS", "ERROR_CLASSES"):
         value = getattr(rust, name)
         assert isinstance(value, tuple) and all(isinstance(v, str) for v in value), name
@@ -151,19 +150,13 @@ def test_the_stub_constants_have_their_types(rust):
 
 def test_the_python_schemas_are_the_ones_the_extension_expects(rust):
     expected = rust.boundary_schemas(TABLE)
-    assert set(expected) == {"files", "bounds", "inlined", "defaults"}
-    assert expected["files"].equals(FILE_TABLE)
+    assert set(expected) == {"plan", "bounds", "rows"}
+    assert expected["plan"].equals(PLAN_SCHEMA)
     assert expected["bounds"].equals(bounds_schema(TABLE))
-    assert expected["inlined"].equals(TABLE) and expected["defaults"].equals(TABLE)
+    assert expected["rows"].equals(TABLE)
     # every column but the nested ones has bounds of its own type and a null count
     assert bounds_schema(TABLE).names[:3] == list(bounds_names("k"))
     assert not {"min:l", "min:st", "min:m"} & set(bounds_schema(TABLE).names)
-
-
-def test_the_file_table_is_built_in_the_contracts_schema():
-    batch = file_table(["a/b.parquet"], [None], [10], [None], [3], [[1]])
-    assert batch.schema.equals(FILE_TABLE)
-    assert batch.column("deleted").to_pylist() == [[1]]
 
 
 def test_the_spec_has_the_attributes_the_provider_reads(rust):
@@ -171,16 +164,64 @@ def test_the_spec_has_the_attributes_the_provider_reads(rust):
     assert ProviderSpec.__dataclass_params__.frozen
 
 
-def _spec(files=None, bounds=None, **kwargs) -> ProviderSpec:
-    schema = pa.schema([pa.field("k", pa.int64()), pa.field("s", pa.string())])
-    if files is None:
-        files = file_table(["x.parquet"], [None], [10], [None], [3], [None])
-    return ProviderSpec(
+SMALL = pa.schema([pa.field("k", pa.int64()), pa.field("s", pa.string())])
+
+
+def _files(count: int = 1, *, current: bool = True) -> pa.RecordBatch:
+    layout = {
+        "read_schema": SMALL.serialize().to_pybytes(),
+        "sources": [{"column": n, "physical": n, "cast": False} for n in SMALL.names],
+        "snapshot_column": None,
+        "current": current,
+    }
+    rows = [
+        {
+            "data_file_id": i,
+            "url": f"file:///lake/x{i}.parquet",
+            "size": 10,
+            "footer_size": None,
+            "record_count": 3,
+            "deleted": None,
+            "encrypted": False,
+            "layout": layout,
+        }
+        for i in range(count)
+    ]
+    return pa.RecordBatch.from_pylist(rows, schema=PLAN_SCHEMA)
+
+
+def _export(files: pa.RecordBatch | None = None) -> bytes:
+    defaults = pa.RecordBatch.from_pydict({"k": [None], "s": [None]}, schema=SMALL)
+    export = PlanExport(
         table="main.t",
-        schema=schema,
-        files=files,
-        bounds=bounds,
+        catalog="test",
+        snapshot_id=5,
+        schema=SMALL,
+        files=_files() if files is None else files,
+        field_ids={"k": 1, "s": 2},
+        defaults=defaults,
         inlined=(),
+    )
+    return export_bytes(export)
+
+
+def _restreamed(export: bytes, batch: pa.RecordBatch, **metadata) -> bytes:
+    """``batch`` under ``export``'s metadata (``metadata`` replacing keys of it)."""
+    meta = dict(pa.ipc.open_stream(export).schema.metadata)
+    meta.update({f"ducklake_datafusion.{k}".encode(): v.encode() for k, v in metadata.items()})
+    sink = pa.BufferOutputStream()
+    schema = batch.schema.with_metadata(meta)
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(batch.replace_schema_metadata(meta))
+    return sink.getvalue().to_pybytes()
+
+
+def _spec(plan: bytes | None = None, bounds=None, paths=("lake/x0.parquet",), **kwargs):
+    return ProviderSpec(
+        plan=_export() if plan is None else plan,
+        paths=paths,
+        bounds=bounds,
+        rows=(),
         storage={"kind": "local"},
         min_partitions=2,
         **kwargs,
@@ -196,19 +237,30 @@ def test_a_spec_of_the_contract_makes_a_provider(rust):
         }
     )
     provider = rust.LakeProvider(_spec(bounds=bounds))
-    assert repr(provider) == 'LakeProvider("main.t")'
+    assert repr(provider) == 'LakeProvider("main.t (snapshot 5)")'
     assert type(rust.LakeProvider(_spec())).__name__ == "LakeProvider"
+    older = _export(_files(current=False))  # mapped by field id, with the defaults
+    assert type(rust.LakeProvider(_spec(older))).__name__ == "LakeProvider"
 
 
-def test_a_file_table_off_the_contract_is_refused_naming_the_table_and_column(rust):
-    files = file_table(["x.parquet"], [None], [10], [None], [3], [None])
-    without_url = files.drop_columns(["url"])
-    with pytest.raises(rust.ContractError, match=r'column "url" of the file table of main\.t'):
-        rust.LakeProvider(_spec(files=without_url))
-    narrow = files.set_column(2, "size", pa.array([10], pa.int32()))
+def test_a_plan_off_the_contract_is_refused_naming_the_table_and_column(rust):
+    export = _export()
+    without_url = _restreamed(export, _files().drop_columns(["url"]))
+    with pytest.raises(rust.ContractError, match=r'column "url" of the plan of main\.t'):
+        rust.LakeProvider(_spec(without_url))
+    narrow = _restreamed(export, _files().set_column(2, "size", pa.array([10], pa.int32())))
     with pytest.raises(rust.ContractError, match=r'column "size" .*is Int32, expected Int64'):
-        rust.LakeProvider(_spec(files=narrow))
+        rust.LakeProvider(_spec(narrow))
+    with pytest.raises(rust.ContractError, match="has 1 files for 2 paths"):
+        rust.LakeProvider(_spec(paths=("a.parquet", "b.parquet")))
     assert issubclass(rust.ContractError, ValueError)
+
+
+def test_a_plan_export_of_another_version_is_refused(rust):
+    newer = _restreamed(_export(), _files(), plan_version="2")
+    with pytest.raises(rust.ContractError, match='version Some\\("2"\\).* reads version 1'):
+        rust.LakeProvider(_spec(newer))
+    assert rust.PLAN_VERSION == PLAN_VERSION  # one version, checked on both sides
 
 
 def test_a_bounds_table_off_the_contract_is_refused_naming_the_table_and_column(rust):
@@ -229,19 +281,25 @@ def test_a_bounds_table_off_the_contract_is_refused_naming_the_table_and_column(
         rust.LakeProvider(_spec(bounds=two_rows))
 
 
-def test_inlined_rows_and_defaults_off_the_contract_are_refused(rust):
+def test_rows_and_defaults_off_the_contract_are_refused(rust):
     other = pa.RecordBatch.from_pydict({"k": pa.array([1], pa.int64())})
     with pytest.raises(rust.ContractError, match=r'column "s" of the inlined rows of main\.t'):
-        rust.LakeProvider(dataclasses.replace(_spec(), inlined=(other,)))
+        rust.LakeProvider(dataclasses.replace(_spec(), rows=(other,)))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, other.schema) as writer:
+        writer.write_batch(other)
+    text = base64.b64encode(sink.getvalue().to_pybytes()).decode()
+    older = _files(current=False)
+    other_defaults = _restreamed(_export(older), older, defaults=text)
     with pytest.raises(rust.ContractError, match=r'column "s" of the defaults of main\.t'):
-        rust.LakeProvider(_spec(field_ids={"k": 1, "s": 2}, defaults=other))
+        rust.LakeProvider(_spec(other_defaults))
 
 
 def test_a_spec_missing_an_attribute_is_refused(rust):
     class Partial:
-        table = "main.t"
+        plan = b""
 
-    with pytest.raises(AttributeError, match="schema"):
+    with pytest.raises(AttributeError, match="paths"):
         rust.LakeProvider(Partial())
 
 

@@ -17,20 +17,24 @@ from ducklake_datafusion.errors import InternalError
 from ducklake_datafusion.provider import _rust, _rust_build
 
 
-def test_a_file_table_with_a_broken_column_is_our_internal_error(make_lake, monkeypatch):
+def test_a_plan_with_a_broken_column_is_our_internal_error(make_lake, monkeypatch):
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t AS SELECT range AS k FROM range(10)")
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
     plan = table.scan_plan()
     rust = _rust.extension()
-    file_table = _rust_build._file_table
+    export_plan = _rust_build.export_plan
 
-    def narrowed(files: pa.RecordBatch) -> pa.RecordBatch:  # "size" as Int32: off contract
-        built = file_table(files)
-        index = built.schema.get_field_index("size")
-        return built.set_column(index, "size", built.column(index).cast(pa.int32()))
+    def narrowed(*args, **kwargs) -> bytes:  # "size" as Int32: off contract
+        exported = pa.ipc.open_stream(export_plan(*args, **kwargs)).read_all()
+        index = exported.schema.get_field_index("size")
+        built = exported.set_column(index, "size", exported.column(index).cast(pa.int32()))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, built.schema) as writer:
+            writer.write_table(built)
+        return sink.getvalue().to_pybytes()
 
-    monkeypatch.setattr(_rust_build, "_file_table", narrowed)
+    monkeypatch.setattr(_rust_build, "export_plan", narrowed)
     with pytest.raises(InternalError) as raised:
         _rust_build.build_provider(rust, table, plan)
     error = raised.value

@@ -1,132 +1,9 @@
 //! The contract's checks (`contract`).
 
 use super::*;
-use arrow::array::{ArrayRef, Int64Array, Int8Array, ListArray, StringArray};
+use std::sync::Arc;
 
-fn files_batch(deleted: Option<Vec<i64>>) -> RecordBatch {
-    let deleted: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(vec![
-        deleted.map(|d| d.into_iter().map(Some).collect::<Vec<_>>()),
-    ]));
-    RecordBatch::try_new(
-        Arc::new(file_table_schema()),
-        vec![
-            Arc::new(StringArray::from(vec!["lake/t/a.parquet"])),
-            Arc::new(StringArray::from(vec![None::<&str>])),
-            Arc::new(Int64Array::from(vec![100])),
-            Arc::new(Int64Array::from(vec![None])),
-            Arc::new(Int64Array::from(vec![10])),
-            deleted,
-        ],
-    )
-    .unwrap()
-}
-
-fn without(batch: &RecordBatch, name: &str) -> RecordBatch {
-    let index = batch.schema().index_of(name).unwrap();
-    let mut batch = batch.clone();
-    batch.remove_column(index);
-    batch
-}
-
-fn with_column(batch: &RecordBatch, name: &str, values: ArrayRef) -> RecordBatch {
-    let mut fields: Vec<Field> = batch
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut columns = batch.columns().to_vec();
-    let at = fields.iter().position(|f| f.name() == name);
-    let field = Field::new(name, values.data_type().clone(), true);
-    match at {
-        Some(i) => {
-            fields[i] = field;
-            columns[i] = values;
-        }
-        None => {
-            fields.push(field);
-            columns.push(values);
-        }
-    }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
-}
-
-#[test]
-fn a_file_table_of_the_contract_is_read() {
-    let files = lake_files("main.t", &files_batch(Some(vec![1, 2]))).unwrap();
-    assert_eq!(files.len(), 1);
-    assert_eq!(files[0].path.as_ref(), "lake/t/a.parquet");
-    assert_eq!(files[0].url, "lake/t/a.parquet"); // no URL: the path
-    assert_eq!(
-        (files[0].size, files[0].record_count, files[0].deleted),
-        (100, 10, 2)
-    );
-    assert_eq!(files[0].footer_size, None);
-    assert!(files[0].selection.is_some());
-    let files = lake_files("main.t", &files_batch(None)).unwrap();
-    assert!(files[0].selection.is_none());
-}
-
-#[test]
-fn a_missing_column_is_named_with_the_table() {
-    let error = lake_files("main.t", &without(&files_batch(None), "url")).unwrap_err();
-    assert_eq!(error.column.as_deref(), Some("url"));
-    assert_eq!(
-        error.to_string(),
-        "column \"url\" of the file table of main.t: is missing (expected Utf8)"
-    );
-}
-
-#[test]
-fn a_column_of_another_type_is_named() {
-    let batch = with_column(
-        &files_batch(None),
-        "size",
-        Arc::new(Int8Array::from(vec![1])),
-    );
-    let error = lake_files("main.t", &batch).unwrap_err();
-    assert_eq!(error.column.as_deref(), Some("size"));
-    assert!(
-        error.to_string().contains("is Int8, expected Int64"),
-        "{error}"
-    );
-}
-
-#[test]
-fn an_unexpected_column_is_named() {
-    let batch = with_column(
-        &files_batch(None),
-        "extra",
-        Arc::new(Int8Array::from(vec![1])),
-    );
-    let error = lake_files("main.t", &batch).unwrap_err();
-    assert_eq!(error.column.as_deref(), Some("extra"));
-}
-
-#[test]
-fn null_and_negative_values_and_bad_deletes_are_refused() {
-    let batch = with_column(
-        &files_batch(None),
-        "record_count",
-        Arc::new(Int64Array::from(vec![None])),
-    );
-    let error = lake_files("main.t", &batch).unwrap_err();
-    assert_eq!(error.column.as_deref(), Some("record_count"));
-    let batch = with_column(
-        &files_batch(None),
-        "size",
-        Arc::new(Int64Array::from(vec![-1])),
-    );
-    assert!(lake_files("main.t", &batch)
-        .unwrap_err()
-        .to_string()
-        .contains("negative"));
-    let error = lake_files("main.t", &files_batch(Some(vec![10]))).unwrap_err();
-    assert!(
-        error.to_string().contains("outside the file's 10 rows"),
-        "{error}"
-    );
-}
+use arrow::array::{ArrayRef, Int64Array};
 
 fn table_schema() -> Schema {
     Schema::new(vec![
@@ -221,8 +98,8 @@ fn rows_must_have_exactly_the_table_schema() {
 #[test]
 fn the_spec_names_every_field_once() {
     let mut names = ProviderSpec::FIELDS.to_vec();
-    assert_eq!(names.first(), Some(&"table"));
+    assert_eq!(names.first(), Some(&"plan"));
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 12);
+    assert_eq!(names.len(), 8);
 }
