@@ -21,7 +21,6 @@ import json
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .errors import MissingDependencyError
 from .read import execute_tasks, read_request

@@ -22,8 +22,8 @@ from support.readcheck import ours
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.catalog import metadata
 from ducklake_datafusion.catalog._file_cut import DeletedCut
-from ducklake_datafusion.read import execute_plan
 from ducklake_datafusion.provider._pyarrow_filter import filter_of
+from ducklake_datafusion.read import execute_plan
 from ducklake_datafusion.scan._catalog_cut import catalog_cut
 from ducklake_datafusion.scan._pruning import stats_columns
 

@@ -20,9 +20,8 @@ from datafusion import SessionContext
 from support.lakes import assert_same_rows
 from support.readcheck import check
 
-from ducklake_datafusion import DuckLakeCatalog, register
+from ducklake_datafusion import DuckLakeCatalog, register, scan
 from ducklake_datafusion.provider import _rust, _rust_build, _rust_lazy
-from ducklake_datafusion import scan
 from ducklake_datafusion.read import _footers
 from ducklake_datafusion.scan import to_expression
 

@@ -211,8 +211,8 @@ def test_calendar_partitions_prune_through_the_transform(make_lake, spec, column
     from dataclasses import replace
 
     from ducklake_datafusion.catalog import metadata
-    from ducklake_datafusion.read import execute_plan
     from ducklake_datafusion.provider._pyarrow_filter import filter_of
+    from ducklake_datafusion.read import execute_plan
     from ducklake_datafusion.scan._pruning import FilePruner
 
     lake = make_lake(inline_limit=0)
