@@ -126,7 +126,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ducklake_datafusion import DuckLakeCatalog
-    from ducklake_datafusion.functions import table_changes
+    from ducklake_datafusion.provider.functions import table_changes
     from ducklake_datafusion.spark import read_changes, register_spark
 
     lake, built = cached_lake("changes", {"rows": ROWS, "files": FILES, "n": CHANGES}, _build)

@@ -13,34 +13,33 @@ from typing import TYPE_CHECKING
 
 from . import errors
 from .errors import DuckLakeError
-from .provider import DuckLakeTable
 from .scan import ScanPlan
 
 if TYPE_CHECKING:
-    from .provider import DuckLakeCatalog
+    from .provider import DuckLakeCatalog, DuckLakeTable
 
 __all__ = ["DuckLakeCatalog", "DuckLakeError", "DuckLakeTable", "ScanPlan", "errors", "register"]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # DuckLakeCatalog subclasses datafusion's CatalogProvider; import datafusion on first use.
-    if name == "DuckLakeCatalog":
-        from .provider import DuckLakeCatalog
+    # The DataFusion adapter is imported on first use: ``import ducklake_datafusion.spark``
+    # (or .scan, .read) loads none of it, and DuckLakeCatalog (a subclass of datafusion's
+    # CatalogProvider) imports datafusion itself.
+    if name in ("DuckLakeCatalog", "DuckLakeTable"):
+        from . import provider
 
-        return DuckLakeCatalog
+        return getattr(provider, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
     """Register ``lake`` in a DataFusion ``SessionContext`` under ``name``.
 
-    Also registers the table functions of :mod:`ducklake_datafusion.functions`
+    Also registers the table functions of :mod:`ducklake_datafusion.provider.functions`
     (``ducklake_snapshots``, ``ducklake_table_changes`` ...), which find the lake by this
     name. Returns the catalog so calls can be chained.
     """
-    from .functions import register_table_functions
+    from .provider.functions import register as register_lake
 
-    ctx.register_catalog_provider(name, lake)
-    register_table_functions(ctx)
-    return lake
+    return register_lake(ctx, name, lake)

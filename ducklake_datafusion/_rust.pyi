@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias, TypedDict
 import pyarrow as pa
 from typing_extensions import Self
 
-from ._rust_contract import ProviderSpec
+from .provider._rust_contract import ProviderSpec
 
 DATAFUSION_VERSION: Final[str]
 """The datafusion release whose crates the extension is built with."""

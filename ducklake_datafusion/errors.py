@@ -23,7 +23,7 @@ import weakref
 from collections import deque
 from collections.abc import Iterator
 
-from ._secrets import scrub
+from .common import scrub
 
 __all__ = [
     "CatalogClosedError",

@@ -334,7 +334,7 @@ def _without_catalog(monkeypatch) -> None:
 def _fresh_native_scans(monkeypatch, *, mask_join: bool) -> None:
     """Native Spark scans (``read_table``'s own path, not the catalog's) built afresh for
     the test; by the mask join if ``mask_join``."""
-    from ducklake_datafusion._lru import LRUCache
+    from ducklake_datafusion.common import LRUCache
     from ducklake_datafusion.spark.parquet import _scan
 
     _without_catalog(monkeypatch)

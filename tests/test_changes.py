@@ -17,7 +17,7 @@ from datafusion import SessionContext
 from support.lakes import LakeSpec, assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, errors, register
-from ducklake_datafusion.functions import list_files, snapshots, table_changes
+from ducklake_datafusion.provider.functions import list_files, snapshots, table_changes
 
 
 def changes_sql(a, b, table="t", schema="main") -> str:

@@ -7,7 +7,7 @@ import pytest
 from support.lakes import assert_same_rows
 
 from ducklake_datafusion import DuckLakeCatalog, errors
-from ducklake_datafusion.dataframes import polars_predicate_to_arrow
+from ducklake_datafusion.provider._dataframes import polars_predicate_to_arrow
 
 pl = pytest.importorskip("polars")
 

@@ -11,7 +11,7 @@ import pytest
 from support.readcheck import ours
 
 from ducklake_datafusion import DuckLakeCatalog, errors
-from ducklake_datafusion.types import ColumnSpec, arrow_type_for
+from ducklake_datafusion.catalog import ColumnSpec, arrow_type_for
 
 
 @pytest.fixture

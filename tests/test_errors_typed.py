@@ -216,7 +216,7 @@ def test_noted_errors_are_bounded_and_keep_nothing_alive(lake):
 
 def test_the_data_frame_adapters_raise_our_class_directly(lake):
     """pandas and Polars read through the exact reader, not DataFusion: no text to undo."""
-    from ducklake_datafusion.dataframes import scan_polars, to_pandas, to_polars
+    from ducklake_datafusion.provider._dataframes import scan_polars, to_pandas, to_polars
 
     data, _, _ = _files(lake)
     os.remove(data)

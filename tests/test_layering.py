@@ -7,10 +7,15 @@ import inside a function counts as much as one at the top of a module:
   the packages that contain it; from any other package it imports public names that the
   package's ``__init__`` exports (``__all__``);
 * the modules import one another without a cycle;
-* the layers keep their order: ``catalog``/``pathres`` know no planner, ``scan``, ``read``
+* the layers keep their order: ``common`` (the cache model, the secrets registry) and
+  ``errors`` under everything, ``catalog``/``pathres`` know no planner, ``scan``, ``read``
   and ``write`` know no engine (Spark executors import ``read`` without DataFusion; a plan must not need
   an engine), and no engine adapter (``provider`` for DataFusion, ``spark``) imports the
   other, neither in its own modules nor through a third-party engine package;
+* the package's root holds only its public surface, and each module there has a layer:
+  ``errors`` (whose private half, the errors about to cross into DataFusion, belongs to the
+  DataFusion adapter), the extension's stub ``_rust`` and ``__main__`` (the CLI) of the
+  DataFusion adapter; ``import ducklake_datafusion.spark`` loads no DataFusion code;
 * every module says why it exists (a docstring) and stays small (at most 500 lines).
 
 A failure names the importing module, the line and what it reached.
@@ -28,18 +33,28 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ducklake_datafusion"
 ROOT = PACKAGE.name
-# Who may import whom (besides the top-level modules, which are shared infrastructure).
+# What every layer may import.
+BASE = {"common", "errors"}
+# Who may import whom. The package itself (its ``__init__``) imports the adapters lazily.
 LAYERS = {
-    "catalog": set(),
-    "pathres": set(),
-    "scan": {"catalog", "pathres"},
-    "read": {"catalog", "pathres", "scan"},
-    "write": {"catalog", "pathres", "scan"},
-    "provider": {"catalog", "pathres", "scan", "read", "write"},
-    "spark": {"catalog", "pathres", "scan", "read"},
+    "common": set(),
+    "errors": {"common"},
+    "catalog": BASE,
+    "pathres": BASE,
+    "scan": BASE | {"catalog", "pathres"},
+    "read": BASE | {"catalog", "pathres", "scan"},
+    "write": BASE | {"catalog", "pathres", "scan"},
+    "provider": BASE | {"catalog", "pathres", "scan", "read", "write"},
+    "spark": BASE | {"catalog", "pathres", "scan", "read"},
 }
+# The layer of each module at the package's root (the root holds nothing else).
+ROOT_MODULES = {"errors": "errors", "_rust": "provider", "__main__": "provider"}
+# A root module's private names, and the layers that may import them.
+ROOT_PRIVATE_USERS = {"errors": {"provider"}}
 # Third-party engines each layer must not import, lazily or not.
 ENGINES = {
+    "common": {"datafusion", "pyspark"},
+    "errors": {"datafusion", "pyspark"},
     "catalog": {"datafusion", "pyspark"},
     "pathres": {"datafusion", "pyspark"},
     "scan": {"datafusion", "pyspark"},
@@ -117,12 +132,26 @@ def _inside(module: str, package: str) -> bool:
 
 
 def _private_reach(imp: Import) -> str | None:
-    """What ``imp`` reaches that is private to a package the importer is not in, if any."""
+    """What ``imp`` reaches that is private to a package the importer is not in, or to a
+    root module's layer the importer is not of, if any."""
     parts = imp.target.split(".")
+    if len(parts) == 2 and parts[1] in ROOT_MODULES:
+        layer = _layer(imp.importer)
+        if parts[1].startswith("_") and layer != ROOT_MODULES[parts[1]]:
+            return imp.target
+        private_name = imp.name and imp.name.startswith("_") and not imp.name.startswith("__")
+        users = ROOT_PRIVATE_USERS.get(parts[1], set())
+        if private_name and imp.importer != imp.target and layer not in users:
+            return f"{imp.target}.{imp.name}"
+        return None
+    # a root module of a layer's (the extension's stub) is at home in that layer's package
+    home = imp.importer
+    if imp.importer.count(".") == 1 and ROOT_MODULES.get(imp.importer.split(".")[1]) in LAYERS:
+        home = f"{ROOT}.{ROOT_MODULES[imp.importer.split('.')[1]]}"
     for depth in range(2, len(parts) + 1):
         if parts[depth - 1].startswith("_"):
             owner = ".".join(parts[: depth - 1])
-            if not _inside(imp.importer, owner):
+            if not _inside(imp.importer, owner) and not _inside(home, owner):
                 return ".".join(parts[:depth])
     private_name = imp.name and imp.name.startswith("_") and not imp.name.startswith("__")
     if private_name and not _inside(imp.importer, _package_of(imp.target)):
@@ -218,8 +247,17 @@ def test_modules_import_one_another_without_a_cycle():
 
 
 def _layer(module: str) -> str | None:
+    """The module's layer (``None``: the package itself, above every layer)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else None
+    if len(parts) == 2 and parts[1] not in LAYERS:
+        return ROOT_MODULES.get(parts[1], f"root module {parts[1]}")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_the_root_holds_only_the_public_surface():
+    """Every module at the package's root has a layer; anything else belongs in one."""
+    root = {m.split(".")[1] for m in MODULES if m.count(".") == 1 and m.split(".")[1] not in LAYERS}
+    assert root <= set(ROOT_MODULES), sorted(root - set(ROOT_MODULES))
 
 
 def test_layers_import_only_the_layers_below_them():
@@ -238,6 +276,18 @@ def test_layers_import_no_engine_they_must_not_know():
         if imp.target.split(".")[0] in ENGINES.get(_layer(imp.importer) or "", ())
     ]
     assert crossings == []
+
+
+def test_importing_spark_loads_no_datafusion_code():
+    code = (
+        "import sys, ducklake_datafusion.spark; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'datafusion' "
+        "or m.startswith('ducklake_datafusion.provider')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
 
 
 def test_importing_the_engine_neutral_layers_loads_no_engine():
@@ -270,6 +320,14 @@ def test_the_checks_see_every_import():
     assert _private_reach(probe) == f"{ROOT}.read._reader"
     probe = Import(f"{ROOT}.spark.parquet._x", 1, f"{ROOT}.spark._arrow", None)
     assert _private_reach(probe) is None
+    # the root's private parts: errors' to the DataFusion adapter, the extension's too
+    probe = Import(f"{ROOT}.catalog._x", 1, f"{ROOT}.errors", "_remembered")
+    assert _private_reach(probe) == f"{ROOT}.errors._remembered"
+    probe = Import(f"{ROOT}.provider._x", 1, f"{ROOT}.errors", "_remembered")
+    assert _private_reach(probe) is None
+    for target in (f"{ROOT}._rust", f"{ROOT}.provider._rust_contract"):
+        assert _private_reach(Import(f"{ROOT}.catalog._x", 1, target, None)) == target
+    assert _layer(f"{ROOT}.types") == "root module types"  # not a layer: the test fails
     assert any(imp.target == "pyarrow" for imp in THIRD_PARTY)
     lazy = [imp for imp in THIRD_PARTY if imp.target.startswith("pyspark")]
     assert any(imp.importer.startswith(f"{ROOT}.spark.") for imp in lazy)

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from ducklake_datafusion._lru import CacheStats, LRUCache
+from ducklake_datafusion.common import CacheStats, LRUCache
 
 
 def test_count_bound_evicts_the_least_recently_used():

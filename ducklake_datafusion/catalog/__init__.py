@@ -2,7 +2,8 @@
 
 The read queries are the public module :mod:`.metadata`; this namespace also exports the
 entries they return and the other names the engine-side packages use (the change
-history, change tokens, the catalog cut, the inlined system columns), so that those
+history, change tokens, the catalog cut, the inlined system columns, and the DuckLake
+type mapping every layer reads columns with: ``ColumnSpec``, ``arrow_type_for``), so that those
 import them from ``ducklake_datafusion.catalog`` instead of its private modules.
 """
 
@@ -37,6 +38,13 @@ from ._models import (
     ViewEntry,
 )
 from ._names import table_by_id
+from ._types import (
+    ColumnSpec,
+    arrow_schema,
+    arrow_type_for,
+    build_column_tree,
+    duckdb_type_for,
+)
 
 __all__ = [
     "CUT_TYPES",
@@ -45,6 +53,7 @@ __all__ = [
     "ChangeToken",
     "ColumnBound",
     "ColumnEntry",
+    "ColumnSpec",
     "CommitOptions",
     "DataFileEntry",
     "DeletedCut",
@@ -62,8 +71,12 @@ __all__ = [
     "TableEntry",
     "TableFiles",
     "ViewEntry",
+    "arrow_schema",
+    "arrow_type_for",
     "bounded",
+    "build_column_tree",
     "commit",
+    "duckdb_type_for",
     "list_file_rows",
     "list_snapshot_records",
     "metadata",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._lru import LRUCache
+from ..common import LRUCache
 
 __all__ = ["SessionBase", "file_identity", "memoised", "per_snapshot", "per_version"]
 

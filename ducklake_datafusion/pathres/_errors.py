@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import re
 
-from .._secrets import remember_secret, scrub
+from ..common import remember_secret, scrub
 from ..errors import DataFileMissingError, DuckLakeError, StorageError
 from ._options import SECRET_FIELDS, StorageOptions
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from .._lru import LRUCache
+from ..common import LRUCache
 from ..errors import InvalidOptionError
 from ._access import (
     AzureAccess,

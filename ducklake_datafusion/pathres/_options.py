@@ -57,7 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .._secrets import remember_secret
+from ..common import remember_secret
 from ..errors import InvalidOptionError
 
 __all__ = ["ACCEPTED_KEYS", "SECRET_FIELDS", "StorageOptions"]

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Hashable
 
-from .._lru import LRUCache
+from ..common import LRUCache
 
 __all__ = ["OwnedCache"]
 

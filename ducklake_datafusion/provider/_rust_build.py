@@ -15,11 +15,11 @@ import os
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._rust_contract import NULL_COUNT_TYPE, ProviderSpec, bounds_names
 from ..errors import InternalError, InvalidOptionError
 from ..read import export_plan
 from ..scan import DataFileTask, FilePruner, ScanPlan
 from ._file_layouts import checked_layout, table_signature
+from ._rust_contract import NULL_COUNT_TYPE, ProviderSpec, bounds_names
 from ._rust_stores import object_path, store_options, store_readable
 
 __all__ = ["MIN_PARTITIONS", "build_provider"]

@@ -118,7 +118,7 @@ class DuckLakeTable(LakeTable):
         self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None
     ):
         """Read into a ``pandas.DataFrame`` (needs the ``[pandas]`` extra)."""
-        from ..dataframes import to_pandas
+        from ._dataframes import to_pandas
 
         return to_pandas(self, columns, filter)
 
@@ -126,13 +126,13 @@ class DuckLakeTable(LakeTable):
         self, columns: Sequence[str] | None = None, filter: Filter | pc.Expression | None = None
     ):
         """Read into a ``polars.DataFrame`` (needs the ``[polars]`` extra)."""
-        from ..dataframes import to_polars
+        from ._dataframes import to_polars
 
         return to_polars(self, columns, filter)
 
     def scan_polars(self):
         """A lazy ``polars.LazyFrame``: projection and predicates reach the planner."""
-        from ..dataframes import scan_polars
+        from ._dataframes import scan_polars
 
         return scan_polars(self)
 

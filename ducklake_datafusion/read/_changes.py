@@ -38,8 +38,11 @@ import pyarrow.compute as pc
 
 from ..catalog import (
     ColumnEntry,
+    ColumnSpec,
     DataFileEntry,
     MetadataSession,
+    arrow_schema,
+    build_column_tree,
     list_snapshot_records,
     metadata,
     table_by_id,
@@ -60,7 +63,6 @@ from ..scan import (
     resolve_bound,
     snapshot_bounds,
 )
-from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._deletes import deleted_positions
 from ._executor import execute_plan
 from ._reader import ROW_ID, open_file

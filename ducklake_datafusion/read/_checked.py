@@ -22,7 +22,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from .._lru import LRUCache
+from ..common import LRUCache
 from ..pathres import parse_location
 from ._file_checks import check_data_file, reads_by_name
 from ._footers import parsed_fragment, require_regular_file

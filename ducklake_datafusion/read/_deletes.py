@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._lru import LRUCache
+from ..common import LRUCache
 from ..errors import DataFileMissingError, DeleteFileError, UnsupportedFeatureError
 from ..pathres import translate_storage_error
 from ..scan import DeleteFile, DeleteSource

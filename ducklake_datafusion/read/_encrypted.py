@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..catalog import ColumnSpec, duckdb_type_for
 from ..errors import (
     DataFileCorruptError,
     DataFileError,
@@ -43,7 +44,6 @@ from ..errors import (
 )
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
 from ..scan import DataFileTask, FileRef, conform_duckdb_export
-from ..types import ColumnSpec, duckdb_type_for
 from ._file_columns import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID
 from ._footers import require_regular_file
 from ._request import ROW_ID

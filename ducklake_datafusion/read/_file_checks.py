@@ -22,10 +22,10 @@ import stat
 
 import pyarrow as pa
 
+from ..catalog import ColumnSpec
 from ..errors import DataFileCorruptError
 from ..pathres import parse_location
 from ..scan import DataFileTask, field_id
-from ..types import ColumnSpec
 
 __all__ = ["check_data_file", "files_unchanged", "legacy_positional", "reads_by_name"]
 

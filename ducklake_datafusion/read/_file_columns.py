@@ -15,6 +15,7 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 
+from ..catalog import ColumnSpec
 from ..errors import (
     DataFileCorruptError,
     DataFileError,
@@ -22,7 +23,6 @@ from ..errors import (
     UnsupportedTypeError,
 )
 from ..scan import DataFileTask, conform, default_array, field_id, with_field_id
-from ..types import ColumnSpec
 from ._file_checks import legacy_positional
 from ._request import ReadRequest
 

@@ -21,7 +21,7 @@ import stat
 
 import pyarrow.dataset as ds
 
-from .._lru import LRUCache
+from ..common import LRUCache
 from ..errors import DataFileCorruptError
 from ..pathres import StorageOptions, filesystem_for, parse_location
 from ..scan import FileRef

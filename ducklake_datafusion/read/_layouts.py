@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..catalog import ColumnSpec
 from ..scan import field_id
-from ..types import ColumnSpec
 from ._file_columns import SNAPSHOT_FIELD_ID
 
 __all__ = ["ColumnSource", "FileLayout", "file_layout", "same_kind"]

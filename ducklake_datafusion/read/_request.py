@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
+from ..catalog import ColumnSpec
 from ..pathres import StorageOptions
-from ..types import ColumnSpec
 
 __all__ = ["ROW_ID", "ReadRequest"]
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..catalog import CUT_TYPES, ColumnBound, StatsCut, bounded
-from ..types import ColumnSpec
+from ..catalog import CUT_TYPES, ColumnBound, ColumnSpec, StatsCut, bounded
 from ._filter import COMPARISONS, And, Column, Compare, Filter, In, Literal
 from ._pruning import in_values
 

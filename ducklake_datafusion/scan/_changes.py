@@ -17,9 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..catalog import ROW_CHANGE_KINDS, SnapshotRecord
+from ..catalog import ROW_CHANGE_KINDS, ColumnSpec, SnapshotRecord, arrow_schema
 from ..errors import InvalidOptionError, SnapshotNotFoundError
-from ..types import ColumnSpec, arrow_schema
 from ._plan import ScanPlan
 from ._timetravel import parse_snapshot_ref
 

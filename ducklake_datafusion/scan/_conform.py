@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..catalog import ColumnSpec, duckdb_type_for
 from ..errors import UnsupportedTypeError
-from ..types import ColumnSpec, duckdb_type_for
 from ._hugeint import exact_wide_integers
 from ._variant import variant_to_json
 

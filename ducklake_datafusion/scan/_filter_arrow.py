@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..types import arrow_type_for
+from ..catalog import arrow_type_for
 from ._filter import And, Column, Compare, Filter, In, IsNull, Literal, Not, Or, StringMatch
 
 __all__ = ["literal_of", "scalar_of", "to_expression"]

@@ -26,7 +26,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..types import ColumnSpec
+from ..catalog import ColumnSpec
 from ._arrays import zero_based
 
 __all__ = ["WIDE_INTEGER_TYPE", "exact_wide_integers"]

@@ -13,9 +13,14 @@ from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 
-from ..catalog import INLINED_SYSTEM_COLUMNS, ColumnEntry
+from ..catalog import (
+    INLINED_SYSTEM_COLUMNS,
+    ColumnEntry,
+    ColumnSpec,
+    build_column_tree,
+    duckdb_type_for,
+)
 from ..errors import UnsupportedTypeError
-from ..types import ColumnSpec, build_column_tree, duckdb_type_for
 from ._conform import _duckdb, annotate_by_names, conform, default_array
 from ._hugeint import exact_wide_integers
 

@@ -24,16 +24,18 @@ import pyarrow as pa
 
 from ..catalog import (
     ColumnEntry,
+    ColumnSpec,
     MetadataBackend,
     SnapshotInfo,
     TableEntry,
     TableFiles,
+    arrow_schema,
+    build_column_tree,
     metadata,
     open_backend,
 )
 from ..errors import InvalidOptionError, SnapshotNotFoundError, TableNotFoundError
 from ..pathres import StorageOptions, resolve_data_path
-from ..types import ColumnSpec, arrow_schema, build_column_tree
 from ._catalog_cut import catalog_cut
 from ._count import RowCount, catalog_row_count
 from ._filter import FILTER_TYPES, Filter, bind, columns_of

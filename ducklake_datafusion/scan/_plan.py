@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..catalog import NameMappingNode
+from ..catalog import ColumnSpec, NameMappingNode
 from ..pathres import StorageOptions
-from ..types import ColumnSpec
 from ._filter import Filter
 
 __all__ = [

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow.compute as pc
 
-from ..catalog import ColumnEntry, TableEntry, TableFiles
+from ..catalog import ColumnEntry, ColumnSpec, TableEntry, TableFiles
 from ..pathres import StorageOptions, join_path
-from ..types import ColumnSpec
 from ._filter import Filter
 from ._inlined import conform_inlined_rows
 from ._plan import (

@@ -19,8 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import TableFiles
-from ..types import ColumnSpec, arrow_type_for
+from ..catalog import ColumnSpec, TableFiles, arrow_type_for
 from ._filter import (
     COMPARISONS,
     And,

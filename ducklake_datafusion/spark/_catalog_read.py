@@ -45,7 +45,7 @@ import os
 import re
 import sys
 
-from .._secrets import scrub
+from ..common import scrub
 from ..pathres import SECRET_FIELDS
 from ._options import SourceOptions
 from ._versions import is_connect

@@ -68,8 +68,8 @@ try:
     from pyspark.sql.types import TimeType
 except ImportError:  # pyspark < 4.1 has no TIME type
     TimeType = None
+from ..catalog import ColumnSpec
 from ..scan import WIDE_INTEGER_TYPE
-from ..types import ColumnSpec
 
 __all__ = [
     "schema_from_ddl",

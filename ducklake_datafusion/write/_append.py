@@ -26,13 +26,13 @@ from ..catalog import (
     NewColumn,
     NewTable,
     TableCommit,
+    build_column_tree,
     commit,
     metadata,
 )
 from ..errors import CatalogReadOnlyError, DuckLakeError
 from ..pathres import join_path
 from ..scan import Lake, require_table, table_directory
-from ..types import build_column_tree
 from ._files import (
     DEFAULT_TARGET_FILE_SIZE,
     ROW_GROUP_ROWS,

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..catalog import FileColumnStats, NewDataFile
+from ..catalog import ColumnSpec, FileColumnStats, NewDataFile
 from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
-from ..types import ColumnSpec
 from ._partitions import PartitionSpec, split
 from ._stats import ColumnBounds, measure
 from ._types import dictionary_columns, file_schema, leaf_columns

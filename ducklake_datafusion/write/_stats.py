@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..types import ColumnSpec
+from ..catalog import ColumnSpec
 
 __all__ = ["ColumnBounds", "cast_to_text", "encode_bound", "measure"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..catalog import ColumnSpec
 from ..errors import InvalidOptionError, UnsupportedTypeError
-from ..types import ColumnSpec
 
 __all__ = [
     "NewColumnSpec",

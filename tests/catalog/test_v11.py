@@ -609,7 +609,7 @@ def _catalog_of_version(make_lake, version: str) -> str:
 def test_unknown_versions_are_refused_on_every_path(make_lake, version, tmp_path):
     from support.cli import run_cli
 
-    from ducklake_datafusion.functions import table_changes
+    from ducklake_datafusion.provider.functions import table_changes
 
     metadata = _catalog_of_version(make_lake, version)
     message = rf"version '{version}'; this reader reads 1\.0, 1\.1-dev1, 1\.1 catalogs"

@@ -408,7 +408,7 @@ def test_a_panic_inside_the_extension_does_not_abort_python():
     """PyO3 turns a panic in a method into an exception; bad input is an error, not a
     crash."""
 
-    from ducklake_datafusion._rust_contract import ProviderSpec
+    from ducklake_datafusion.provider._rust_contract import ProviderSpec
     from ducklake_datafusion.read import PLAN_SCHEMA, PlanExport, export_bytes
 
     rust = _rust.extension()

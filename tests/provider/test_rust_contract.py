@@ -26,8 +26,8 @@ import pyarrow as pa
 import pytest
 
 from ducklake_datafusion import errors
-from ducklake_datafusion._rust_contract import ProviderSpec, bounds_names, bounds_schema
 from ducklake_datafusion.provider import _rust, _rust_lazy
+from ducklake_datafusion.provider._rust_contract import ProviderSpec, bounds_names, bounds_schema
 from ducklake_datafusion.read import PLAN_SCHEMA, PLAN_VERSION, PlanExport, export_bytes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,14 +8,16 @@ reader given a newer form version refuses it with a typed error.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from support.histories import EXPIRED, snapshot_times, write_history
 
-from ducklake_datafusion._rust_contract import FILE_TABLE
 from ducklake_datafusion.errors import DuckLakeError
 from ducklake_datafusion.read import (
     PLAN_SCHEMA,
+    PLAN_VERSION,
     PlanVersionError,
     checked_file,
     deleted_positions_of,
@@ -32,10 +34,12 @@ def history(make_lake):
     return lake
 
 
-def test_the_file_part_has_the_contract_s_file_columns():
-    for field in FILE_TABLE:
-        if field.name != "path":  # the object-store path is the Rust provider's own
-            assert PLAN_SCHEMA.field(field.name).type == field.type, field.name
+def test_the_jar_reads_the_version_written():
+    """One form crosses to both engines: the Rust extension's version is checked in
+    tests/provider/test_rust_contract.py, the jar's here (its source)."""
+    java = Path(__file__).resolve().parents[2] / "jvm/src/main/java/io/ducklake_datafusion"
+    source = (java / "spark/PlannedFiles.java").read_text()
+    assert f'static final String VERSION = "{PLAN_VERSION}";' in source
 
 
 def test_an_export_round_trips_and_matches_its_plan(history):

@@ -48,7 +48,7 @@ from ducklake_datafusion.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
 )
-from ducklake_datafusion.functions import table_changes
+from ducklake_datafusion.provider.functions import table_changes
 from ducklake_datafusion.scan import DataFileTask
 from ducklake_datafusion.spark import (
     DuckLakeChangesReader,

@@ -31,7 +31,7 @@ from ducklake_datafusion.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
 )
-from ducklake_datafusion.functions import table_changes
+from ducklake_datafusion.provider.functions import table_changes
 from ducklake_datafusion.read._changes import plan_changes
 from ducklake_datafusion.spark import read_changes
 from ducklake_datafusion.spark._options import SourceOptions

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
+from ...catalog import ColumnSpec
 from ...scan import CHANGE_TYPES
-from ...types import ColumnSpec
 from .._arrow import check_castable
 from .._options import SourceOptions
 from .._types import schema_from_ddl, spark_arrow_type, spark_type

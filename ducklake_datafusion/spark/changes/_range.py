@@ -15,11 +15,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from ...catalog import list_snapshot_records, metadata
+from ...catalog import ColumnSpec, list_snapshot_records, metadata
 from ...errors import InvalidOptionError, SnapshotNotFoundError
 from ...read import table_changes
 from ...scan import resolve_bound, snapshot_bounds
-from ...types import ColumnSpec
 from .._arrow import check_castable, to_spark_table
 from .._options import SourceOptions
 from .._types import spark_arrow_field, spark_arrow_type, spark_schema

@@ -30,10 +30,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StructField, StructType
 
+from ...catalog import ColumnSpec
 from ...errors import InvalidOptionError
 from ...read import plan_changes
 from ...scan import balanced_groups
-from ...types import ColumnSpec
 from .._arrow import INTERVAL_STRUCT, check_castable, interval_struct, to_spark_batch
 from .._options import SourceOptions
 from .._types import spark_arrow_field, spark_arrow_type

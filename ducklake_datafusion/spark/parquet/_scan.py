@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..._lru import LRUCache
+from ...common import LRUCache
 from ...pathres import parse_location
 from ...read import FileLayout, checked_file, files_unchanged
 from ...scan import DataFileTask, Filter, InlinedRowsTask

@@ -30,7 +30,7 @@ import threading
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..._lru import LRUCache
+from ...common import LRUCache
 from ...errors import InvalidOptionError
 from ...scan import Filter
 from .. import _filter_classes as sources

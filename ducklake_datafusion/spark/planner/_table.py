@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping
 
-from ..._lru import LRUCache
 from ...catalog import table_column_comments
+from ...common import LRUCache
 from ...errors import InvalidOptionError
 from ...scan import Lake, LakeTable, SnapshotRef
 from .._types import spark_schema

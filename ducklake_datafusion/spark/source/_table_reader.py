@@ -36,10 +36,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, EqualTo, Filter, InputPartition, IsNotNull
 from pyspark.sql.types import StructType
 
+from ...catalog import ColumnSpec
 from ...errors import InvalidOptionError, UnsupportedTypeError
 from ...read import execute_tasks, read_request
 from ...scan import InlinedRowsTask, ScanPlan
-from ...types import ColumnSpec
 from .._arrow import check_castable, to_spark_batch
 from .._filters import FilterColumn, combine, translate_filter
 from .._options import GUARD_COLUMN, OpenTable, SourceOptions

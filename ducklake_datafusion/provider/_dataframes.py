@@ -22,9 +22,9 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
-from .errors import MissingDependencyError
-from .read import execute_tasks, read_request
-from .scan import And, Column, Compare, Filter, IsNull, Not, Or, literal_of, to_expression
+from ..errors import MissingDependencyError
+from ..read import execute_tasks, read_request
+from ..scan import And, Column, Compare, Filter, IsNull, Not, Or, literal_of, to_expression
 
 __all__ = [
     "polars_predicate_filter",

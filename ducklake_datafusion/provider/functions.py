@@ -34,14 +34,16 @@ import functools
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .errors import InvalidOptionError, _remembered
-from .provider import DuckLakeCatalog, list_files_table, snapshots_table, table_info_table
-from .read import table_changes
-from .scan import SnapshotRef, parse_snapshot_ref
+from ..errors import InvalidOptionError, _remembered
+from ..read import table_changes
+from ..scan import SnapshotRef, parse_snapshot_ref
+from ._catalog_provider import DuckLakeCatalog
+from ._lake_info import list_files_table, snapshots_table, table_info_table
 
 __all__ = [
     "FUNCTION_NAMES",
     "list_files",
+    "register",
     "register_table_functions",
     "snapshots",
     "table_changes",
@@ -196,6 +198,14 @@ _UDTFS = {
     "ducklake_list_files": _list_files_udtf,
     "ducklake_table_changes": _table_changes_udtf,
 }
+
+
+def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
+    """``ducklake_datafusion.register``: ``lake`` in ``ctx`` under ``name``, with the table
+    functions (which find the lake by this name). Returns the catalog."""
+    ctx.register_catalog_provider(name, lake)
+    register_table_functions(ctx)
+    return lake
 
 
 def register_table_functions(ctx) -> None:

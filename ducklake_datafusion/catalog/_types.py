@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .errors import UnsupportedTypeError
+from ..errors import UnsupportedTypeError
 
 __all__ = ["ColumnSpec", "arrow_schema", "arrow_type_for", "build_column_tree", "duckdb_type_for"]
 

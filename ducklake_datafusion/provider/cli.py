@@ -38,7 +38,7 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
-from . import errors
+from .. import errors
 
 __all__ = ["EXIT_CODES", "main"]
 
@@ -192,7 +192,7 @@ def _storage_options(args) -> dict[str, str] | None:
 
 
 def _lake(args, *, pinned: bool = True):
-    from .provider import DuckLakeCatalog
+    from ._catalog_provider import DuckLakeCatalog
 
     snapshot = getattr(args, "snapshot", None) if pinned else None
     return DuckLakeCatalog(
@@ -215,7 +215,7 @@ def _split_table(name: str) -> tuple[str, str]:
 def _run_sql(args) -> int:
     from datafusion import SessionConfig, SessionContext
 
-    from . import register
+    from .functions import register
 
     lake = _lake(args)
     lake.snapshot_id()  # the catalog opens (and the pinned snapshot exists) before any SQL
@@ -298,7 +298,7 @@ def _run_describe(args) -> int:
 def _run_files(args) -> int:
     """Each live data file with its delete file, row count and the catalog statistics
     that prune it (``column: [min, max] nulls=N`` per column)."""
-    from .catalog import metadata
+    from ..catalog import metadata
 
     table = _lake(args).table(*_split_table(args.table))
     files = table.files()
