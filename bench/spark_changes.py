@@ -90,7 +90,7 @@ def _spark():
 def _partition_bytes(lake, table: str, first: int, last: int) -> tuple[int, int]:
     """Pickled bytes of the input partitions: format option path, both side scans."""
     from ducklake_datafusion.spark import DuckLakeDataSource
-    from ducklake_datafusion.spark._options import SourceOptions
+    from ducklake_datafusion.spark._core._options import SourceOptions
     from ducklake_datafusion.spark.changes._feed import feed_layout
     from ducklake_datafusion.spark.changes._side_source import DuckLakeChangeSideReader
 

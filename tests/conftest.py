@@ -39,7 +39,7 @@ def pytest_configure(config):
 def _pyspark_has_data_source() -> bool | None:
     """Whether the installed pyspark runs the data source (None: no pyspark)."""
     try:
-        from ducklake_datafusion.spark._versions import has_data_source
+        from ducklake_datafusion.spark._core._versions import has_data_source
     except ImportError:
         return None
     try:
@@ -387,7 +387,7 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     from ducklake_datafusion.spark import register_spark
-    from ducklake_datafusion.spark._versions import has_data_source
+    from ducklake_datafusion.spark._core._versions import has_data_source
 
     builder = SparkSession.builder
     jars, _ = connector_jars()

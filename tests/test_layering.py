@@ -6,7 +6,9 @@ import inside a function counts as much as one at the top of a module:
 * a module may import a ``_private`` module or name only from its own package or one of
   the packages that contain it; from any other package it imports public names that the
   package's ``__init__`` exports (``__all__``);
-* the modules import one another without a cycle;
+* the modules import one another without a cycle, and a package's subpackages never import
+  the package above them (its own modules or its ``__init__``): a parent imports its
+  children, and what they share sits below them (``spark/_core``);
 * the layers keep their order: ``common`` (the cache model, the secrets registry) and
   ``errors`` under everything, ``catalog``/``pathres`` know no planner, ``scan``, ``read``
   and ``write`` know no engine (Spark executors import ``read`` without DataFusion; a plan must not need
@@ -242,6 +244,24 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def _upward(imp: Import) -> bool:
+    """Whether ``imp`` goes from a subpackage up into a package containing it (the root,
+    whose modules have layers, aside)."""
+    target_package = _package_of(imp.target) if imp.target in MODULES else imp.target
+    importer = imp.importer
+    importer_package = _package_of(importer) if importer in MODULES else importer.rpartition(".")[0]
+    return (
+        target_package != ROOT
+        and importer_package != target_package
+        and importer_package.startswith(target_package + ".")
+    )
+
+
+def test_subpackages_never_import_the_package_above_them():
+    upward = [f"{imp.importer}:{imp.line} imports {imp.target}" for imp in IMPORTS if _upward(imp)]
+    assert upward == []
+
+
 def test_modules_import_one_another_without_a_cycle():
     assert _cycles(_graph()) == []
 
@@ -328,6 +348,10 @@ def test_the_checks_see_every_import():
     for target in (f"{ROOT}._rust", f"{ROOT}.provider._rust_contract"):
         assert _private_reach(Import(f"{ROOT}.catalog._x", 1, target, None)) == target
     assert _layer(f"{ROOT}.types") == "root module types"  # not a layer: the test fails
+    assert _upward(Import(f"{ROOT}.spark.planner._x", 1, f"{ROOT}.spark._read", None))
+    assert _upward(Import(f"{ROOT}.spark.planner._x", 1, f"{ROOT}.spark", "read_table"))
+    assert not _upward(Import(f"{ROOT}.spark.planner._x", 1, f"{ROOT}.spark._core", "sources"))
+    assert not _upward(Import(f"{ROOT}.spark._read", 1, f"{ROOT}.spark.parquet", "spark_jar"))
     assert any(imp.target == "pyarrow" for imp in THIRD_PARTY)
     lazy = [imp for imp in THIRD_PARTY if imp.target.startswith("pyspark")]
     assert any(imp.importer.startswith(f"{ROOT}.spark.") for imp in lazy)

@@ -16,7 +16,7 @@ Where the values come from, and how each is made exact:
   to each negative UHUGEINT, at any nesting depth.
 
 Spark has no decimal beyond 38 digits: there both types are ``decimal(38, 0)`` and a value
-beyond 38 digits raises ``UnsupportedTypeError`` naming the column (``spark/_arrow``).
+beyond 38 digits raises ``UnsupportedTypeError`` naming the column (``spark/_core/_arrow``).
 """
 
 from __future__ import annotations

@@ -49,14 +49,19 @@ Importing :mod:`ducklake_datafusion` does not import pyspark; only this subpacka
 
 from __future__ import annotations
 
-from ._versions import require_supported_pyspark
+from ._core import require_supported_pyspark
 
 require_supported_pyspark()
 
-from ._options import DEFAULT_PARTITION_BYTES, SourceOptions
+from ._core import (
+    DEFAULT_PARTITION_BYTES,
+    SourceOptions,
+    has_data_source,
+    require_data_source,
+    spark_schema,
+    spark_type,
+)
 from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
-from ._types import spark_schema, spark_type
-from ._versions import has_data_source, require_data_source
 from ._views import register_spark_views
 from .changes import changes_schema
 from .parquet import spark_jar

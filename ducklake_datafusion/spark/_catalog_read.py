@@ -47,8 +47,7 @@ import sys
 
 from ..common import scrub
 from ..pathres import SECRET_FIELDS
-from ._options import SourceOptions
-from ._versions import is_connect
+from ._core import SourceOptions, is_connect
 from .parquet import has_reader
 
 __all__ = ["CATALOG_CLASS", "catalog_frame", "catalog_settings"]

@@ -17,15 +17,16 @@ from pyspark.sql.types import StructType
 from ..errors import InvalidOptionError
 from . import _workers
 from ._catalog_read import catalog_frame
-from ._options import (
+from ._core import (
     CHANGE_KEYS,
     GUARD_COLUMN,
     GUARD_OPTION,
     AlreadyRead,
     SourceOptions,
     guard_field,
+    has_data_source,
+    require_data_source,
 )
-from ._versions import has_data_source, require_data_source
 from .changes import driver_changes_frame, read_changes_frame
 from .parquet import parquet_scan, pruning_filter
 

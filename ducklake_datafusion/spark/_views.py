@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from ..catalog import metadata as _metadata_queries
 from ..errors import UnsupportedFeatureError
 from ..scan import Lake
+from ._core import has_data_source
 from ._read import read_table, register_spark
-from ._versions import has_data_source
 
 __all__ = ["register_spark_views"]
 

@@ -17,7 +17,7 @@ import threading
 
 from .. import __version__
 from ..errors import MissingDependencyError
-from ._versions import is_connect
+from ._core import is_connect
 
 __all__ = ["check_workers", "explain_probe"]
 

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 
 if not has_data_source():  # test_spark_versions.py covers what older releases do
     pytest.skip("the ducklake data source needs pyspark 4.1+", allow_module_level=True)
@@ -57,7 +57,7 @@ from ducklake_datafusion.spark import (
     read_table,
     register_spark,
 )
-from ducklake_datafusion.spark._options import split_table_name
+from ducklake_datafusion.spark._core._options import split_table_name
 
 pytestmark = pytest.mark.spark
 
@@ -905,7 +905,7 @@ def test_pyspark_releases_before_3_5_get_a_clear_error(version):
     which releases work instead of failing deep in a read (3.5 and 4.0 read natively:
     test_spark_versions.py)."""
     from ducklake_datafusion.errors import MissingDependencyError
-    from ducklake_datafusion.spark._versions import require_supported_pyspark
+    from ducklake_datafusion.spark._core._versions import require_supported_pyspark
 
     if version < "3.5":
         with pytest.raises(MissingDependencyError, match=rf"pyspark >= 3\.5.*{version}"):

@@ -30,7 +30,7 @@ from support.spark_settings import spark_settings
 pytest.importorskip("pyspark")
 
 from ducklake_datafusion.spark import read_table
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 
 pytestmark = pytest.mark.spark
 
@@ -234,7 +234,7 @@ def test_read_table_errors_stay_ours_on_the_catalog_path(spark, make_lake, spark
     and leaves no catalog settings behind; the next good read is the catalog's scan."""
     from ducklake_datafusion.errors import SnapshotNotFoundError, TableNotFoundError
     from ducklake_datafusion.spark import _catalog_read
-    from ducklake_datafusion.spark._options import SourceOptions
+    from ducklake_datafusion.spark._core._options import SourceOptions
 
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
@@ -299,7 +299,7 @@ def test_read_tables_runtime_catalog_keeps_secrets_out_of_set(spark, spark_packa
     default redaction hides in ``SET`` (``access_key_id`` and ``account_key`` it would show
     under their own names); a regex that would show one keeps the catalog out."""
     from ducklake_datafusion.spark import _catalog_read
-    from ducklake_datafusion.spark._options import SourceOptions
+    from ducklake_datafusion.spark._core._options import SourceOptions
 
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")

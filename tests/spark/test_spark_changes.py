@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 
 if not has_data_source():  # test_spark_versions.py covers what older releases do
     pytest.skip("the ducklake data source needs pyspark 4.1+", allow_module_level=True)
@@ -34,7 +34,7 @@ from ducklake_datafusion.errors import (
 from ducklake_datafusion.provider.functions import table_changes
 from ducklake_datafusion.read._changes import plan_changes
 from ducklake_datafusion.spark import read_changes
-from ducklake_datafusion.spark._options import SourceOptions
+from ducklake_datafusion.spark._core._options import SourceOptions
 from ducklake_datafusion.spark.changes._side_source import DuckLakeChangeSideReader
 from ducklake_datafusion.spark.changes._side_units import (
     FileDiff,

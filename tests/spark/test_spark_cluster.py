@@ -25,7 +25,7 @@ from support.lakes import assert_same_rows, evolve_table
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 
 pytestmark = pytest.mark.spark
 

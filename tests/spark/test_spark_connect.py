@@ -23,7 +23,7 @@ from support.lakes import deleting_history
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc", reason="Spark Connect's client needs pyspark[connect]")
 
-from ducklake_datafusion.spark._versions import pyspark_at_least
+from ducklake_datafusion.spark._core._versions import pyspark_at_least
 
 pytestmark = pytest.mark.spark
 

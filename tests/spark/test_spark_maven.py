@@ -28,7 +28,7 @@ pytest.importorskip("pyspark")
 
 from ducklake_datafusion.errors import InvalidOptionError, MissingDependencyError
 from ducklake_datafusion.spark import spark_jar
-from ducklake_datafusion.spark._versions import pyspark_at_least
+from ducklake_datafusion.spark._core._versions import pyspark_at_least
 from ducklake_datafusion.spark.parquet import _deleted_rows
 
 pytestmark = pytest.mark.spark

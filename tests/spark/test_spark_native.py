@@ -34,7 +34,7 @@ from ducklake_datafusion.errors import InvalidOptionError, UnsupportedFeatureErr
 from ducklake_datafusion.pathres import StorageOptions
 from ducklake_datafusion.scan import FileRef
 from ducklake_datafusion.spark import read_table
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 from ducklake_datafusion.spark.parquet import _hadoop, _mask_join
 from ducklake_datafusion.spark.parquet._files import hadoop_path
 from ducklake_datafusion.spark.parquet._mask_join import _ID_SHIFT, _ID_SQL, _masks

@@ -19,7 +19,7 @@ from support.lakes import assert_same_rows, deleting_history
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark._versions import pyspark_at_least
+from ducklake_datafusion.spark._core._versions import pyspark_at_least
 
 pytestmark = pytest.mark.spark
 

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 
 if not has_data_source():  # test_spark_versions.py covers what older releases do
     pytest.skip("the ducklake data source needs pyspark 4.1+", allow_module_level=True)
@@ -31,8 +31,8 @@ from support.readcheck import ours
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.spark import DuckLakeDataSource
-from ducklake_datafusion.spark._arrow import to_spark_batch
-from ducklake_datafusion.spark._types import spark_arrow_type, spark_type
+from ducklake_datafusion.spark._core._arrow import to_spark_batch
+from ducklake_datafusion.spark._core._types import spark_arrow_type, spark_type
 
 pytestmark = pytest.mark.spark
 

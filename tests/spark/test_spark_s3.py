@@ -24,7 +24,7 @@ from support.lakes import (
 pytest.importorskip("pyspark")
 
 from ducklake_datafusion.spark import read_table
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 from ducklake_datafusion.spark.parquet import _mask_join, _scan
 
 pytestmark = pytest.mark.spark

@@ -12,8 +12,8 @@ pytest.importorskip("pyspark")
 
 from ducklake_datafusion.errors import InvalidOptionError
 from ducklake_datafusion.spark import read_table, register_spark_views
-from ducklake_datafusion.spark._options import SourceOptions
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._options import SourceOptions
+from ducklake_datafusion.spark._core._versions import has_data_source
 
 pytestmark = pytest.mark.spark
 

@@ -31,7 +31,7 @@ pytest.importorskip("pyspark")
 from ducklake_datafusion import DuckLakeCatalog, errors
 from ducklake_datafusion.pathres import StorageOptions
 from ducklake_datafusion.spark import read_table
-from ducklake_datafusion.spark._versions import has_data_source
+from ducklake_datafusion.spark._core._versions import has_data_source
 from ducklake_datafusion.spark.parquet import _hadoop, _mask_join, _scan
 
 pytestmark = pytest.mark.spark

@@ -4,7 +4,7 @@ From pyspark 4.1, ``read_changes`` has the executors read the two states of ever
 and Spark join them (``_feed``), through a Python data source those releases lack.
 Here the driver computes the feed with the core's ``table_changes`` (the function behind
 the SQL table function, exact on every lake) and hands it to Spark as a local DataFrame
-(``spark/_local``): the same rows and columns, but the feed must fit in the driver's
+(``spark/_core/_local``): the same rows and columns, but the feed must fit in the driver's
 memory. Only tables whose every column Spark's own reader returns exactly
 (``parquet/_exact_types``) are taken, the columns whose local conversion is exact on every
 supported release; any other raises :class:`UnsupportedFeatureError` naming the table and
@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._local import local_frame
-from .._options import SourceOptions
-from .._types import schema_from_ddl
-from .._versions import require_data_source
+from .._core import SourceOptions, local_frame, require_data_source, schema_from_ddl
 from ..parquet import spark_reads_exactly
 from ._range import changes_schema, feed_table, feed_target, resolve_changes
 

@@ -37,9 +37,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructT
 
 from ...catalog import ColumnSpec
 from ...scan import CHANGE_TYPES
-from .._arrow import check_castable
-from .._options import SourceOptions
-from .._types import schema_from_ddl, spark_arrow_type, spark_type
+from .._core import SourceOptions, check_castable, schema_from_ddl, spark_arrow_type, spark_type
 from ._range import CHANGE_FIELDS, feed_column, resolve_changes
 from ._side_source import (
     SIDE_FORMAT,

@@ -19,9 +19,14 @@ from ...catalog import ColumnSpec, list_snapshot_records, metadata
 from ...errors import InvalidOptionError, SnapshotNotFoundError
 from ...read import table_changes
 from ...scan import resolve_bound, snapshot_bounds
-from .._arrow import check_castable, to_spark_table
-from .._options import SourceOptions
-from .._types import spark_arrow_field, spark_arrow_type, spark_schema
+from .._core import (
+    SourceOptions,
+    check_castable,
+    spark_arrow_field,
+    spark_arrow_type,
+    spark_schema,
+    to_spark_table,
+)
 
 __all__ = [
     "CHANGE_FIELDS",

@@ -34,9 +34,15 @@ from ...catalog import ColumnSpec
 from ...errors import InvalidOptionError
 from ...read import plan_changes
 from ...scan import balanced_groups
-from .._arrow import INTERVAL_STRUCT, check_castable, interval_struct, to_spark_batch
-from .._options import SourceOptions
-from .._types import spark_arrow_field, spark_arrow_type
+from .._core import (
+    INTERVAL_STRUCT,
+    SourceOptions,
+    check_castable,
+    interval_struct,
+    spark_arrow_field,
+    spark_arrow_type,
+    to_spark_batch,
+)
 from ._side_units import Unit, plan_of, side_units, unit_rows
 
 __all__ = [

@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import InvalidOptionError, MissingDependencyError
 from ...pathres import parse_location
 from ...read import deleted_positions_of
-from .._versions import is_connect, pyspark_at_least
+from .._core import is_connect, pyspark_at_least
 from ._files import read_files
 from ._hadoop import hadoop_url
 

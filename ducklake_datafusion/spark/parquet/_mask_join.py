@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ...pathres import parse_location
 from ...read import deleted_positions_of
-from .._local import local_frame
+from .._core import local_frame
 from ._files import read_files, union_frames
 from ._hadoop import hadoop_url
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from ...read import CheckedFile, FileLayout
 from ...scan import default_array
-from .._types import spark_type
+from .._core import spark_type
 
 __all__ = ["layout_schema", "projected", "spark_layout"]
 

@@ -43,9 +43,7 @@ from ...common import LRUCache
 from ...pathres import parse_location
 from ...read import FileLayout, checked_file, files_unchanged
 from ...scan import DataFileTask, Filter, InlinedRowsTask
-from .._arrow import to_spark_table
-from .._local import local_frame
-from .._types import spark_arrow_type, spark_schema
+from .._core import local_frame, spark_arrow_type, spark_schema, to_spark_table
 from ._deleted_rows import KEEP, ROW_INDEX, has_reader, read_keeping
 from ._exact_types import spark_reads_exactly
 from ._files import read_files, union_frames

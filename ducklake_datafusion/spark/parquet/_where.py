@@ -11,7 +11,7 @@ against the table's Spark schema, over an empty Parquet file of that schema (wri
 per schema and process), and translates it into the data source filters it pushes to a
 Parquet scan (``pushedDownFilters``: literals cast to the column types, ``BETWEEN``
 split, constants folded). Those filters become the scan's ``Filter`` through the very
-translation the data source uses for pushed filters (``spark/_filters``); a filter that
+translation the data source uses for pushed filters (``spark/_core/_filters``); a filter that
 does not translate exactly prunes nothing. Pruning is a subset test on catalog statistics, so
 a file it keeps may hold no matching row; the rows are always filtered by Spark.
 """
@@ -33,10 +33,15 @@ import pyarrow.parquet as pq
 from ...common import LRUCache
 from ...errors import InvalidOptionError
 from ...scan import Filter
-from .. import _filter_classes as sources
-from .._filters import FilterColumn, combine, translate_filter
-from .._types import spark_arrow_type, spark_schema
-from .._versions import is_connect
+from .._core import (
+    FilterColumn,
+    combine,
+    is_connect,
+    sources,
+    spark_arrow_type,
+    spark_schema,
+    translate_filter,
+)
 from ._exact_types import spark_reads_exactly
 
 _log = logging.getLogger("ducklake_datafusion.spark")

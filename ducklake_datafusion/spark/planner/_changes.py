@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ...read import table_changes
 from ...scan import Lake, SnapshotRef
-from .._arrow import to_spark_table
+from .._core import to_spark_table
 from ..changes import changes_schema, feed_target, resolve_bounds
 from ._frames import arrow_stream
 

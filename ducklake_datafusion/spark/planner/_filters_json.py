@@ -20,8 +20,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from ...scan import Filter, Or
-from .. import _filter_classes as sources
-from .._filters import FilterColumn, combine, translate_filter
+from .._core import FilterColumn, combine, sources, translate_filter
 
 __all__ = ["json_filter"]
 

@@ -32,8 +32,7 @@ from ...errors import InvalidOptionError
 from ...pathres import parse_location
 from ...read import checked_file, execute_tasks, export_plan, read_request
 from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array, to_expression
-from .._arrow import to_spark_table
-from .._types import spark_schema, spark_type
+from .._core import spark_schema, spark_type, to_spark_table
 from ..changes import feed_target
 from ..parquet import (
     ROW_INDEX,

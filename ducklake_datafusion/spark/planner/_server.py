@@ -39,7 +39,7 @@ from typing import BinaryIO
 from ...errors import DuckLakeError, InvalidOptionError
 from ...pathres import ACCEPTED_KEYS
 from ...scan import Lake
-from .._options import snapshot_option, snapshot_time_option
+from .._core import snapshot_option, snapshot_time_option
 from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response

@@ -16,7 +16,7 @@ from ...catalog import table_column_comments
 from ...common import LRUCache
 from ...errors import InvalidOptionError
 from ...scan import Lake, LakeTable, SnapshotRef
-from .._types import spark_schema
+from .._core import spark_schema
 
 __all__ = ["resolve_table", "snapshot_ref", "table_response"]
 

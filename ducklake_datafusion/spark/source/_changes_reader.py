@@ -35,7 +35,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from .._options import SourceOptions
+from .._core import SourceOptions
 from ..changes import feed_table, feed_target
 
 __all__ = ["ChangesPartition", "DuckLakeChangesReader"]

@@ -16,8 +16,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from .._options import SourceOptions, guard_field
-from .._types import spark_schema
+from .._core import SourceOptions, guard_field, spark_schema
 from ..changes import changes_schema, resolve_changes
 from ._changes_reader import DuckLakeChangesReader
 from ._table_reader import DuckLakeReader

@@ -40,10 +40,19 @@ from ...catalog import ColumnSpec
 from ...errors import InvalidOptionError, UnsupportedTypeError
 from ...read import execute_tasks, read_request
 from ...scan import InlinedRowsTask, ScanPlan
-from .._arrow import check_castable, to_spark_batch
-from .._filters import FilterColumn, combine, translate_filter
-from .._options import GUARD_COLUMN, OpenTable, SourceOptions
-from .._types import spark_arrow_field, spark_arrow_type, spark_type
+from .._core import (
+    GUARD_COLUMN,
+    FilterColumn,
+    OpenTable,
+    SourceOptions,
+    check_castable,
+    combine,
+    spark_arrow_field,
+    spark_arrow_type,
+    spark_type,
+    to_spark_batch,
+    translate_filter,
+)
 
 __all__ = ["DuckLakeReader", "ScanPartition"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ..errors import MissingDependencyError, UnsupportedFeatureError
+from ...errors import MissingDependencyError, UnsupportedFeatureError
 
 __all__ = [
     "DATA_SOURCE_PYSPARK",

@@ -24,15 +24,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidOptionError
-from ..pathres import ACCEPTED_KEYS, StorageOptions
-from ..scan import Lake, SnapshotRef, parse_snapshot_ref
+from ...errors import InvalidOptionError
+from ...pathres import ACCEPTED_KEYS, StorageOptions
+from ...scan import Lake, SnapshotRef, parse_snapshot_ref
 
 if TYPE_CHECKING:
-    from ..scan import LakeTable
+    from ...scan import LakeTable
 
 __all__ = [
     "ALREADY_READ_OPTION",
+    "CHANGE_KEYS",
     "DEFAULT_PARTITION_BYTES",
     "GUARD_COLUMN",
     "GUARD_OPTION",

@@ -31,7 +31,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from .. import scan
+from ... import scan
 from ._filter_classes import (
     EqualNullSafe,
     EqualTo,

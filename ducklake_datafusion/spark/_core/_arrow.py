@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError, UnsupportedTypeError
-from ..scan import WIDE_INTEGER_TYPE, zero_based
+from ...errors import InvalidOptionError, UnsupportedTypeError
+from ...scan import WIDE_INTEGER_TYPE, zero_based
 
 __all__ = [
     "INTERVAL_STRUCT",

@@ -61,15 +61,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..errors import UnsupportedTypeError
+from ...errors import UnsupportedTypeError
 from ._versions import pyspark_version
 
 try:
     from pyspark.sql.types import TimeType
 except ImportError:  # pyspark < 4.1 has no TIME type
     TimeType = None
-from ..catalog import ColumnSpec
-from ..scan import WIDE_INTEGER_TYPE
+from ...catalog import ColumnSpec
+from ...scan import WIDE_INTEGER_TYPE
 
 __all__ = [
     "schema_from_ddl",
