@@ -2,15 +2,15 @@
 
 Planning a table of 10,000 files reads ~10,000 file rows and as many statistics rows.
 Fetched through a DB-API driver, every value becomes a Python object and then an Arrow
-value again, which costs more than the queries themselves (SQLite: ~20 ms of ~22 ms). So
+value again, which costs more than the queries themselves. So
 the metadata queries whose column types are known ask the database for CSV text instead,
 which pyarrow's C++ CSV reader turns straight into typed columns:
 
-* SQLite builds the text itself with ``printf`` and ``group_concat`` (one value, made in C;
-  19 ms instead of 29 ms for 10,000 file rows);
+* SQLite builds the text itself with ``printf`` and ``group_concat`` (one value, made in C,
+  instead of a Python object per value);
 * PostgreSQL streams ``COPY (query) TO STDOUT (FORMAT csv)``;
 * MySQL/MariaDB build each line with ``CONCAT_WS`` and join them with ``GROUP_CONCAT`` (one
-  value: 29 ms instead of 108 ms for 10,000 file rows through PyMySQL's rows).
+  value, instead of PyMySQL's pure-Python rows).
 
 NULL and the empty string stay apart (bare ``NULL`` / an empty unquoted field for NULL, a
 quoted value for every string). Callers fall back to the row path if the text does not

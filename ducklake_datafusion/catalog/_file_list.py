@@ -76,7 +76,7 @@ def joined_delete_files(
 
 def sorted_by_file_id(table: pa.Table) -> pa.Table:
     """``table`` in ``data_file_id`` order (checked first: usually it already is, and a
-    sort of 100,000 rows costs ~6 ms)."""
+    check reads the ids once where a sort would move every row)."""
     ids = table.column("data_file_id").to_numpy(zero_copy_only=False)
     if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):
         return table

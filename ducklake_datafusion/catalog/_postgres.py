@@ -64,7 +64,8 @@ def _import_psycopg():
 class _PostgresSession(SessionBase):
     # an integer from statistics text, NULL when it is none (``_file_cut``): a bare CAST
     # would fail the query on other text. At most 18 characters, a sign or digit, then
-    # digits only (a regular expression cost 200 ms instead of 86 on 100,000 files).
+    # digits only (string tests rather than a regular expression, which PostgreSQL
+    # evaluates per row at a higher cost on tables of many files).
     INTEGER_OF_TEXT = (
         "(CASE WHEN length({0}) BETWEEN 1 AND 18 AND {0} <> '-' "
         "AND translate(substr({0}, 1, 1), '-0123456789', '') = '' "

@@ -126,7 +126,7 @@ class _Lazy:
 # storage): a snapshot's files never change, so planning happens once. A later query
 # re-checks each file its scan opens, in Rust (``rust/src/checks.rs``: a local file's size,
 # the footer's row count), instead of stat-ing every file of the table on each lookup
-# (30 ms for 10,000 files). The backend is held weakly (``OwnedCache``): a dropped catalog
+# (a cost that grows with the table, paid by queries that read two files). The backend is held weakly (``OwnedCache``): a dropped catalog
 # takes its entries, and nothing here keeps its connections open.
 _built = OwnedCache(max_entries=128)
 

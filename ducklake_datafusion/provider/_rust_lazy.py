@@ -2,8 +2,8 @@
 
 ``DuckLakeSchema.table()`` runs before DataFusion knows the query's filters. Handing the
 Rust provider every live file there (``_rust.rust_provider``) costs the whole file list on
-each new lake version: on a table of 100,000 files, ~1.2 s of Python per query after a
-commit, for a query that reads two files. So ``table()`` returns a provider holding only
+each new lake version: Python work that grows with the table, paid after every commit even
+by a query that reads two files. So ``table()`` returns a provider holding only
 the table's name and schema, and its ``scan()`` calls :class:`Resolver` with the filters
 it was pushed, translated to simple predicates (``rust/src/lazy.rs``). The resolver plans
 the snapshot with those predicates as the scan's ``Filter`` (the planner prunes by catalog

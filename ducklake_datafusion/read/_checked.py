@@ -48,7 +48,7 @@ class CheckedFile:
 
 
 # Results per (file, size, rows, columns) when a signature is given: the footer is cached
-# too, but resolving it against the columns on every query cost ~1 ms for 40 files. Least
+# too, but resolving it against the columns again on every query is work per file. Least
 # recently used first out: a table of more files than this re-reads the footers of the
 # rest on every new lake version. Equal results are one shared object (_SHARED, the 4096
 # most recently used), so an entry costs ~0.4 KB (measured: 1.2 KB with a layout object

@@ -105,7 +105,8 @@ def reads_by_name(physical: pa.Schema, columns: tuple[ColumnSpec, ...]) -> bool:
 
 
 def files_unchanged(tasks: tuple[DataFileTask, ...]) -> bool:
-    """Every local file is still a regular file of the catalog's size (~2 µs each).
+    """Every local file is still a regular file of the catalog's size (one ``stat`` each:
+    cheap enough to repeat on every scan of a cached plan).
 
     Native scans built for a snapshot are cached; this is what a cached scan re-checks
     before reuse (a file gone or replaced sends the lookup back through the full checks).

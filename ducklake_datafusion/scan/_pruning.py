@@ -152,7 +152,7 @@ class FilePruner:
     def _positions(self, ids: pa.Array) -> pa.Array | None:
         """Where each file's row is in ``ids`` (null: none), or None if ``ids`` are the
         file ids themselves, in order. Statistics rows usually come sorted by file id:
-        then a binary search (100,000 files: ~2 ms instead of ~8 ms of hashing)."""
+        then a binary search, which needs no hash table of the ids."""
         ids = ids.cast(pa.int64())
         if len(ids) == len(self.file_ids) and pc.all(pc.equal(ids, self.file_ids)).as_py():
             return None

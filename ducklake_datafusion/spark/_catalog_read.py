@@ -58,10 +58,10 @@ CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
 SECRET_PREFIX = "secret."
 # Spark's default spark.redaction.regex (core/.../internal/config/package.scala).
 DEFAULT_REDACTION = "(?i)secret|password|token|access[.]?key"
-# A runtime catalog's planner process (~190 MB resident) exits after this long unused
-# (the catalog's default is 300 s): a session reading many lakes keeps few of them alive.
-# The next scan starts one again (~1 s); a DataFrame queried again with the same filters
-# reuses the JVM's cached plan and needs none.
+# A runtime catalog's planner process (a Python interpreter holding the lake's metadata)
+# exits after this long unused (the catalog's default is 300 s): a session reading many
+# lakes keeps few of them alive. The next scan starts one again; a DataFrame queried again
+# with the same filters reuses the JVM's cached plan and needs none.
 PLANNER_IDLE_SECONDS = 60
 # A PostgreSQL or MySQL catalog (DuckDB's spelling, with or without ``ducklake:``, or a URL).
 _SERVER_CATALOG = re.compile(r"(?i)\s*(ducklake:)?(postgres|mysql)")
