@@ -16,8 +16,8 @@ import inside a function counts as much as one at the top of a module:
   other, neither in its own modules nor through a third-party engine package;
 * the package's root holds only its public surface, and each module there has a layer:
   ``errors`` (whose private half, the errors about to cross into DataFusion, belongs to the
-  DataFusion adapter), the extension's stub ``_rust`` and ``__main__`` (the CLI) of the
-  DataFusion adapter; ``import ducklake_datafusion.spark`` loads no DataFusion code;
+  DataFusion adapter), the Rust extension ``_rust`` (for the DataFusion adapter and
+  ``write``'s bucket hashing only) and ``__main__`` (the CLI) of the DataFusion adapter; ``import ducklake_datafusion.spark`` loads no DataFusion code;
 * every module says why it exists (a docstring) and stays small (at most 500 lines).
 
 A failure names the importing module, the line and what it reached.
@@ -45,12 +45,17 @@ LAYERS = {
     "pathres": BASE,
     "scan": BASE | {"catalog", "pathres"},
     "read": BASE | {"catalog", "pathres", "scan"},
-    "write": BASE | {"catalog", "pathres", "scan"},
-    "provider": BASE | {"catalog", "pathres", "scan", "read", "write"},
+    "write": BASE | {"catalog", "pathres", "scan", "extension"},
+    "provider": BASE | {"catalog", "pathres", "scan", "read", "write", "extension"},
     "spark": BASE | {"catalog", "pathres", "scan", "read"},
+    # the Rust extension (its stub names the DataFusion adapter's ProviderSpec): the
+    # DataFusion adapter's scan, and write's bucket hashing
+    "extension": BASE | {"provider"},
 }
 # The layer of each module at the package's root (the root holds nothing else).
-ROOT_MODULES = {"errors": "errors", "_rust": "provider", "__main__": "provider"}
+ROOT_MODULES = {"errors": "errors", "_rust": "extension", "__main__": "provider"}
+# The package whose private modules a root module may import as its own (the stub's spec).
+ROOT_HOMES = {"_rust": "provider"}
 # A root module's private names, and the layers that may import them.
 ROOT_PRIVATE_USERS = {"errors": {"provider"}}
 # Third-party engines each layer must not import, lazily or not.
@@ -139,17 +144,18 @@ def _private_reach(imp: Import) -> str | None:
     parts = imp.target.split(".")
     if len(parts) == 2 and parts[1] in ROOT_MODULES:
         layer = _layer(imp.importer)
-        if parts[1].startswith("_") and layer != ROOT_MODULES[parts[1]]:
+        own = ROOT_MODULES[parts[1]]
+        if parts[1].startswith("_") and layer != own and own not in LAYERS.get(layer, ()):
             return imp.target
         private_name = imp.name and imp.name.startswith("_") and not imp.name.startswith("__")
         users = ROOT_PRIVATE_USERS.get(parts[1], set())
         if private_name and imp.importer != imp.target and layer not in users:
             return f"{imp.target}.{imp.name}"
         return None
-    # a root module of a layer's (the extension's stub) is at home in that layer's package
+    # a root module may be at home in a package (the extension's stub in the provider's)
     home = imp.importer
-    if imp.importer.count(".") == 1 and ROOT_MODULES.get(imp.importer.split(".")[1]) in LAYERS:
-        home = f"{ROOT}.{ROOT_MODULES[imp.importer.split('.')[1]]}"
+    if imp.importer.count(".") == 1 and imp.importer.split(".")[1] in ROOT_HOMES:
+        home = f"{ROOT}.{ROOT_HOMES[imp.importer.split('.')[1]]}"
     for depth in range(2, len(parts) + 1):
         if parts[depth - 1].startswith("_"):
             owner = ".".join(parts[: depth - 1])
