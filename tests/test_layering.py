@@ -304,28 +304,24 @@ def test_layers_import_no_engine_they_must_not_know():
     assert crossings == []
 
 
-def test_importing_spark_loads_no_datafusion_code():
+def _loaded_after(imports: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules under ``prefixes`` a fresh interpreter holds after ``import imports``."""
     code = (
-        "import sys, ducklake_datafusion.spark; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'datafusion' "
-        "or m.startswith('ducklake_datafusion.provider')))"
+        f"import sys, {imports}; "
+        f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return ast.literal_eval(out.stdout.strip())
+
+
+def test_importing_spark_loads_no_datafusion_code():
+    found = _loaded_after("ducklake_datafusion.spark", ("datafusion", f"{ROOT}.provider"))
+    assert found == []
 
 
 def test_importing_the_engine_neutral_layers_loads_no_engine():
-    code = (
-        "import sys, ducklake_datafusion.catalog, ducklake_datafusion.scan, "
-        "ducklake_datafusion.read; "
-        "print(sorted(m for m in ('datafusion', 'pyspark') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    neutral = ", ".join(f"{ROOT}.{layer}" for layer in ("catalog", "scan", "read"))
+    assert _loaded_after(neutral, ("datafusion", "pyspark")) == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if MODULES[m].suffix == ".py"))
