@@ -42,8 +42,8 @@ def partition_count() -> int:
 class DuckLakeScanner:
     """Produces the batches of one fragment (or only its schema, at plan time).
 
-    DataFusion's expression is read as the scan's ``Filter`` (``_pyarrow_filter``). One
-    that cannot be read exactly is applied as given, to rows read with every column
+    ``filter`` is the scan's ``Filter``, or DataFusion's pyarrow expression, read as one
+    (``_pyarrow_filter``); an expression that cannot be read exactly is applied as given, to rows read with every column
     (DataFusion takes every pushed filter as exact): slower, never wrong.
     """
 
@@ -51,7 +51,9 @@ class DuckLakeScanner:
         self._plan = plan
         self._tasks = tasks
         self._unread = None
-        found = None if filter is None else filter_of(filter, plan.table_schema)
+        found = filter  # the scan's own Filter (the exact scan's), or DataFusion's expression
+        if isinstance(filter, pc.Expression):
+            found = filter_of(filter, plan.table_schema)
         if filter is not None and found is None:
             self._unread = filter
             output = columns if columns is not None else plan.table_schema.names
