@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from ...common import LRUCache
 from ...errors import InvalidOptionError
-from ...scan import Filter
+from ...scan import Filter, Or
 from .._core import (
     FilterColumn,
     combine,
@@ -131,7 +131,7 @@ def _translated(java_filter, columns) -> Filter | None:
         right = _translated(java_filter.right(), columns)
         if kind == "And":
             return combine([e for e in (left, right) if e is not None])
-        return None if left is None or right is None else left | right
+        return None if left is None or right is None else Or((left, right))
     if kind == "Not":
         child = _python_filter(java_filter.child())
         return None if child is None else translate_filter(sources.Not(child), columns)
