@@ -103,7 +103,7 @@ class LazyProvider:
         cls,
         table: str,
         schema: pa.Schema,
-        resolver: Callable[[list[Predicate], bool], LakeProvider | int],
+        resolver: Callable[[list[Predicate | tuple[Predicate, ...]], bool], LakeProvider | int],
     ) -> Self: ...
     def __datafusion_table_provider__(self, session: Any) -> Any: ...
     def table_provider_with_writer(
@@ -121,7 +121,7 @@ class ExactProvider:
         table: str,
         schema: pa.Schema,
         scan: Callable[
-            [list[Predicate], list[str] | None, int | None],
+            [list[Predicate | tuple[Predicate, ...]], list[str] | None, int | None],
             list[Callable[[], pa.RecordBatchReader]],
         ],
     ) -> Self: ...

@@ -37,7 +37,18 @@ import pyarrow as pa
 from ..catalog import metadata
 from ..errors import _remembered
 from ..read import catalog_count, execute_plan
-from ..scan import And, Column, Compare, Filter, In, IsNull, all_of, literal_of, table_directory
+from ..scan import (
+    And,
+    Column,
+    Compare,
+    Filter,
+    In,
+    IsNull,
+    Or,
+    all_of,
+    literal_of,
+    table_directory,
+)
 from . import _rust_build
 from ._owned_cache import MISSING, OwnedCache
 from ._rust_stores import plain_location, store_kind
@@ -69,18 +80,22 @@ def forget_resolved(backend) -> None:
     _resolved.forget(backend)
 
 
-def predicate_filter(predicates: Iterable[Predicate]) -> Filter | None:
+def predicate_filter(predicates: Iterable[Predicate | tuple[Predicate, ...]]) -> Filter | None:
     """The predicates ``rust/src/lazy.rs`` sends, as one scan ``Filter`` (or None).
 
     Each is a ``_rust.Predicate`` (``rust/src/predicates.rs``): ``kind`` ``"cmp"`` (with
     ``op``), ``"between"``, ``"in"``, ``"null"`` or ``"not_null"``, a ``column`` and its
-    ``values``, one-element pyarrow arrays. The filter only prunes files: DataFusion applies
-    the query's own filters to every row the scan returns.
+    ``values``, one-element pyarrow arrays; or a tuple of them, the alternatives of an
+    ``OR``. The filter only prunes files: DataFusion applies the query's own filters to
+    every row the scan returns.
     """
     parts = []
     for predicate in predicates:
         try:
-            parts.append(_predicate(predicate))
+            if isinstance(predicate, tuple):  # an OR: every alternative, or none of it
+                parts.append(Or(tuple(_predicate(p) for p in predicate)))
+            else:
+                parts.append(_predicate(predicate))
         except (pa.ArrowException, TypeError, ValueError, KeyError, IndexError):
             continue  # a predicate that cannot be spelled prunes nothing: still correct
     return all_of(parts)
@@ -114,17 +129,13 @@ def _predicate(predicate: Predicate) -> Filter:
 _COMPARISONS = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
-def _key(predicates: Iterable[Predicate]) -> tuple:
+def _key(predicates: Iterable[Predicate | tuple[Predicate, ...]]) -> tuple:
     """A hashable spelling of the predicates (values with their types)."""
-    return tuple(
-        (
-            p.kind,
-            p.column,
-            p.op,
-            tuple((str(v.type), tuple(v.to_pylist())) for v in p.values),
-        )
-        for p in predicates
-    )
+    return tuple(_key(p) if isinstance(p, tuple) else _key_of(p) for p in predicates)
+
+
+def _key_of(p: Predicate) -> tuple:
+    return (p.kind, p.column, p.op, tuple((str(v.type), tuple(v.to_pylist())) for v in p.values))
 
 
 class Resolver:

@@ -153,20 +153,56 @@ pub fn translate(expr: &Expr) -> Option<Translated> {
     })
 }
 
-/// The conjuncts of `filters` that are predicates, as a list for the Python planner.
+/// The conjuncts of `filters` that are predicates, as a list for the Python planner: each
+/// a `Predicate`, or a tuple of them for a conjunct that is an `OR` of predicates (DataFusion
+/// spells a short `IN` list so), sent only when every alternative is one.
 pub fn predicates_of<'py>(py: Python<'py>, filters: &[Expr]) -> PyResult<Bound<'py, PyList>> {
     let predicates = PyList::empty(py);
     for filter in filters {
         for conjunct in split_conjunction(filter) {
-            let Some(translated) = translate(conjunct) else {
+            if let Some(translated) = translate(conjunct) {
+                if let Some(predicate) = Predicate::from_translated(py, translated)? {
+                    predicates.append(Py::new(py, predicate)?)?;
+                }
                 continue;
-            };
-            if let Some(predicate) = Predicate::from_translated(py, translated)? {
-                predicates.append(Py::new(py, predicate)?)?;
+            }
+            let alternatives = disjuncts(conjunct);
+            let count = alternatives.len();
+            if count < 2 {
+                continue;
+            }
+            let mut any = Vec::with_capacity(count);
+            for alternative in alternatives {
+                match translate(alternative) {
+                    Some(translated) => match Predicate::from_translated(py, translated)? {
+                        Some(predicate) => any.push(Py::new(py, predicate)?),
+                        None => break,
+                    },
+                    None => break,
+                }
+            }
+            if any.len() == count {
+                predicates.append(PyTuple::new(py, any)?)?;
             }
         }
     }
     Ok(predicates)
+}
+
+/// The alternatives of an `OR` (nested ones flattened); one expression for anything else.
+fn disjuncts(expr: &Expr) -> Vec<&Expr> {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            let mut out = disjuncts(left);
+            out.extend(disjuncts(right));
+            out
+        }
+        other => vec![other],
+    }
 }
 
 /// One predicate, as the Python planner receives it (frozen).
@@ -333,6 +369,15 @@ mod tests {
             translate(&col("x").is_not_null()).unwrap().kind,
             Kind::NotNull
         );
+    }
+
+    #[test]
+    fn an_or_is_split_into_its_alternatives() {
+        let either = col("k")
+            .lt(lit(100))
+            .or(col("k").gt(lit(4900)).or(col("j").eq(lit(1))));
+        assert_eq!(disjuncts(&either).len(), 3);
+        assert_eq!(disjuncts(&col("k").eq(lit(1))).len(), 1);
     }
 
     #[test]
