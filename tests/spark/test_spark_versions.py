@@ -21,12 +21,12 @@ from ducklake_datafusion.errors import (
     UnsupportedFeatureError,
 )
 from ducklake_datafusion.spark import (
-    _versions,
     read_changes,
     read_table,
     register_spark,
     register_spark_views,
 )
+from ducklake_datafusion.spark._core import _versions
 
 pytestmark = pytest.mark.spark
 OLD = "4.0.5"  # the release pretended on pyspark 4.1+
