@@ -11,6 +11,7 @@
 //! predicates only prune files, and DataFusion applies the filters to the rows again.
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -33,7 +34,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::guard::GuardExec;
+use crate::guard::{panic_error, GuardExec};
 use crate::lazy::{python_error, ReleasedAtOnce};
 use crate::predicates::predicates_of;
 
@@ -207,9 +208,17 @@ impl ExecutionPlan for ExactExec {
                 partition,
                 sender,
             };
+            // a panic on the reader thread must fail the query, not end its rows early
+            let on_panic = reading.sender.clone();
+            let table = self.table.clone();
             std::thread::Builder::new()
                 .name("ducklake-exact".to_string())
-                .spawn(move || reading.run())
+                .spawn(move || {
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| reading.run())) {
+                        let what = format!("reading {table}");
+                        let _ = on_panic.blocking_send(Err(panic_error(&what, payload.as_ref())));
+                    }
+                })
                 .map_err(|e| {
                     DataFusionError::External(
                         format!("reading {}: cannot start a thread: {e}", self.table).into(),
