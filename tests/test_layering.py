@@ -47,7 +47,7 @@ LAYERS = {
     "read": BASE | {"catalog", "pathres", "scan"},
     "write": BASE | {"catalog", "pathres", "scan", "extension"},
     "provider": BASE | {"catalog", "pathres", "scan", "read", "write", "extension"},
-    "spark": BASE | {"catalog", "pathres", "scan", "read"},
+    "spark": BASE | {"catalog", "pathres", "scan", "read", "write"},
     # the Rust extension (its stub names the DataFusion adapter's ProviderSpec): the
     # DataFusion adapter's scan, and write's bucket hashing
     "extension": BASE | {"provider"},

@@ -4,20 +4,30 @@
 * :mod:`._stats`: per-column bounds in the catalog's text encoding.
 * :mod:`._files`: the Parquet files of one commit and their facts.
 * :mod:`._input`: what a user may hand to a write, as a stream of record batches.
-* :mod:`._append`: resolve, write, commit (``catalog.commit``); delete the files if not.
+* :mod:`._plan`: where a write goes and its commit request, read once when it starts.
+* :mod:`._footers`: a file another engine wrote (Spark), described from its footer.
+* :mod:`._append`: plan, write, commit (``catalog.commit``); delete the files if not.
 
-The engines (``provider/`` for DataFusion, the Python API) only hand batches here.
+The engines (``provider/`` for DataFusion, the Python API) only hand batches here;
+Spark's executors write files themselves and hand their footers to ``commit_files``.
 """
 
 from ._append import append, create_table
 from ._files import DataFileWriter, WrittenFile
+from ._footers import data_file_from_footer
+from ._plan import WritePlan, append_plan, commit_files, create_plan
 from ._types import columns_for_schema, file_schema
 
 __all__ = [
     "DataFileWriter",
+    "WritePlan",
     "WrittenFile",
     "append",
+    "append_plan",
     "columns_for_schema",
+    "commit_files",
+    "create_plan",
     "create_table",
+    "data_file_from_footer",
     "file_schema",
 ]

@@ -420,15 +420,12 @@ def test_errors_name_the_snapshot_the_table_and_the_operation(spark, make_lake, 
     assert "InvalidOptionError" in text and "latest" in text
     assert "TABLE_OR_VIEW_NOT_FOUND" in _error_text(spark, f"SELECT * FROM {name}.main.nope")
     for sql, operation in [
-        (f"CREATE TABLE {name}.main.x (a INT)", "CREATE TABLE"),
         (f"DROP TABLE {name}.main.t", "DROP TABLE"),
         (f"CREATE NAMESPACE {name}.other", "CREATE NAMESPACE"),
         (f"ALTER TABLE {name}.main.t ADD COLUMN z INT", "ALTER TABLE"),
     ]:
         text = _error_text(spark, sql)
-        assert "UnsupportedFeatureError" in text and operation in text and "read-only" in text
-    text = _error_text(spark, f"INSERT INTO {name}.main.t VALUES (1)")
-    assert "append" in text.lower() or "write" in text.lower()
+        assert "UnsupportedFeatureError" in text and operation in text and "does not" in text
 
     files = lake.reference("SELECT data_file FROM ducklake_list_files('lake', 't')").to_pylist()
     os.remove(files[0]["data_file"])

@@ -20,7 +20,9 @@ Requests (``op``) and their answers:
 * ``changes`` ``{namespace, name, start, end?}`` -> the change feed as rows (``_changes``);
 * ``views`` ``{namespace}`` -> ``{views: [name]}`` (``SHOW VIEWS``);
 * ``view`` ``{namespace, name, version?, timestamp_us?}`` -> the view's query respelled for
-  Spark, its column aliases and the snapshot it was read at, or ``{view: null}`` (``_view``).
+  Spark, its column aliases and the snapshot it was read at, or ``{view: null}`` (``_view``);
+* ``write_begin`` / ``create_begin`` / ``write_commit`` / ``create_table``: Spark's writes,
+  planned and committed once through the core's protocol (``_write``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -45,6 +47,12 @@ from ._frames import read_request, write_response
 from ._scan import scan_response
 from ._table import resolve_table, table_response
 from ._view import table_names, view_names, view_response
+from ._write import (
+    create_begin_response,
+    create_table_response,
+    write_begin_response,
+    write_commit_response,
+)
 
 __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 
@@ -82,6 +90,14 @@ class Planner:
         if op == "scan":
             table = resolve_table(self.lake, request)
             return scan_response(table, request)
+        writes = {
+            "write_begin": write_begin_response,
+            "create_begin": create_begin_response,
+            "write_commit": write_commit_response,
+            "create_table": create_table_response,
+        }
+        if op in writes:
+            return writes[op](self.lake, request), []
         raise InvalidOptionError(f"the planner has no request {op!r}")
 
     def _open(self, options: Mapping[str, object]) -> dict:

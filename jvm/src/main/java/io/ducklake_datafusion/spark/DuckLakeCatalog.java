@@ -12,6 +12,8 @@ import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.StagedTable;
+import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
@@ -38,10 +40,15 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * tables ({@code lake.main.orders}); {@code VERSION AS OF <snapshot id>} and {@code TIMESTAMP
  * AS OF} read older snapshots; its views are resolved by {@link DuckLakeViews} when the session
  * has {@link DuckLakeExtensions}. Every answer comes from the package's planner ({@link
- * PlannerProcess}); the scan is {@link DuckLakeScan}. The catalog is read-only: DDL and writes
- * raise an error that names the operation.
+ * PlannerProcess}); the scan is {@link DuckLakeScan}.
+ *
+ * <p>Tables are written by Spark's executors and committed once by the driver through the
+ * planner ({@link LakeWrites}): {@code INSERT INTO}, {@code INSERT OVERWRITE}, {@code
+ * writeTo(...).append()} / {@code overwritePartitions()}, and {@code CREATE TABLE [AS
+ * SELECT]} (staged: the table and its rows in one snapshot). Other DDL (ALTER, DROP, RENAME,
+ * REPLACE) raises an error that names the operation.
  */
-public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
+public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces {
   private static final String PYTHON_OPTION = "python";
   private static final String IDLE_OPTION = "planner_idle_seconds";
   private static final String SECRET_PREFIX = "secret.";
@@ -346,10 +353,54 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
     return new ChangesTable(name, answer.header, answer.blobs[0]);
   }
 
+  // -- writes ----------------------------------------------------------------------------
+
+  private final LakeWrites writes = new LakeWrites(this);
+
+  WriteTarget beginWrite(DuckLakeTable table, boolean overwrite) {
+    return writes.beginWrite(table, overwrite);
+  }
+
+  WriteTarget beginCreate(Identifier ident, StructType schema, String[] partitionKeys) {
+    return writes.beginCreate(ident, schema, partitionKeys);
+  }
+
+  void createEmpty(Identifier ident, StructType schema, String[] partitionKeys) {
+    writes.createEmpty(ident, schema, partitionKeys);
+  }
+
+  void commitWrite(WriteTarget target, List<WrittenFile> files, ObjectNode options) {
+    writes.commit(target, files, options);
+  }
+
   @Override
   public Table createTable(
       Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
-    throw readOnly("CREATE TABLE " + ident);
+    createEmpty(ident, schema, LakeWrites.partitionKeys(partitions, ident.toString()));
+    try {
+      return loadTable(ident);
+    } catch (NoSuchTableException e) {
+      throw new IllegalStateException("ducklake: table " + ident + " vanished after CREATE", e);
+    }
+  }
+
+  @Override
+  public StagedTable stageCreate(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    String[] keys = LakeWrites.partitionKeys(partitions, ident.toString());
+    return new StagedDuckLakeTable(this, ident, schema, partitions, keys, properties);
+  }
+
+  @Override
+  public StagedTable stageReplace(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    throw readOnly("REPLACE TABLE " + ident);
+  }
+
+  @Override
+  public StagedTable stageCreateOrReplace(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    throw readOnly("CREATE OR REPLACE TABLE " + ident);
   }
 
   @Override
@@ -372,9 +423,9 @@ public class DuckLakeCatalog implements TableCatalog, SupportsNamespaces {
         ErrorNames.UNSUPPORTED_FEATURE,
         "DuckLake catalog '"
             + name
-            + "' is read-only: "
+            + "' does not support "
             + operation
-            + " is not supported (write with DuckDB's ducklake extension)",
+            + " (DuckLake DDL beyond CREATE TABLE is done with DuckDB's ducklake extension)",
         null);
   }
 }

@@ -6,17 +6,22 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * One DuckLake table at the snapshot it was loaded at: every scan of this object reads that
- * snapshot (the planner is asked for it by id), so a query sees one table state.
+ * snapshot (the planner is asked for it by id), so a query sees one table state. A write
+ * begins at that snapshot too: an overwrite that reads the table ({@code INSERT OVERWRITE t
+ * SELECT ... FROM t}) fails to commit if another commit changed its rows meanwhile.
  */
-final class DuckLakeTable implements Table, SupportsRead {
+final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
   private final DuckLakeCatalog catalog;
   private final String catalogName;
   private final String namespace;
@@ -67,7 +72,21 @@ final class DuckLakeTable implements Table, SupportsRead {
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(TableCapability.BATCH_READ);
+    return EnumSet.of(
+        TableCapability.BATCH_READ,
+        TableCapability.BATCH_WRITE,
+        TableCapability.TRUNCATE,
+        TableCapability.OVERWRITE_DYNAMIC);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    com.fasterxml.jackson.databind.node.ObjectNode options =
+        DuckLakeWriteBuilder.commitOptions(info.options());
+    return new DuckLakeWriteBuilder(
+        name(),
+        overwrite -> catalog.beginWrite(this, overwrite),
+        target -> files -> catalog.commitWrite(target, files, options));
   }
 
   @Override

@@ -57,6 +57,18 @@ final class PlannerProcess implements AutoCloseable {
     }
   }
 
+  /**
+   * The planner answered with an error: it ran the request and raised (so a commit it was
+   * asked for did not happen), unlike a pipe or process failure, after which nothing is known.
+   */
+  static final class Refused extends DuckLakeException {
+    private static final long serialVersionUID = 1L;
+
+    Refused(String errorClass, String message) {
+      super(errorClass, message, null);
+    }
+  }
+
   /** Every planner started and not closed, closed when the JVM exits. */
   private static final java.util.Set<PlannerProcess> LIVE = new java.util.HashSet<>();
   private static boolean hookAdded;
@@ -189,8 +201,8 @@ final class PlannerProcess implements AutoCloseable {
     lastUsed = System.nanoTime();
     JsonNode error = header.get("error");
     if (error != null) {
-      throw new DuckLakeException(
-          error.path("class").asText(ErrorNames.DUCKLAKE), error.path("message").asText(""), null);
+      throw new Refused(
+          error.path("class").asText(ErrorNames.DUCKLAKE), error.path("message").asText(""));
     }
     return new Answer(header, blobs);
   }

@@ -1,0 +1,262 @@
+"""Spark's writes, as the planner process plans and commits them.
+
+Spark's executors write a table's Parquet files themselves (the jar's ``DuckLakeWriter``);
+what they need, and the one commit at the end, come from here, through the core's write
+plan (``write.append_plan`` / ``create_plan``) and commit protocol (``write.commit_files``):
+
+* ``write_begin`` ``{namespace, name, mode}`` (mode ``append`` / ``overwrite``) and
+  ``create_begin`` ``{namespace, name, schema, partitioning}`` -> where and how to write:
+  the table's directory as a Hadoop URL and the Hadoop options of its store, the Spark
+  schema files are written with and the column id of every field (nested ones too: the
+  files' field ids), the target file size, and ``target``: the few facts that identify the
+  write (table, snapshot it began at, a new table's uuid), handed back at commit. Nothing
+  is kept here between requests: a planner that exited idle during a long job is
+  replaced, and the commit still finds its write.
+* ``write_commit`` ``{target, files, author?, commit_message?, commit_extra_info?}`` ->
+  ``{snapshot}``: each file (its path below the directory, size and footer, base64) becomes
+  the commit's facts from its footer (``write.data_file_from_footer``), and the core
+  commits them all as one snapshot, or raises and commits nothing.
+* ``create_table`` ``{namespace, name, schema, partitioning}`` -> ``{snapshot}``: an empty
+  table (``CREATE TABLE`` without ``AS``).
+
+Spark writes a column exactly only when its Spark type is the DuckLake type's own:
+booleans, signed integers, floats, decimals, text, blobs, dates, ``timestamp`` (Spark's
+``timestamp_ntz``) and ``timestamptz`` (Spark's ``timestamp``), and structs, lists and
+maps of them. A table with another type (unsigned or 128-bit integers, ``time``, ``uuid``,
+``json``, non-microsecond timestamps, intervals) is refused by name: Spark reads those
+as a wider or different type, and writing that back would change them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import posixpath
+import uuid
+from collections.abc import Mapping
+
+import pyarrow as pa
+from pyspark.sql.types import StructType
+
+from ...catalog import CommitOptions
+from ...errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
+from ...pathres import parse_location
+from ...scan import Lake
+from ...write import WritePlan, append_plan, commit_files, create_plan, data_file_from_footer
+from .._core import spark_arrow_type, spark_schema
+from ..parquet import hadoop_options, hadoop_url
+
+__all__ = [
+    "create_begin_response",
+    "create_table_response",
+    "write_begin_response",
+    "write_commit_response",
+]
+
+_EXACT = frozenset(
+    (
+        "boolean",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float32",
+        "float64",
+        "varchar",
+        "blob",
+        "date",
+        "timestamp",
+        "timestamptz",
+    )
+)
+
+
+def write_begin_response(lake: Lake, request: Mapping) -> dict:
+    """What Spark's executors need to append to (or overwrite) an existing table."""
+    mode = str(request.get("mode") or "append")
+    if mode not in ("append", "overwrite"):
+        raise InvalidOptionError(f"unknown write mode {mode!r}: append or overwrite")
+    plan = append_plan(
+        lake, str(request["namespace"]), str(request["name"]), overwrite=mode == "overwrite"
+    )
+    target = {
+        "kind": "append",
+        "namespace": plan.request.schema_name,
+        "name": plan.request.table_name,
+        "snapshot": plan.snapshot,
+        "table_id": plan.request.table_id,
+        "overwrite": plan.request.overwrite,
+    }
+    return _begin_answer(lake, plan, target)
+
+
+def create_begin_response(lake: Lake, request: Mapping) -> dict:
+    """What Spark's executors need to write the rows of a table a commit will create."""
+    schema_json = str(request["schema"])
+    partitioning = [str(k) for k in request.get("partitioning") or ()]
+    namespace, name = str(request["namespace"]), str(request["name"])
+    plan = create_plan(
+        lake,
+        namespace,
+        name,
+        _arrow_schema(schema_json, f"{namespace}.{name}"),
+        partitioned_by=partitioning,
+    )
+    target = {
+        "kind": "create",
+        "namespace": namespace,
+        "name": name,
+        "snapshot": plan.snapshot,
+        "table_uuid": str(plan.request.new_table.table_uuid),
+        "schema": schema_json,
+        "partitioning": partitioning,
+    }
+    return _begin_answer(lake, plan, target)
+
+
+def create_table_response(lake: Lake, request: Mapping) -> dict:
+    """Create an empty table (``CREATE TABLE ... USING`` / ``writeTo(...).create()`` of
+    no rows): one snapshot."""
+    namespace, name = str(request["namespace"]), str(request["name"])
+    plan = create_plan(
+        lake,
+        namespace,
+        name,
+        _arrow_schema(str(request["schema"]), f"{namespace}.{name}"),
+        partitioned_by=[str(k) for k in request.get("partitioning") or ()],
+        options=_options(request),
+    )
+    return {"snapshot": commit_files(lake, plan, ())}
+
+
+def write_commit_response(lake: Lake, request: Mapping) -> dict:
+    """Commit the files Spark's executors wrote as one snapshot."""
+    plan = _plan_again(lake, request["target"], _options(request))
+    description = f"table {plan.name} of {lake.description}"
+    files = []
+    for entry in request.get("files") or ():
+        path = _relative_path(str(entry["path"]), description)
+        values = entry.get("partition_values")
+        files.append(
+            data_file_from_footer(
+                path,
+                int(entry["size"]),
+                base64.b64decode(str(entry["footer"])),
+                plan.columns,
+                tuple(values) if values is not None else (),
+                description=description,
+            )
+        )
+    return {"snapshot": commit_files(lake, plan, files)}
+
+
+def _plan_again(lake: Lake, target: Mapping, options: CommitOptions) -> WritePlan:
+    """The plan ``*_begin`` made, from the facts it handed out."""
+    namespace, name = str(target["namespace"]), str(target["name"])
+    snapshot = int(target["snapshot"])
+    if target.get("kind") == "create":
+        return create_plan(
+            lake,
+            namespace,
+            name,
+            _arrow_schema(str(target["schema"]), f"{namespace}.{name}"),
+            partitioned_by=[str(k) for k in target.get("partitioning") or ()],
+            options=options,
+            table_uuid=uuid.UUID(str(target["table_uuid"])),
+            at_snapshot=snapshot,
+        )
+    return append_plan(
+        lake,
+        namespace,
+        name,
+        overwrite=bool(target.get("overwrite")),
+        expected_table_id=int(target["table_id"]),
+        options=options,
+        at_snapshot=snapshot,
+    )
+
+
+def _begin_answer(lake: Lake, plan: WritePlan, target: dict) -> dict:
+    _check_spark_writes(plan)
+    location = parse_location(plan.directory)
+    if location.scheme == "file":
+        directory, options = "file://" + location.path, {}
+    else:
+        directory = hadoop_url(plan.directory, lake.storage)
+        options = hadoop_options(plan.directory, lake.storage)
+        if options is None:
+            raise UnsupportedFeatureError(
+                f"table {plan.name} of {lake.description}: the lake's storage options for "
+                f"{location.scheme}:// have no Hadoop equivalent, so Spark cannot write its "
+                "files; write with the Python API (write_table) instead"
+            )
+    return {
+        "target": target,
+        "directory": directory.rstrip("/") + "/",
+        "hadoop_options": options,
+        "schema": spark_schema(plan.columns).json(),
+        "field_ids": [_id_tree(c) for c in plan.columns],
+        "target_file_size": plan.target_file_size,
+    }
+
+
+def _check_spark_writes(plan: WritePlan) -> None:
+    if plan.partitioning is not None:
+        raise UnsupportedFeatureError(
+            f"table {plan.name} is partitioned; Spark does not write partitioned DuckLake "
+            "tables yet: write it with the Python API (write_table) or DuckDB"
+        )
+
+    def check(spec, path: str) -> None:
+        kind = spec.type_name.lower()
+        if kind in ("struct", "list", "map"):
+            for child in spec.children:
+                check(child, f"{path}.{child.name}")
+        elif kind not in _EXACT and not kind.startswith("decimal"):
+            raise UnsupportedTypeError(
+                f"table {plan.name}: column {path!r} is a DuckLake {spec.type_name}, which "
+                "Spark holds as another type, so a Spark write would change its values; "
+                "write this table with the Python API (write_table) or DuckDB"
+            )
+
+    for column in plan.columns:
+        check(column, column.name)
+
+
+def _id_tree(spec) -> dict:
+    """A column's id and its children's, in the order of the Spark type's fields (a
+    list's element; a map's key and value)."""
+    return {"id": spec.column_id, "children": [_id_tree(c) for c in spec.children]}
+
+
+def _arrow_schema(schema_json: str, table: str) -> pa.Schema:
+    schema = StructType.fromJson(json.loads(schema_json))
+    fields = []
+    for field in schema.fields:
+        try:
+            arrow = spark_arrow_type(field.dataType, field.name)
+        except UnsupportedTypeError as exc:
+            raise UnsupportedTypeError(f"table {table}: {exc}") from exc
+        fields.append(pa.field(field.name, arrow))
+    return pa.schema(fields)
+
+
+def _options(request: Mapping) -> CommitOptions:
+    def text(key: str) -> str | None:
+        value = request.get(key)
+        return None if value is None else str(value)
+
+    return CommitOptions(
+        author=text("author"),
+        commit_message=text("commit_message"),
+        commit_extra_info=text("commit_extra_info"),
+    )
+
+
+def _relative_path(path: str, description: str) -> str:
+    normal = posixpath.normpath(path)
+    if path.startswith("/") or normal != path or normal.startswith(".."):
+        raise InvalidOptionError(
+            f"{description}: written file path {path!r} is not below the table's directory"
+        )
+    return path

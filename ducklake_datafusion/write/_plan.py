@@ -1,0 +1,245 @@
+"""Where a write goes and what its commit will say, decided once when the write starts.
+
+Every writer needs the same facts before its first row: the table's columns and
+partitioning as the latest snapshot has them, its directory, the lake's target file size,
+and the commit request its files will complete. :func:`append_plan` reads them for an
+existing table, :func:`create_plan` builds them for a table a commit will create (``CREATE
+TABLE AS``). The Python writer (``_append``) and Spark's executors (through the planner
+process) both start from a :class:`WritePlan` and end in :func:`commit_files`, so both
+commit the same way; a writer that runs elsewhere carries the plan's few identifying
+facts away and gets the same plan back with ``append_plan(..., at_snapshot=...)`` or
+``create_plan(..., table_uuid=...)``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+
+from ..catalog import (
+    CommitOptions,
+    NewColumn,
+    NewDataFile,
+    NewTable,
+    TableCommit,
+    build_column_tree,
+    commit,
+    metadata,
+)
+from ..errors import CatalogReadOnlyError, TableNotFoundError
+from ..pathres import join_path
+from ..scan import Lake, require_table, table_directory
+from ._files import DEFAULT_TARGET_FILE_SIZE, uuid7
+from ._partitions import PartitionSpec, partition_keys, read_partition_spec
+from ._types import columns_for_schema
+
+__all__ = ["WritePlan", "append_plan", "commit_files", "create_plan"]
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "t": 1000**4,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """One write's target, read from one snapshot, and its commit request (no files yet).
+
+    Attributes:
+        request: what the commit says; its ``files`` are filled in by :func:`commit_files`.
+        directory: the table's directory URL (ends with ``/``); files go below it.
+        columns: the table's column tree (``ColumnSpec``s, nested children included).
+        target_file_size: bytes after which a writer starts a new file.
+        partitioning: the spec files are split by (``None``: unpartitioned).
+    """
+
+    request: TableCommit
+    directory: str
+    columns: tuple
+    target_file_size: int
+    partitioning: PartitionSpec | None = None
+
+    @property
+    def snapshot(self) -> int:
+        return self.request.base_snapshot
+
+    @property
+    def name(self) -> str:
+        return f"{self.request.schema_name}.{self.request.table_name}"
+
+
+def require_writable(lake: Lake) -> None:
+    """Refuse a write to a lake opened at a fixed snapshot."""
+    if lake.pinned:
+        raise CatalogReadOnlyError(
+            f"{lake.description} was opened pinned to a snapshot (snapshot= or "
+            "snapshot_time=), which is read-only; open it without a pin to write"
+        )
+
+
+def append_plan(
+    lake: Lake,
+    schema: str,
+    table: str,
+    *,
+    overwrite: bool = False,
+    expected_table_id: int | None = None,
+    options: CommitOptions | None = None,
+    at_snapshot: int | None = None,
+) -> WritePlan:
+    """The plan of an append to (or overwrite of) an existing table, at the latest
+    snapshot, or at ``at_snapshot`` for a write that began there."""
+    require_writable(lake)
+    with lake.backend.session() as session:
+        settings = metadata.read_settings(session, lake.description)
+        snapshot = (
+            at_snapshot
+            if at_snapshot is not None
+            else metadata.latest_snapshot(session).snapshot_id
+        )
+        entry = require_table(session, lake.description, snapshot, schema, table)
+        columns = build_column_tree(metadata.read_columns(session, entry.table_id, snapshot))
+        description = f"{lake.description}: table {entry.schema_name}.{entry.table_name}"
+        spec = read_partition_spec(session, entry.table_id, snapshot, columns, description)
+        target_size = _target_file_size(session, settings, entry.table_id)
+        directory = table_directory(lake.data_path(settings), entry)
+    request = TableCommit(
+        schema_name=entry.schema_name,
+        table_name=entry.table_name,
+        base_snapshot=snapshot,
+        table_id=expected_table_id if expected_table_id is not None else entry.table_id,
+        files=(),
+        column_types=leaf_types(columns),
+        overwrite=overwrite,
+        partition_id=spec.partition_id if spec else None,
+        options=options or CommitOptions(),
+    )
+    return WritePlan(request, directory, tuple(columns), target_size, spec)
+
+
+def create_plan(
+    lake: Lake,
+    schema: str,
+    table: str,
+    arrow_schema: pa.Schema,
+    *,
+    partitioned_by: Sequence[str] = (),
+    options: CommitOptions | None = None,
+    table_uuid: uuid.UUID | None = None,
+    at_snapshot: int | None = None,
+) -> WritePlan:
+    """The plan of a write that creates ``schema.table`` with the columns of
+    ``arrow_schema`` (its rows, if any, committed in the same snapshot)."""
+    require_writable(lake)
+    new_columns = columns_for_schema(arrow_schema, f"{schema}.{table}")
+    # (DuckDB gives every new column, nested or not, its column id as column_order)
+    rows = [
+        NewColumn(spec.column_id, spec.name, spec.type_name, parent, spec.column_id)
+        for column in new_columns
+        for spec, parent in column.walk()
+    ]
+    table_uuid = table_uuid or uuid7()
+    path = f"{table}/" if _PLAIN_NAME.match(table) else f"{table_uuid}/"
+    with lake.backend.session() as session:
+        settings = metadata.read_settings(session, lake.description)
+        latest = (
+            at_snapshot
+            if at_snapshot is not None
+            else metadata.latest_snapshot(session).snapshot_id
+        )
+        schemas = {s.schema_name: s for s in metadata.list_schemas(session, latest)}
+        entry = schemas.get(schema)
+        if entry is None:
+            raise TableNotFoundError(
+                f"{lake.description}: schema {schema!r} does not exist at snapshot {latest}, "
+                f"so table {schema}.{table} cannot be created there; create the schema in "
+                "DuckDB first (CREATE SCHEMA)"
+            )
+        schema_dir = join_path(lake.data_path(settings), entry.path, entry.path_is_relative)
+        target_size = _target_file_size(session, settings, None)
+    columns = build_column_tree(
+        _ColumnRow(c.column_id, c.name, c.type_name, c.parent_column, c.column_order) for c in rows
+    )
+    keys = partition_keys(partitioned_by, columns, f"{schema}.{table}")
+    spec = PartitionSpec(-1, keys) if keys else None  # its id is given at commit
+    request = TableCommit(
+        schema_name=schema,
+        table_name=table,
+        base_snapshot=latest,
+        table_id=None,
+        files=(),
+        column_types=leaf_types(columns),
+        new_table=NewTable(
+            table_uuid, path, tuple(rows), tuple((k.column_id, k.transform) for k in keys)
+        ),
+        options=options or CommitOptions(),
+    )
+    directory = join_path(schema_dir, path, True)
+    return WritePlan(request, directory, tuple(columns), target_size, spec)
+
+
+def commit_files(lake: Lake, plan: WritePlan, files: Sequence[NewDataFile]) -> int:
+    """Commit ``files`` (written under ``plan.directory``) as the plan's one new snapshot."""
+    return commit(lake.backend, replace(plan.request, files=tuple(files)))
+
+
+@dataclass(frozen=True, slots=True)
+class _ColumnRow:
+    column_id: int
+    column_name: str
+    column_type: str
+    parent_column: int | None
+    column_order: int
+    initial_default: str | None = None
+
+
+def _target_file_size(session, settings: Mapping[str, str], table_id: int | None) -> int:
+    """The lake's ``target_file_size`` (a table's own setting first), in bytes."""
+    text = settings.get("target_file_size")
+    if table_id is not None:
+        rows = session.rows(
+            "SELECT value FROM ducklake_metadata WHERE key = 'target_file_size' AND "
+            "scope = 'table' AND scope_id = ?",
+            [table_id],
+        )
+        if rows:
+            text = rows[0][0]
+    match = _SIZE.match(text or "")
+    if not match:
+        return DEFAULT_TARGET_FILE_SIZE
+    unit = (match.group(2) or "").lower()
+    return max(int(float(match.group(1)) * _UNITS.get(unit, 1)), 1)
+
+
+def leaf_types(columns) -> dict[int, str]:
+    """The DuckLake type of every leaf column id (what the commit compares bounds by)."""
+    types: dict[int, str] = {}
+
+    def visit(spec) -> None:
+        if spec.children:
+            for child in spec.children:
+                visit(child)
+        else:
+            types[spec.column_id] = spec.type_name
+
+    for column in columns:
+        visit(column)
+    return types

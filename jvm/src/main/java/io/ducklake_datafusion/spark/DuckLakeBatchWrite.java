@@ -1,0 +1,86 @@
+package io.ducklake_datafusion.spark;
+
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * One Spark job's write: executors write files ({@link DuckLakeDataWriter}), and the driver
+ * commits them all once ({@link Committer}: the planner's {@code write_commit}, or a staged
+ * table that commits with its creation).
+ *
+ * <p>Spark's commit coordinator lets one attempt of each task commit, so each row is in
+ * exactly one committed file however often a task was retried or run speculatively. When the
+ * commit fails, {@link #abort} deletes the job's files, except when the planner could not be
+ * heard after being asked to commit (its process or pipe failed): the snapshot may then exist,
+ * and deleting its files would break it, so they stay, named in the error.
+ */
+final class DuckLakeBatchWrite implements BatchWrite {
+  /** What the driver does with the files of a successful job. */
+  interface Committer {
+    void commit(List<WrittenFile> files);
+  }
+
+  private final WriteTarget target;
+  private final Committer committer;
+  private final SparkSession session;
+  private volatile boolean outcomeUnknown;
+
+  DuckLakeBatchWrite(WriteTarget target, Committer committer, SparkSession session) {
+    this.target = target;
+    this.committer = committer;
+    this.session = session;
+  }
+
+  @Override
+  public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    return target.factory(session);
+  }
+
+  @Override
+  public boolean useCommitCoordinator() {
+    return true;
+  }
+
+  @Override
+  public void commit(WriterCommitMessage[] messages) {
+    List<WrittenFile> files = WrittenFile.of(messages);
+    try {
+      committer.commit(files);
+    } catch (PlannerProcess.Refused e) {
+      throw e; // the planner ran the commit and raised: nothing was committed
+    } catch (RuntimeException e) {
+      outcomeUnknown = true;
+      throw e;
+    }
+  }
+
+  @Override
+  public void abort(WriterCommitMessage[] messages) {
+    List<WrittenFile> files = WrittenFile.of(messages);
+    if (outcomeUnknown) {
+      throw new DuckLakeException(
+          ErrorNames.DUCKLAKE,
+          "the commit to " + target.table + " may or may not have happened (the planner "
+              + "failed while committing); its " + files.size() + " files under "
+              + target.directory + " were kept: check the table's latest snapshot",
+          null);
+    }
+    List<String> left = target.delete(files, session);
+    if (!left.isEmpty()) {
+      throw new DuckLakeException(
+          ErrorNames.STORAGE,
+          "a failed write to " + target.table + " could not delete its files " + left
+              + "; no snapshot refers to them (ducklake_delete_orphaned_files removes them)",
+          null);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "DuckLakeBatchWrite(" + target.table + ")";
+  }
+}

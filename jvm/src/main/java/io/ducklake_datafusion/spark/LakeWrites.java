@@ -1,0 +1,142 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Base64;
+import java.util.List;
+import java.util.Locale;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The catalog's writes as planner requests: where to write ({@code write_begin}, {@code
+ * create_begin}), the one commit ({@code write_commit}), an empty table ({@code
+ * create_table}); and Spark's partition transforms as DuckDB's {@code PARTITIONED BY} keys.
+ */
+final class LakeWrites {
+  private final DuckLakeCatalog catalog;
+
+  LakeWrites(DuckLakeCatalog catalog) {
+    this.catalog = catalog;
+  }
+
+  /** Where an append to (or overwrite of) {@code table} goes, from the snapshot it was loaded at. */
+  WriteTarget beginWrite(DuckLakeTable table, boolean overwrite) {
+    ObjectNode request = request("write_begin", table.namespace(), table.tableName());
+    request.put("mode", overwrite ? "overwrite" : "append");
+    return new WriteTarget(table.name(), catalog.call(request).header);
+  }
+
+  /** Where the rows of a table being created go. */
+  WriteTarget beginCreate(Identifier ident, StructType schema, String[] partitionKeys) {
+    ObjectNode request = creation("create_begin", ident, schema, partitionKeys);
+    return new WriteTarget(label(ident), catalog.call(request).header);
+  }
+
+  /** Create an empty table, as one snapshot. */
+  void createEmpty(Identifier ident, StructType schema, String[] partitionKeys) {
+    catalog.call(creation("create_table", ident, schema, partitionKeys));
+  }
+
+  /** Commit the job's files; the new snapshot id. */
+  long commit(WriteTarget target, List<WrittenFile> files, ObjectNode options) {
+    ObjectNode request = PlannerProcess.JSON.createObjectNode();
+    request.put("op", "write_commit");
+    request.set("target", target.target);
+    if (options != null) {
+      request.setAll(options);
+    }
+    ArrayNode list = request.putArray("files");
+    Base64.Encoder base64 = Base64.getEncoder();
+    for (WrittenFile file : files == null ? java.util.Collections.<WrittenFile>emptyList() : files) {
+      ObjectNode entry = list.addObject();
+      entry.put("path", file.path);
+      entry.put("size", file.size);
+      entry.put("footer", base64.encodeToString(file.footer));
+    }
+    return catalog.call(request).header.path("snapshot").asLong();
+  }
+
+  private ObjectNode creation(String op, Identifier ident, StructType schema, String[] keys) {
+    ObjectNode request = request(op, namespace(ident), ident.name());
+    request.put("schema", schema.json());
+    ArrayNode partitioning = request.putArray("partitioning");
+    for (String key : keys) {
+      partitioning.add(key);
+    }
+    return request;
+  }
+
+  private ObjectNode request(String op, String namespace, String name) {
+    ObjectNode request = PlannerProcess.JSON.createObjectNode();
+    request.put("op", op);
+    request.put("namespace", namespace);
+    request.put("name", name);
+    return request;
+  }
+
+  private String namespace(Identifier ident) {
+    if (ident.namespace().length != 1) {
+      throw new DuckLakeException(
+          ErrorNames.INVALID_OPTION,
+          label(ident) + ": a DuckLake table is named <catalog>.<schema>.<table>",
+          null);
+    }
+    return ident.namespace()[0];
+  }
+
+  private String label(Identifier ident) {
+    return catalog.name() + "." + String.join(".", ident.namespace()) + "." + ident.name();
+  }
+
+  /**
+   * Spark's partition transforms as DuckDB's keys: a column ({@code identity}), {@code
+   * year(c)}, {@code month(c)}, {@code day(c)}, {@code hour(c)}, {@code bucket(n, c)}.
+   */
+  static String[] partitionKeys(Transform[] transforms, String table) {
+    String[] keys = new String[transforms == null ? 0 : transforms.length];
+    for (int i = 0; i < keys.length; i++) {
+      Transform transform = transforms[i];
+      NamedReference[] refs = transform.references();
+      String name = transform.name().toLowerCase(Locale.ROOT);
+      if (refs.length != 1 || refs[0].fieldNames().length != 1) {
+        throw unsupported(transform, table);
+      }
+      String column = refs[0].fieldNames()[0];
+      switch (name) {
+        case "identity":
+          keys[i] = column;
+          break;
+        case "years":
+        case "months":
+        case "days":
+        case "hours":
+          keys[i] = name.substring(0, name.length() - 1) + "(" + column + ")";
+          break;
+        case "bucket":
+          Object count = transform.arguments()[0] instanceof Literal
+              ? ((Literal<?>) transform.arguments()[0]).value()
+              : null;
+          if (count == null) {
+            throw unsupported(transform, table);
+          }
+          keys[i] = "bucket(" + count + ", " + column + ")";
+          break;
+        default:
+          throw unsupported(transform, table);
+      }
+    }
+    return keys;
+  }
+
+  private static DuckLakeException unsupported(Transform transform, String table) {
+    return new DuckLakeException(
+        ErrorNames.UNSUPPORTED_FEATURE,
+        "table " + table + ": partition transform " + transform.describe() + " has no DuckLake "
+            + "equivalent (DuckLake partitions by a column, years, months, days, hours or bucket)",
+        null);
+  }
+}

@@ -1,0 +1,107 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.internal.config.ConfigEntry;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.internal.SQLConf;
+
+/**
+ * Where one write goes, as the planner's {@code write_begin} / {@code create_begin} answered:
+ * the table's directory (a Hadoop URL), the schema and column ids its files are written with,
+ * the target file size, the Hadoop options of the lake's store, and {@code target}, the facts
+ * the planner needs back at commit (it keeps nothing between requests).
+ */
+final class WriteTarget {
+  final String table;
+  final JsonNode target;
+  final String directory;
+  final String schema;
+  final String fieldIds;
+  final long targetFileSize;
+  private final JsonNode hadoopOptions;
+
+  WriteTarget(String table, JsonNode answer) {
+    this.table = table;
+    this.target = answer.path("target");
+    this.directory = answer.path("directory").asText();
+    this.schema = answer.path("schema").asText();
+    this.fieldIds = answer.path("field_ids").toString();
+    this.targetFileSize = answer.path("target_file_size").asLong();
+    this.hadoopOptions = answer.path("hadoop_options");
+  }
+
+  /** The session's Hadoop configuration with the lake's store options. */
+  Configuration hadoop(SparkSession session) {
+    Configuration conf = session.sessionState().newHadoopConf();
+    hadoopOptions.fields().forEachRemaining(e -> conf.set(e.getKey(), e.getValue().asText()));
+    return conf;
+  }
+
+  /** The executors' writer factory (refused, naming what is missing, without a connector). */
+  DuckLakeWriterFactory factory(SparkSession session) {
+    refuseLegacyDates(session);
+    Configuration conf = hadoop(session);
+    parquetSettings(session.sessionState().conf(), conf);
+    Connectors.prepare(conf, Collections.singletonList(directory), table);
+    return new DuckLakeWriterFactory(table, directory, schema, fieldIds, targetFileSize, conf);
+  }
+
+  /**
+   * Spark's Parquet writer reads its settings from the Hadoop configuration, where Spark's own
+   * file writer puts them: the session's value of each of this Spark's {@code PARQUET_*}
+   * settings (which ones exist differs by release, so they are found, not listed).
+   */
+  static void parquetSettings(SQLConf sql, Configuration conf) {
+    Object settings;
+    try {
+      settings = Class.forName("org.apache.spark.sql.internal.SQLConf$").getField("MODULE$").get(null);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("ducklake: Spark's SQLConf is not where it was", e);
+    }
+    for (Method method : settings.getClass().getMethods()) {
+      if (method.getParameterCount() != 0
+          || !method.getName().startsWith("PARQUET_")
+          || !ConfigEntry.class.isAssignableFrom(method.getReturnType())) {
+        continue;
+      }
+      try {
+        String key = ((ConfigEntry<?>) method.invoke(settings)).key();
+        conf.set(key, sql.getConfString(key));
+      } catch (ReflectiveOperationException | RuntimeException e) {
+        // a setting without a value or default: Spark's writer does not read it either
+      }
+    }
+  }
+
+  /** Delete written files; the ones left behind. */
+  List<String> delete(List<WrittenFile> files, SparkSession session) {
+    List<Path> paths = new ArrayList<>();
+    for (WrittenFile file : files) {
+      paths.add(new Path(directory + file.path));
+    }
+    return DuckLakeDataWriter.delete(paths, hadoop(session));
+  }
+
+  /**
+   * Spark's LEGACY rebase would shift dates and timestamps before 1582 into the hybrid
+   * Julian calendar; DuckDB reads the proleptic Gregorian values Parquet holds, so it would
+   * read other values than were written.
+   */
+  private void refuseLegacyDates(SparkSession session) {
+    String key = "spark.sql.parquet.datetimeRebaseModeInWrite";
+    if ("LEGACY".equalsIgnoreCase(session.conf().get(key, "CORRECTED"))) {
+      throw new DuckLakeException(
+          ErrorNames.INVALID_OPTION,
+          "writing to " + table + " with " + key + "=LEGACY would store dates before 1582 "
+              + "shifted to the Julian calendar, which DuckDB reads as other dates; set it to "
+              + "CORRECTED (or EXCEPTION) for this write",
+          null);
+    }
+  }
+}

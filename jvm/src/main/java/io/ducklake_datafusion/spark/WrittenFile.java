@@ -1,0 +1,47 @@
+package io.ducklake_datafusion.spark;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * One Parquet file a task wrote: its path below the table's directory, its size and its
+ * footer (the Thrift metadata, without length and magic), from which the planner takes the
+ * commit's facts (rows, sizes, column statistics) without reading the file again.
+ */
+final class WrittenFile implements Serializable {
+  private static final long serialVersionUID = 1L;
+  final String path;
+  final long size;
+  final byte[] footer;
+
+  WrittenFile(String path, long size, byte[] footer) {
+    this.path = path;
+    this.size = size;
+    this.footer = footer;
+  }
+
+  /** A task's commit message: the files its successful attempt wrote. */
+  static final class Message implements WriterCommitMessage {
+    private static final long serialVersionUID = 1L;
+    final List<WrittenFile> files;
+
+    Message(List<WrittenFile> files) {
+      this.files = new ArrayList<>(files);
+    }
+  }
+
+  /** The files of every task's message (Spark passes null for a task that sent none). */
+  static List<WrittenFile> of(WriterCommitMessage[] messages) {
+    List<WrittenFile> files = new ArrayList<>();
+    if (messages != null) {
+      for (WriterCommitMessage message : messages) {
+        if (message instanceof Message) {
+          files.addAll(((Message) message).files);
+        }
+      }
+    }
+    return files;
+  }
+}
