@@ -17,6 +17,7 @@ import org.apache.parquet.io.OutputFile;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.internal.SQLConf;
 
 /**
  * One task attempt's writer: its rows into new Parquet files below the table's directory,
@@ -166,9 +167,27 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
       return this;
     }
 
+    /**
+     * Spark's write support takes its calendar rebase from the session's SQL settings when
+     * built: built here under settings that write dates and timestamps as they are (the
+     * proleptic Gregorian calendar DuckDB reads), never shifted to the Julian calendar
+     * (LEGACY) nor refused before 1582 (EXCEPTION, Spark 3.5's default).
+     */
     @Override
     protected WriteSupport<InternalRow> getWriteSupport(Configuration conf) {
-      return new FieldIdWriteSupport();
+      // (an executor's settings are read-only: a copy with the two rebase settings changed)
+      SQLConf settings = new SQLConf();
+      SQLConf.get()
+          .getAllConfs()
+          .foreach(
+              (scala.Function1<scala.Tuple2<String, String>, Object>)
+                  entry -> {
+                    settings.setConfString(entry._1(), entry._2());
+                    return null;
+                  });
+      settings.setConfString("spark.sql.parquet.datetimeRebaseModeInWrite", "CORRECTED");
+      settings.setConfString("spark.sql.parquet.int96RebaseModeInWrite", "CORRECTED");
+      return SQLConf.withExistingConf(settings, () -> new FieldIdWriteSupport());
     }
   }
 }

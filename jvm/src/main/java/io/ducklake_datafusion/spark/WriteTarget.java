@@ -45,7 +45,6 @@ final class WriteTarget {
 
   /** The executors' writer factory (refused, naming what is missing, without a connector). */
   DuckLakeWriterFactory factory(SparkSession session) {
-    refuseLegacyDates(session);
     Configuration conf = hadoop(session);
     parquetSettings(session.sessionState().conf(), conf);
     Connectors.prepare(conf, Collections.singletonList(directory), table);
@@ -86,22 +85,5 @@ final class WriteTarget {
       paths.add(new Path(directory + file.path));
     }
     return DuckLakeDataWriter.delete(paths, hadoop(session));
-  }
-
-  /**
-   * Spark's LEGACY rebase would shift dates and timestamps before 1582 into the hybrid
-   * Julian calendar; DuckDB reads the proleptic Gregorian values Parquet holds, so it would
-   * read other values than were written.
-   */
-  private void refuseLegacyDates(SparkSession session) {
-    String key = "spark.sql.parquet.datetimeRebaseModeInWrite";
-    if ("LEGACY".equalsIgnoreCase(session.conf().get(key, "CORRECTED"))) {
-      throw new DuckLakeException(
-          ErrorNames.INVALID_OPTION,
-          "writing to " + table + " with " + key + "=LEGACY would store dates before 1582 "
-              + "shifted to the Julian calendar, which DuckDB reads as other dates; set it to "
-              + "CORRECTED (or EXCEPTION) for this write",
-          null);
-    }
   }
 }

@@ -1,0 +1,300 @@
+"""Spark writes to the lake through the catalog, read back by DuckDB (the reference).
+
+Executors write the files with Spark's own Parquet writer; the driver commits them once
+through the core's protocol. Every write is read back by DuckDB's ``ducklake`` extension
+and by our DataFusion reader at every snapshot; DuckDB keeps writing after Spark and both
+agree again; the catalog rows of Spark's writes are DuckDB's for the same data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from support.lakes import LakeSpec, assert_same_rows
+from support.spark_settings import spark_settings
+from support.writes import (
+    META,
+    assert_bounds_hold,
+    assert_reads_back,
+    assert_same_answers,
+    catalog_rows,
+    duckdb_reads,
+)
+from test_spark_catalog import (
+    LOCAL_CATALOGS,
+    _error_text,
+    catalog,  # noqa: F401 -- the fixture
+)
+
+pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.spark
+
+CELLS = [LakeSpec("sqlite", "local"), *LOCAL_CATALOGS]
+
+
+def _arrow(frame) -> pa.Table:
+    """A Spark DataFrame's rows as Arrow (``toArrow`` from pyspark 4.0)."""
+    if hasattr(frame, "toArrow"):
+        return frame.toArrow()
+    return pa.Table.from_batches(frame._collect_as_arrow())
+
+
+def _select(start: int, count: int, tag: str) -> str:
+    """The rows ``start``.. as a query: NULL names, NaN prices, empty lists among them."""
+    return (
+        f"SELECT id, IF(id % 7 = 0, NULL, concat('{tag}', id)) AS name, "
+        "IF(id % 11 = 0, double('NaN'), id / 4) AS price, "
+        f"IF(id % 5 = 0, array(), array('{tag}', string(id))) AS tags "
+        f"FROM range({start}, {start + count})"
+    )
+
+
+def _rows(spark, start: int, count: int, tag: str):
+    return spark.sql(_select(start, count, tag))
+
+
+def _data_files(lake) -> set[str]:
+    return {
+        os.path.join(root, name)
+        for root, _, names in os.walk(lake.data_path)
+        for name in names
+        if name.endswith(".parquet")
+    }
+
+
+@pytest.mark.parametrize("spec", CELLS, ids=lambda s: s.id)
+def test_spark_writes_read_back_on_every_catalog(spark, make_lake, catalog, spec):
+    lake = make_lake(spec, inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR, price DOUBLE, tags VARCHAR[])")
+    name = catalog(lake)
+    table = f"{name}.main.t"
+    expected, snapshots = [], []
+
+    def written(rows: pa.Table | None) -> None:
+        expected.append(rows)
+        snapshots.append(lake_snapshot(lake))
+
+    first = _rows(spark, 0, 300, "a")
+    spark.sql(f"INSERT INTO {table} " + _select(0, 300, "a"))
+    written(_arrow(first))
+    second = _rows(spark, 300, 200, "b")
+    second.writeTo(table).append()
+    written(pa.concat_tables([expected[-1], _arrow(second)]))
+    third = _rows(spark, 1000, 50, "c")
+    spark.sql(f"INSERT OVERWRITE {table} " + _select(1000, 50, "c"))
+    written(_arrow(third))
+    fourth = _rows(spark, 2000, 20, "d")
+    fourth.write.mode("append").saveAsTable(table)
+    written(pa.concat_tables([expected[-1], _arrow(fourth)]))
+    assert snapshots == sorted(set(snapshots)), "each write is one new snapshot"
+    for rows, snapshot in zip(expected, snapshots, strict=True):
+        assert_reads_back(lake, "t", rows, snapshot=snapshot)
+    if lake.mirror is None:
+        assert_bounds_hold(lake)
+    assert_same_rows(_arrow(spark.table(table)), expected[-1])
+
+    # a new table with its rows in one snapshot, through SQL and the DataFrame API
+    spark.sql(f"CREATE TABLE {name}.main.c AS " + _select(0, 40, "x"))
+    assert_reads_back(lake, "c", _arrow(_rows(spark, 0, 40, "x")))
+    _rows(spark, 0, 10, "y").writeTo(f"{name}.main.w").create()
+    assert_reads_back(lake, "w", _arrow(_rows(spark, 0, 10, "y")))
+    changes = duckdb_reads(lake, "SELECT changes FROM lake.snapshots() ORDER BY snapshot_id DESC")
+    assert "tables_created" in str(changes.column(0)[0]) and "tables_inserted_into" in str(
+        changes.column(0)[0]
+    )
+
+    if spec.catalog == "mysql":
+        return  # DuckDB writes MySQL lakes through a copy of a file (support.mysql_lakes)
+    # DuckDB keeps writing after Spark, and Spark after DuckDB: all readers agree
+    for statement in (
+        "INSERT INTO lake.main.t (id, name) SELECT i, 'duck' FROM range(3000, 3100) r(i)",
+        "DELETE FROM lake.main.t WHERE id % 3 = 0",
+        "UPDATE lake.main.t SET name = 'updated' WHERE id BETWEEN 1000 AND 1010",
+        "CALL ducklake_merge_adjacent_files('lake')",
+    ):
+        lake.sql(statement)
+        lake.detach()
+        assert_same_answers(lake, "SELECT * FROM lake.main.t")
+    spark.sql(f"INSERT INTO {table} " + _select(5000, 10, "e"))
+    reference = lake.reference("SELECT * FROM lake.main.t")
+    assert_same_answers(lake, "SELECT * FROM lake.main.t")
+    assert_same_rows(_arrow(spark.table(table)), reference)
+
+
+def lake_snapshot(lake) -> int:
+    return lake.reference("SELECT max(snapshot_id) AS s FROM lake.snapshots()").column(0)[0].as_py()
+
+
+def spark_typed_rows() -> pa.Table:
+    """Three rows of every type Spark writes exactly, at their edges (NaN apart: below)."""
+    utc = dt.timezone.utc
+    return pa.table(
+        {
+            "i8": pa.array([-128, 127, None], pa.int8()),
+            "i16": pa.array([-(2**15), 2**15 - 1, 0], pa.int16()),
+            "i32": pa.array([None, -(2**31), 2**31 - 1], pa.int32()),
+            "i64": pa.array([-(2**63), 2**63 - 1, None], pa.int64()),
+            "f32": pa.array([0.1, -2.5, float("inf")], pa.float32()),
+            "f64": pa.array([1e16, 123456789012.0, -1e-7], pa.float64()),
+            "neg_inf": pa.array([float("-inf"), 1.0, None]),
+            "dec": pa.array(
+                [decimal.Decimal(0), decimal.Decimal("-99999999.99"), None], pa.decimal128(10, 2)
+            ),
+            "dec18": pa.array(
+                [decimal.Decimal("1.000000001"), None, decimal.Decimal(-5)], pa.decimal128(18, 9)
+            ),
+            "dec38": pa.array(
+                [decimal.Decimal("1.5"), decimal.Decimal("-0.0000000001"), None],
+                pa.decimal128(38, 10),
+            ),
+            "text": pa.array(["", "é" * 200, "z" * 300]),
+            "text_long_max": pa.array(["a", "z" * 300, None]),
+            "text_nul": pa.array(["a\x00b", None, "Ω"]),
+            "blob": pa.array([b"", b"\xfe" * 300, b"\x00"]),
+            "blob_long": pa.array([b"\x01" * 300, b"\x02", None]),
+            "flag": pa.array([True, False, None]),
+            "day": pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1)]),
+            "ts": pa.array(
+                [
+                    dt.datetime(2020, 1, 1, 0, 0, 0, 500000),
+                    dt.datetime(1, 1, 1),
+                    dt.datetime(9999, 12, 31, 23, 59, 59),
+                ],
+                pa.timestamp("us"),
+            ),
+            "tstz": pa.array(
+                [
+                    dt.datetime(2024, 1, 1, 10, tzinfo=utc),
+                    dt.datetime(2024, 6, 1, 23, 59, 59, 1, tzinfo=utc),
+                    None,
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "list": pa.array([[1, None, 3], None, []], pa.list_(pa.int32())),
+            "nested": pa.array([[[1.5]], [[], None], None], pa.list_(pa.list_(pa.float64()))),
+            "struct": pa.array(
+                [{"x": 1, "y": "q"}, None, {"x": None, "y": None}],
+                pa.struct([("x", pa.int32()), ("y", pa.string())]),
+            ),
+            "map": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int32())),
+            "all_null": pa.array([None, None, None], pa.int32()),
+        }
+    )
+
+
+@pytest.mark.parametrize("spec", CELLS[:-1], ids=lambda s: s.id)
+def test_catalog_rows_equal_duckdbs(spark, make_lake, catalog, spec, tmp_path):
+    """DuckDB writes a table into one lake (``CREATE TABLE AS``, ``INSERT``, a replacement
+    with a commit message); Spark writes the same rows the same way into another: the
+    catalog rows (statistics, snapshots, changes) are equal, ids, paths and sizes aside."""
+    first = spark_typed_rows()
+    second = pa.concat_tables([first.slice(1), first.slice(0, 1)])
+    theirs = make_lake(spec, inline_limit=0, name="theirs")
+    ours = make_lake(spec, inline_limit=0, name="ours")
+    con = theirs.attach()
+    con.register("first_rows", first)
+    con.register("second_rows", second)
+    theirs.sql("CREATE TABLE lake.main.t AS SELECT * FROM first_rows")
+    theirs.sql("INSERT INTO lake.main.t SELECT * FROM second_rows")
+    theirs.sql(
+        "BEGIN; DELETE FROM lake.main.t; INSERT INTO lake.main.t SELECT * FROM first_rows; "
+        "CALL lake.set_commit_message('someone', 'replaced', extra_info => '{\"k\": 1}'); COMMIT"
+    )
+    theirs.detach()
+
+    pq.write_table(first, tmp_path / "first.parquet")
+    pq.write_table(second, tmp_path / "second.parquet")
+    name = catalog(ours)
+    spark.sql(
+        f"CREATE TABLE {name}.main.t AS SELECT /*+ COALESCE(1) */ * "
+        f"FROM parquet.`{tmp_path / 'first.parquet'}`"
+    )
+    spark.sql(
+        f"INSERT INTO {name}.main.t SELECT /*+ COALESCE(1) */ * "
+        f"FROM parquet.`{tmp_path / 'second.parquet'}`"
+    )
+    replaced = {
+        "spark.ducklake.author": "someone",
+        "spark.ducklake.commit_message": "replaced",
+        "spark.ducklake.commit_extra_info": '{"k": 1}',
+    }
+    with spark_settings(spark, replaced):
+        spark.sql(
+            f"INSERT OVERWRITE {name}.main.t SELECT /*+ COALESCE(1) */ * "
+            f"FROM parquet.`{tmp_path / 'first.parquet'}`"
+        )
+    expected, actual = catalog_rows(theirs), catalog_rows(ours)
+    # without settings, Spark's commits name the Spark user and application (DuckDB: NULL)
+    app = spark.sparkContext.applicationId
+    for index, (row, theirs_row) in enumerate(zip(actual["changes"], expected["changes"])):
+        if theirs_row[2] is None and row[0] > 0:
+            assert row[2] == spark.sparkContext.sparkUser() and app in row[4], row
+            actual["changes"][index] = (*row[:2], None, row[3], None)
+    for table in expected:
+        assert actual[table] == expected[table], table
+    assert_same_rows(
+        ours.reference("SELECT * FROM lake.main.t"), theirs.reference("SELECT * FROM lake.main.t")
+    )
+    assert_bounds_hold(ours)
+
+
+def test_nan_leaves_no_bound_that_excludes_a_number(spark, make_lake, catalog):
+    """Parquet's Java writer orders NaN above every number, so a file holding NaN has no
+    known maximum: its bounds are left out (DuckDB's are NaN-free ones), ``contains_nan``
+    is true, and DuckDB's pruning still finds every row."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (k INTEGER, x DOUBLE, y FLOAT)")
+    name = catalog(lake)
+    spark.sql(
+        f"INSERT INTO {name}.main.t SELECT /*+ COALESCE(1) */ id, "
+        "IF(id = 3, double('NaN'), id * 1.5), IF(id = 4, float('NaN'), NULL) FROM range(10)"
+    )
+    stats = lake.reference(
+        f"SELECT column_id, min_value, max_value, contains_nan, null_count "
+        f"FROM {META}.ducklake_file_column_stats ORDER BY column_id"
+    ).to_pylist()
+    assert [(s["min_value"], s["max_value"], s["contains_nan"]) for s in stats] == [
+        ("0", "9", None),
+        (None, None, True),
+        (None, None, True),
+    ]
+    assert stats[2]["null_count"] == 9
+    for where in ("x > 12", "x = 0", "isnan(x)", "y > 0", "isnan(y)"):
+        assert_same_answers(lake, f"SELECT * FROM lake.main.t WHERE {where}")
+        got = _arrow(spark.sql(f"SELECT * FROM {name}.main.t WHERE {where}"))
+        assert_same_rows(got, lake.reference(f"SELECT * FROM lake.main.t WHERE {where}"))
+    assert_bounds_hold(lake)
+
+
+def test_writes_refused_by_name_leave_the_lake_as_it_was(spark, make_lake, catalog):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.u (k UINTEGER)")
+    lake.sql("CREATE TABLE lake.main.p (k INTEGER, s VARCHAR)")
+    lake.sql("ALTER TABLE lake.main.p SET PARTITIONED BY (s)")
+    lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1), (2)")
+    name = catalog(lake)
+    before = (lake_snapshot(lake), _data_files(lake))
+    text = _error_text(spark, f"INSERT INTO {name}.main.u VALUES (1)")
+    assert "UnsupportedTypeError" in text and "'k'" in text and "uint32" in text
+    text = _error_text(spark, f"INSERT INTO {name}.main.p VALUES (1, 'a')")
+    assert "UnsupportedFeatureError" in text and "partitioned" in text
+    text = _error_text(spark, f"CREATE TABLE {name}.main.t AS SELECT 1 AS k")
+    assert "already exists" in text
+    text = _error_text(spark, f"CREATE TABLE {name}.nope.x AS SELECT 1 AS k")
+    assert "nope" in text
+    text = _error_text(spark, f"CREATE TABLE {name}.main.x AS SELECT INTERVAL 1 DAY AS k")
+    assert "UnsupportedTypeError" in text and "'k'" in text
+    pinned = catalog(lake, snapshot=str(before[0]))
+    text = _error_text(spark, f"INSERT INTO {pinned}.main.t VALUES (3)")
+    assert "CatalogReadOnlyError" in text and "pinned" in text
+    assert (lake_snapshot(lake), _data_files(lake)) == before
+    assert_same_rows(
+        _arrow(spark.table(f"{name}.main.t")), lake.reference("SELECT * FROM lake.main.t")
+    )
