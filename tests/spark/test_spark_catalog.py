@@ -8,7 +8,6 @@ reader took, which the planner read exactly, and which were pruned.
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from support.lakes import (
     merged_inserts,
     row_grouped_deletes,
 )
-from support.spark_settings import spark_settings
+from support.spark_settings import CATALOG_CLASS, spark_settings
 
 pytest.importorskip("pyspark")
 
@@ -37,37 +36,6 @@ pytestmark = pytest.mark.spark
 # The catalog database is read by the planner as on every other path (tests/catalog/ covers
 # SQLite); a file catalog and the server ones here.
 LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "postgres", "mysql")]
-CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
-_names = itertools.count()
-
-
-@pytest.fixture
-def catalog(spark, spark_package_jar):
-    """``catalog(lake, **options) -> name``: a DuckLake catalog of ``lake`` in the shared
-    session (a fresh name each time, its planner exiting after 5 idle seconds)."""
-    if spark_package_jar is None:
-        pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
-
-    def register(lake, **options) -> str:
-        name = f"dl{os.getpid()}_{next(_names)}"
-        args = lake.reader_args()
-        values = {
-            "metadata": args["metadata"],
-            "data_path": args.get("data_path"),
-            "metadata_schema": args.get("metadata_schema"),
-            **(args["storage_options"] or {}),
-            "python": sys.executable,
-            "planner_idle_seconds": "5",
-            **options,
-        }
-        prefix = f"spark.sql.catalog.{name}"
-        spark.conf.set(prefix, CATALOG_CLASS)
-        for key, value in values.items():
-            if value is not None:
-                spark.conf.set(f"{prefix}.{key}", str(value))
-        return name
-
-    return register
 
 
 def _scan_text(frame) -> str:

@@ -22,7 +22,6 @@ from test_spark_catalog import (
     CATALOG_CLASS,
     LOCAL_CATALOGS,
     _error_text,
-    catalog,  # noqa: F401 -- the fixture
 )
 
 pytest.importorskip("pyspark")
@@ -84,7 +83,7 @@ VIEWS = [
 
 
 @pytest.mark.parametrize("spec", LOCAL_CATALOGS, ids=lambda s: s.id)
-def test_views_read_as_duckdb_at_every_snapshot(spark, make_lake, catalog, spec):  # noqa: F811
+def test_views_read_as_duckdb_at_every_snapshot(spark, make_lake, catalog, spec):
     lake, first = _lake_with_views(make_lake, spec)
     name = catalog(lake)
     for view, spark_columns, duckdb_columns in VIEWS:
@@ -105,7 +104,7 @@ def test_views_read_as_duckdb_at_every_snapshot(spark, make_lake, catalog, spec)
         assert_same_rows(got.toArrow(), then)
 
 
-def test_views_in_larger_queries_and_by_time(spark, make_lake, catalog):  # noqa: F811
+def test_views_in_larger_queries_and_by_time(spark, make_lake, catalog):
     lake, first = _lake_with_views(make_lake)
     name = catalog(lake)
     # a view joined with itself and with a table, filtered, aggregated
@@ -137,7 +136,7 @@ def test_views_in_larger_queries_and_by_time(spark, make_lake, catalog):  # noqa
     assert_same_rows(got, lake.reference("SELECT * FROM lake.s2.vw"))
 
 
-def test_a_view_spark_cannot_run_is_refused_by_name(spark, make_lake, catalog):  # noqa: F811
+def test_a_view_spark_cannot_run_is_refused_by_name(spark, make_lake, catalog):
     lake = make_lake()
     lake.sql("CREATE TABLE lake.main.t (k INTEGER, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.t VALUES (1, 'é')")
@@ -163,7 +162,7 @@ def test_a_view_spark_cannot_run_is_refused_by_name(spark, make_lake, catalog): 
     assert "SnapshotNotFoundError" in text and "999" in text
 
 
-def test_listings_show_tables_and_views_apart(spark, make_lake, catalog):  # noqa: F811
+def test_listings_show_tables_and_views_apart(spark, make_lake, catalog):
     lake, _ = _lake_with_views(make_lake)
     name = catalog(lake)
     tables = {r.tableName for r in spark.sql(f"SHOW TABLES IN {name}.s2").collect()}

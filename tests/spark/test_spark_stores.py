@@ -368,7 +368,12 @@ def test_emulator_options_map_onto_connector_settings():
     assert "S2V5" not in repr(azure)
     # a Blob endpoint needs ABFS's Blob mode: Hadoop 3.4.2+ (the catalog's planner reads
     # the files exactly before that, read_table's own path through the data source)
-    for version, reachable in (("3.3.4", False), ("3.4.1", False), ("3.4.2", True), ("3.5.0", True)):
+    for version, reachable in (
+        ("3.3.4", False),
+        ("3.4.1", False),
+        ("3.4.2", True),
+        ("3.5.0", True),
+    ):
         problem = _hadoop.abfs_mode_problem(options, _hadoop.parse_hadoop_version(version))
         assert (problem is None) == reachable, (version, problem)
     assert "3.3.4" in _hadoop.abfs_mode_problem(options, (3, 3, 4))

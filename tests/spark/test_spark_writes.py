@@ -28,7 +28,6 @@ from support.writes import (
 from test_spark_catalog import (
     LOCAL_CATALOGS,
     _error_text,
-    catalog,  # noqa: F401 -- the fixture
 )
 
 pytest.importorskip("pyspark")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 
-__all__ = ["spark_settings"]
+__all__ = ["CATALOG_CLASS", "spark_settings"]
+
+# The package's Spark catalog class (spark.sql.catalog.<name> = CATALOG_CLASS).
+CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
 
 
 @contextlib.contextmanager
