@@ -15,10 +15,13 @@ Spark's executors write files themselves and hand their footers to ``commit_file
 from ._append import append, create_table
 from ._files import DataFileWriter, WrittenFile
 from ._footers import data_file_from_footer
+from ._partitions import CALENDAR, EPOCH
+from ._partitions import split as split_partitions
 from ._plan import WritePlan, append_plan, commit_files, create_plan
 from ._types import columns_for_schema, file_schema
 
 __all__ = [
+    "TEMPORAL_TRANSFORMS",
     "DataFileWriter",
     "WritePlan",
     "WrittenFile",
@@ -30,4 +33,8 @@ __all__ = [
     "create_table",
     "data_file_from_footer",
     "file_schema",
+    "split_partitions",
 ]
+
+# The partition transforms of a date or time: DuckDB 1.0's calendar parts, 1.1's epoch units.
+TEMPORAL_TRANSFORMS = (*CALENDAR, *EPOCH)

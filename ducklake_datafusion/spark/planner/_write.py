@@ -30,6 +30,7 @@ as a wider or different type, and writing that back would change them.
 from __future__ import annotations
 
 import base64
+import decimal
 import json
 import posixpath
 import uuid
@@ -42,7 +43,16 @@ from ...catalog import CommitOptions
 from ...errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
 from ...pathres import parse_location
 from ...scan import Lake
-from ...write import WritePlan, append_plan, commit_files, create_plan, data_file_from_footer
+from ...write import (
+    TEMPORAL_TRANSFORMS,
+    WritePlan,
+    append_plan,
+    commit_files,
+    create_plan,
+    data_file_from_footer,
+    file_schema,
+    split_partitions,
+)
 from .._core import spark_arrow_type, spark_schema
 from ..parquet import hadoop_options, hadoop_url
 
@@ -53,6 +63,7 @@ __all__ = [
     "write_commit_response",
 ]
 
+_CALENDAR = frozenset(TEMPORAL_TRANSFORMS)
 _EXACT = frozenset(
     (
         "boolean",
@@ -136,14 +147,13 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     files = []
     for entry in request.get("files") or ():
         path = _relative_path(str(entry["path"]), description)
-        values = entry.get("partition_values")
         files.append(
             data_file_from_footer(
                 path,
                 int(entry["size"]),
                 base64.b64decode(str(entry["footer"])),
                 plan.columns,
-                tuple(values) if values is not None else (),
+                _partition_values(plan, entry.get("partition_row"), description),
                 description=description,
             )
         )
@@ -197,15 +207,66 @@ def _begin_answer(lake: Lake, plan: WritePlan, target: dict) -> dict:
         "schema": spark_schema(plan.columns).json(),
         "field_ids": [_id_tree(c) for c in plan.columns],
         "target_file_size": plan.target_file_size,
+        "partition_keys": _partition_keys(plan),
     }
 
 
-def _check_spark_writes(plan: WritePlan) -> None:
-    if plan.partitioning is not None:
-        raise UnsupportedFeatureError(
-            f"table {plan.name} is partitioned; Spark does not write partitioned DuckLake "
-            "tables yet: write it with the Python API (write_table) or DuckDB"
+def _partition_keys(plan: WritePlan) -> list[dict]:
+    """A partitioned table's keys as the executors split rows by them: the key column's
+    position and the transform (a column's value, or a calendar part of a date or time)."""
+    if plan.partitioning is None:
+        return []
+    ordinals = {c.column_id: i for i, c in enumerate(plan.columns)}
+    keys = []
+    for key in plan.partitioning.keys:
+        temporal = key.type_name in ("date", "timestamp", "timestamptz")
+        if key.transform != "identity" and not (key.transform in _CALENDAR and temporal):
+            raise UnsupportedFeatureError(
+                f"table {plan.name} is partitioned by {key.transform}({key.column_name}), "
+                "which Spark does not write yet (nothing was written); write it with the "
+                "Python API (write_table) or DuckDB"
+            )
+        keys.append({"ordinal": ordinals[key.column_id], "transform": key.transform})
+    return keys
+
+
+def _partition_values(plan: WritePlan, raw, description: str) -> tuple[str | None, ...]:
+    """The catalog's partition values of a file, from the key columns' values of its rows
+    (the executors' ``partition_row``), by the same code that splits this package's writes."""
+    if plan.partitioning is None:
+        return ()
+    keys = plan.partitioning.keys
+    if not isinstance(raw, list) or len(raw) != len(keys):
+        raise InvalidOptionError(
+            f"{description}: a written file came without its partition's key values"
         )
+    columns = {c.column_id: c for c in plan.columns}
+    arrays = {}
+    for key, value in zip(keys, raw):
+        arrow_type = file_schema([columns[key.column_id]]).field(0).type
+        arrays[key.column_name] = pa.array([_key_value(value, arrow_type)], arrow_type)
+    (partition,) = split_partitions(pa.table(arrays), plan.partitioning)
+    return partition.values
+
+
+def _key_value(value, arrow_type: pa.DataType):
+    """A key column's value as the executors send it (``PartitionKeys.raw``)."""
+    if value is None:
+        return None
+    if pa.types.is_date(arrow_type):
+        return pa.scalar(int(value), pa.int32()).cast(arrow_type)
+    if pa.types.is_timestamp(arrow_type):
+        return pa.scalar(int(value), pa.int64()).cast(arrow_type)
+    if pa.types.is_decimal(arrow_type):
+        return decimal.Decimal(str(value))
+    if pa.types.is_floating(arrow_type):
+        return float(value)
+    if pa.types.is_binary(arrow_type):
+        return base64.b64decode(str(value))
+    return value
+
+
+def _check_spark_writes(plan: WritePlan) -> None:
 
     def check(spec, path: str) -> None:
         kind = spec.type_name.lower()

@@ -2,6 +2,7 @@ package io.ducklake_datafusion.spark;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
@@ -27,7 +28,8 @@ import org.apache.spark.sql.internal.SQLConf;
  * <p>Each file is named anew ({@code ducklake-<uuid>.parquet}, as DuckDB names its files), so
  * a retried or speculative attempt never writes over another's file; only the attempt Spark
  * commits sends its files to the driver, and {@link #abort} deletes the files of one it does
- * not. Statistics are kept whole up to {@value #STATISTICS_LENGTH} bytes (Parquet's Java
+ * not. A partitioned table's rows come sorted by its key columns (the write's required
+ * ordering), and a new file starts where the partition changes. Statistics are kept whole up to {@value #STATISTICS_LENGTH} bytes (Parquet's Java
  * writer would otherwise drop a column's statistics, null count included, past 4 KB), above
  * the 256 bytes the catalog keeps of a text bound.
  */
@@ -42,6 +44,8 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
   private Path current;
   private String currentName;
   private long rows;
+  private Object[] partition;
+  private String partitionRow;
 
   DuckLakeDataWriter(DuckLakeWriterFactory job, Configuration conf) {
     this.job = job;
@@ -50,6 +54,16 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void write(InternalRow row) throws IOException {
+    if (!job.partitionKeys.isEmpty()) {
+      Object[] key = job.partitionKeys.of(row);
+      if (writer != null && !Arrays.deepEquals(key, partition)) {
+        finish(); // rows come sorted by the keys' columns: this partition is complete
+      }
+      if (writer == null) {
+        partition = key;
+        partitionRow = job.partitionKeys.raw(row).toString();
+      }
+    }
     if (writer == null) {
       open();
     }
@@ -109,7 +123,7 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
     closing.close();
     FileSystem fs = current.getFileSystem(conf);
     long size = fs.getFileStatus(current).getLen();
-    written.add(new WrittenFile(currentName, size, footer(fs, current, size)));
+    written.add(new WrittenFile(currentName, size, footer(fs, current, size), partitionRow));
   }
 
   /** The file's footer: its Thrift metadata, before a 4-byte length and the magic. */

@@ -3,7 +3,14 @@ package io.ducklake_datafusion.spark;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.function.Function;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.distributions.Distributions;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.SortDirection;
+import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.SupportsDynamicOverwrite;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
@@ -14,7 +21,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * A write to a DuckLake table: an append, or with {@code truncate()} (Spark's {@code INSERT
  * OVERWRITE} / {@code overwrite(lit(true))}) or a dynamic overwrite of an unpartitioned table
  * ({@code overwritePartitions()}: its one partition) a replacement of every row, in one
- * snapshot. Where to write is asked of the planner when Spark builds the batch write.
+ * snapshot.
  */
 final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, SupportsDynamicOverwrite {
   /** Asks the planner where to write: {@code true} for an overwrite. */
@@ -26,6 +33,7 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
   private final Begin begin;
   private final Function<WriteTarget, DuckLakeBatchWrite.Committer> committer;
   private boolean overwrite;
+  private boolean dynamic;
 
   DuckLakeWriteBuilder(
       String table, Begin begin, Function<WriteTarget, DuckLakeBatchWrite.Committer> committer) {
@@ -43,24 +51,76 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
   @Override
   public WriteBuilder overwriteDynamicPartitions() {
     overwrite = true;
+    dynamic = true;
     return this;
   }
 
+  /**
+   * Asks the planner where to write now (Spark asks a write for its required distribution
+   * before it runs it). A partitioned table's rows are clustered and sorted by its key
+   * columns, so each task meets each partition once and writes it into files of its own.
+   */
   @Override
   public Write build() {
     boolean replace = overwrite;
-    return new Write() {
-      @Override
-      public String description() {
-        return (replace ? "DuckLakeOverwrite(" : "DuckLakeAppend(") + table + ")";
-      }
+    WriteTarget target = begin.begin(replace);
+    if (dynamic && target.partitionColumns.length > 0) {
+      throw new DuckLakeException(
+          ErrorNames.UNSUPPORTED_FEATURE,
+          "a dynamic partition overwrite of " + table + " (overwritePartitions(), or INSERT "
+              + "OVERWRITE with spark.sql.sources.partitionOverwriteMode=dynamic) would replace "
+              + "only the partitions written, which this catalog does not do yet; nothing was "
+              + "written: overwrite the whole table (INSERT OVERWRITE in static mode) or "
+              + "delete with DuckDB first",
+          null);
+    }
+    return new DuckLakeWrite(target, replace, committer.apply(target));
+  }
 
-      @Override
-      public BatchWrite toBatch() {
-        WriteTarget target = begin.begin(replace);
-        return new DuckLakeBatchWrite(target, committer.apply(target), SparkSession.active());
+  /** One write, planned: its distribution and ordering, and its batch write. */
+  private static final class DuckLakeWrite implements Write, RequiresDistributionAndOrdering {
+    private final WriteTarget target;
+    private final boolean replace;
+    private final DuckLakeBatchWrite.Committer committer;
+
+    DuckLakeWrite(WriteTarget target, boolean replace, DuckLakeBatchWrite.Committer committer) {
+      this.target = target;
+      this.replace = replace;
+      this.committer = committer;
+    }
+
+    @Override
+    public String description() {
+      return (replace ? "DuckLakeOverwrite(" : "DuckLakeAppend(") + target.table + ")";
+    }
+
+    @Override
+    public Distribution requiredDistribution() {
+      if (target.partitionColumns.length == 0) {
+        return Distributions.unspecified();
       }
-    };
+      Expression[] columns = new Expression[target.partitionColumns.length];
+      for (int i = 0; i < columns.length; i++) {
+        columns[i] = Expressions.column(target.partitionColumns[i]);
+      }
+      return Distributions.clustered(columns);
+    }
+
+    @Override
+    public SortOrder[] requiredOrdering() {
+      SortOrder[] order = new SortOrder[target.partitionColumns.length];
+      for (int i = 0; i < order.length; i++) {
+        order[i] =
+            Expressions.sort(
+                Expressions.column(target.partitionColumns[i]), SortDirection.ASCENDING);
+      }
+      return order;
+    }
+
+    @Override
+    public BatchWrite toBatch() {
+      return new DuckLakeBatchWrite(target, committer, SparkSession.active());
+    }
   }
 
   /**

@@ -24,6 +24,7 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
   final String table;
   final String directory;
   final long targetFileSize;
+  final PartitionKeys partitionKeys;
   private final String schema;
   private final String fieldIds;
   private final SerializableConfiguration hadoop;
@@ -34,12 +35,14 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
       String schema,
       String fieldIds,
       long targetFileSize,
+      PartitionKeys partitionKeys,
       Configuration hadoop) {
     this.table = table;
     this.directory = directory;
     this.schema = schema;
     this.fieldIds = fieldIds;
     this.targetFileSize = targetFileSize;
+    this.partitionKeys = partitionKeys;
     this.hadoop = new SerializableConfiguration(hadoop);
   }
 

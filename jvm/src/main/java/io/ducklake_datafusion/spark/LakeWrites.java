@@ -56,6 +56,13 @@ final class LakeWrites {
       entry.put("path", file.path);
       entry.put("size", file.size);
       entry.put("footer", base64.encodeToString(file.footer));
+      if (file.partitionRow != null) {
+        try {
+          entry.set("partition_row", PlannerProcess.JSON.readTree(file.partitionRow));
+        } catch (java.io.IOException e) {
+          throw new IllegalStateException("ducklake: unreadable partition values", e);
+        }
+      }
     }
     return catalog.call(request).header.path("snapshot").asLong();
   }

@@ -10,6 +10,8 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.internal.config.ConfigEntry;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * Where one write goes, as the planner's {@code write_begin} / {@code create_begin} answered:
@@ -24,6 +26,8 @@ final class WriteTarget {
   final String schema;
   final String fieldIds;
   final long targetFileSize;
+  final PartitionKeys partitionKeys;
+  final String[] partitionColumns;
   private final JsonNode hadoopOptions;
 
   WriteTarget(String table, JsonNode answer) {
@@ -34,6 +38,9 @@ final class WriteTarget {
     this.fieldIds = answer.path("field_ids").toString();
     this.targetFileSize = answer.path("target_file_size").asLong();
     this.hadoopOptions = answer.path("hadoop_options");
+    StructType struct = (StructType) DataType.fromJson(schema);
+    this.partitionKeys = PartitionKeys.of(answer.path("partition_keys"), struct);
+    this.partitionColumns = partitionKeys.columns(struct);
   }
 
   /** The session's Hadoop configuration with the lake's store options. */
@@ -48,7 +55,8 @@ final class WriteTarget {
     Configuration conf = hadoop(session);
     parquetSettings(session.sessionState().conf(), conf);
     Connectors.prepare(conf, Collections.singletonList(directory), table);
-    return new DuckLakeWriterFactory(table, directory, schema, fieldIds, targetFileSize, conf);
+    return new DuckLakeWriterFactory(
+        table, directory, schema, fieldIds, targetFileSize, partitionKeys, conf);
   }
 
   /**

@@ -8,18 +8,22 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 /**
  * One Parquet file a task wrote: its path below the table's directory, its size and its
  * footer (the Thrift metadata, without length and magic), from which the planner takes the
- * commit's facts (rows, sizes, column statistics) without reading the file again.
+ * commit's facts (rows, sizes, column statistics) without reading the file again, and for a
+ * partitioned table the key columns' values of its rows (all in one partition).
  */
 final class WrittenFile implements Serializable {
   private static final long serialVersionUID = 1L;
   final String path;
   final long size;
   final byte[] footer;
+  // a partitioned table's key values of the file's rows (PartitionKeys.raw), JSON; else null
+  final String partitionRow;
 
-  WrittenFile(String path, long size, byte[] footer) {
+  WrittenFile(String path, long size, byte[] footer, String partitionRow) {
     this.path = path;
     this.size = size;
     this.footer = footer;
+    this.partitionRow = partitionRow;
   }
 
   /** A task's commit message: the files its successful attempt wrote. */
