@@ -178,8 +178,11 @@ def test_a_duckdb_catalog_written_with_the_newest_duckdb_stays_readable_by_duckd
     lake.sql("INSERT INTO lake.main.t VALUES (1), (2)")
     lake.detach()
     done = subprocess.run(
-        [READER_PYTHON, "-c", WRITE_JOB, lake.metadata], capture_output=True, text=True,
-        check=False, timeout=300,
+        [READER_PYTHON, "-c", WRITE_JOB, lake.metadata],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     got = lake.reference("SELECT id FROM lake.main.t ORDER BY id").column(0).to_pylist()

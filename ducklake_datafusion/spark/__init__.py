@@ -1,4 +1,4 @@
-"""Read DuckLake tables from Apache Spark (PySpark 3.5 to 4.3) with the same scan plan.
+"""Read and write DuckLake tables from Apache Spark (PySpark 3.5 to 4.3) with the same scan plan.
 
     >>> from ducklake_datafusion.spark import register_spark
     >>> register_spark(spark)
@@ -18,6 +18,9 @@
     >>> from ducklake_datafusion.spark import register_spark_views   # Spark SQL
     >>> register_spark_views(spark, "lake.ducklake")               # lake_main_orders ...
     >>> spark.sql("SELECT count(*) FROM lake_main_orders")
+
+    >>> from ducklake_datafusion.spark import write_table        # one snapshot per write
+    >>> write_table(df.where("amount > 0"), "lake.ducklake", "main.orders_clean", mode="create")
 
 With the package's jar on the classpath, ``read_table`` is the scan of the jar's catalog,
 configured at runtime for the lake (``_catalog_read``): filters on the DataFrame prune
@@ -63,6 +66,7 @@ from ._core import (
 )
 from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
 from ._views import register_spark_views
+from ._write import write_table
 from .changes import changes_schema
 from .parquet import spark_jar
 
@@ -88,6 +92,7 @@ __all__ = [
     "spark_jar",
     "spark_schema",
     "spark_type",
+    "write_table",
 ]
 if has_data_source():
     __all__ += list(_DATA_SOURCE_CLASSES)

@@ -50,7 +50,7 @@ from ..pathres import SECRET_FIELDS
 from ._core import SourceOptions, is_connect
 from .parquet import has_reader
 
-__all__ = ["CATALOG_CLASS", "catalog_frame", "catalog_settings"]
+__all__ = ["CATALOG_CLASS", "catalog_frame", "catalog_settings", "runtime_catalog"]
 
 _log = logging.getLogger(__name__)
 
@@ -133,6 +133,30 @@ def catalog_frame(spark, parsed: SourceOptions):
         )
         return None
     return frame
+
+
+def runtime_catalog(spark, parsed: SourceOptions) -> str:
+    """The name of this session's catalog of ``parsed``'s lake, configured now if need be
+    (``write_table``'s way in: a write has no other path, so a problem is raised, not
+    logged)."""
+    from ..errors import InvalidOptionError, MissingDependencyError
+
+    if not _has_catalog(spark):
+        raise MissingDependencyError(
+            "write_table needs the package's Spark jar on the session's classpath "
+            "(spark.jars = ducklake_datafusion.spark.spark_jar(), or the Maven package)"
+        )
+    python = None if is_connect(spark) else sys.executable
+    name, options = catalog_settings(parsed, python)
+    hidden = _unredacted(spark, name, options)
+    if hidden:
+        raise InvalidOptionError(
+            f"writing {parsed.table_label}: this session's spark.redaction.regex would show "
+            f"option(s) {', '.join(hidden)} in SET and the UI; configure a DuckLake catalog "
+            "(spark.sql.catalog.<name>.secret.<option>) and write to it instead"
+        )
+    _configure(spark, name, options)
+    return name
 
 
 def _has_catalog(spark) -> bool:

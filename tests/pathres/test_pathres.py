@@ -44,8 +44,12 @@ SCHEMA_UUID = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
         ("/lake/", "s3://b/other/", False, "s3://b/other/"),
         ("s3://bkt/pre fix/", "main/", True, "s3://bkt/pre fix/main/"),
         ("/lake/main/t/", "p=x%20y/f.parquet", True, "/lake/main/t/p=x%20y/f.parquet"),
-        ("/lake/main/t/", "p=%C3%A9%3D%C3%BC/f.parquet", True,
-         "/lake/main/t/p=%C3%A9%3D%C3%BC/f.parquet"),
+        (
+            "/lake/main/t/",
+            "p=%C3%A9%3D%C3%BC/f.parquet",
+            True,
+            "/lake/main/t/p=%C3%A9%3D%C3%BC/f.parquet",
+        ),
         ("/lake/", "Ünï/", True, "/lake/Ünï/"),
         ("/lake/", "", True, "/lake/"),
         # path_is_relative NULL: inferred from the text.
@@ -76,12 +80,18 @@ def test_join_path(parent, child, rel, expected):
         (("/d/", "main/", True, "t/", True, "/x/f.parquet", False), "/x/f.parquet"),
         (("/d/", "main/", True, "t/", True, "s3://b/k.parquet", False), "s3://b/k.parquet"),
         # schema names that are not plain ASCII get UUID directories, stored verbatim
-        (("/d/", f"{SCHEMA_UUID}/", True, "t/", True, "f.parquet", True),
-         f"/d/{SCHEMA_UUID}/t/f.parquet"),
-        (("s3://bkt/pre fix/", "my schema/", True, "Ünï/", True, "p=a%2Fb/f 1.parquet", True),
-         "s3://bkt/pre fix/my schema/Ünï/p=a%2Fb/f 1.parquet"),
-        (("/d/", "main/", True, "t/", True, "p=__HIVE_DEFAULT_PARTITION__/f.parquet", True),
-         "/d/main/t/p=__HIVE_DEFAULT_PARTITION__/f.parquet"),
+        (
+            ("/d/", f"{SCHEMA_UUID}/", True, "t/", True, "f.parquet", True),
+            f"/d/{SCHEMA_UUID}/t/f.parquet",
+        ),
+        (
+            ("s3://bkt/pre fix/", "my schema/", True, "Ünï/", True, "p=a%2Fb/f 1.parquet", True),
+            "s3://bkt/pre fix/my schema/Ünï/p=a%2Fb/f 1.parquet",
+        ),
+        (
+            ("/d/", "main/", True, "t/", True, "p=__HIVE_DEFAULT_PARTITION__/f.parquet", True),
+            "/d/main/t/p=__HIVE_DEFAULT_PARTITION__/f.parquet",
+        ),
     ],
 )
 def test_resolve_file_path(args, expected):
@@ -133,8 +143,9 @@ def test_resolve_data_path_expands_home(monkeypatch):
     assert resolve_data_path("~/lake") == "/home/someone/lake/"
 
 
-@pytest.mark.parametrize(("stored", "override"), [(None, None), ("", None), ("/x/", ""),
-                                                  ("/x/", "  ")])
+@pytest.mark.parametrize(
+    ("stored", "override"), [(None, None), ("", None), ("/x/", ""), ("/x/", "  ")]
+)
 def test_resolve_data_path_without_root(stored, override):
     with pytest.raises(InvalidOptionError, match="data_path"):
         resolve_data_path(stored, override)
@@ -158,8 +169,13 @@ def test_remote_file_url_rejected():
         ("C:/lake/f.parquet", "file", "", "C:/lake/f.parquet", ""),
         ("s3://bkt/pre fix/main/t/f.parquet", "s3", "bkt", "bkt/pre fix/main/t/f.parquet", ""),
         ("s3://bkt/t/p=x%20y/f.parquet", "s3", "bkt", "bkt/t/p=x%20y/f.parquet", ""),
-        ("s3://bkt/Ünï/my schema/f?v=1#x.parquet", "s3", "bkt",
-         "bkt/Ünï/my schema/f?v=1#x.parquet", ""),
+        (
+            "s3://bkt/Ünï/my schema/f?v=1#x.parquet",
+            "s3",
+            "bkt",
+            "bkt/Ünï/my schema/f?v=1#x.parquet",
+            "",
+        ),
         ("S3://bkt/k", "s3", "bkt", "bkt/k", ""),
         ("s3a://bkt/k", "s3", "bkt", "bkt/k", ""),
         ("s3://bkt", "s3", "bkt", "bkt", ""),
@@ -169,8 +185,13 @@ def test_remote_file_url_rejected():
         ("az://cont/dir/f.parquet", "az", "cont", "cont/dir/f.parquet", ""),
         ("azure://cont/dir/f.parquet", "az", "cont", "cont/dir/f.parquet", ""),
         ("az://acct.blob.core.windows.net/cont/d/f", "az", "cont", "cont/d/f", "acct"),
-        ("abfss://cont@acct.dfs.core.windows.net/d e/f.parquet", "az", "cont",
-         "cont/d e/f.parquet", "acct"),
+        (
+            "abfss://cont@acct.dfs.core.windows.net/d e/f.parquet",
+            "az",
+            "cont",
+            "cont/d e/f.parquet",
+            "acct",
+        ),
         ("abfs://cont@acct.dfs.core.windows.net/d/f", "az", "cont", "cont/d/f", "acct"),
         ("abfss://acct.dfs.core.windows.net/cont/d/f", "az", "cont", "cont/d/f", "acct"),
         ("abfss://cont/d/f", "az", "cont", "cont/d/f", ""),
@@ -179,7 +200,11 @@ def test_remote_file_url_rejected():
 def test_parse_location(url, scheme, authority, path, account):
     loc = parse_location(url)
     assert (loc.scheme, loc.authority, loc.path, loc.account, loc.url) == (
-        scheme, authority, path, account, url
+        scheme,
+        authority,
+        path,
+        account,
+        url,
     )
 
 
@@ -376,16 +401,26 @@ def test_s3_filesystem_constructed_without_requests():
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ({"endpoint": "http://127.0.0.1:9000"},
-         {"endpoint_override": "127.0.0.1:9000", "scheme": "http"}),
-        ({"endpoint_url": "https://minio.example:9000/"},
-         {"endpoint_override": "minio.example:9000", "scheme": "https"}),
-        ({"endpoint": "localhost:9000"},
-         {"endpoint_override": "localhost:9000", "scheme": "https"}),
-        ({"endpoint": "localhost:9000", "allow_http": "true"},
-         {"endpoint_override": "localhost:9000", "scheme": "http"}),
-        ({"endpoint": "localhost:9000", "use_ssl": False},
-         {"endpoint_override": "localhost:9000", "scheme": "http"}),
+        (
+            {"endpoint": "http://127.0.0.1:9000"},
+            {"endpoint_override": "127.0.0.1:9000", "scheme": "http"},
+        ),
+        (
+            {"endpoint_url": "https://minio.example:9000/"},
+            {"endpoint_override": "minio.example:9000", "scheme": "https"},
+        ),
+        (
+            {"endpoint": "localhost:9000"},
+            {"endpoint_override": "localhost:9000", "scheme": "https"},
+        ),
+        (
+            {"endpoint": "localhost:9000", "allow_http": "true"},
+            {"endpoint_override": "localhost:9000", "scheme": "http"},
+        ),
+        (
+            {"endpoint": "localhost:9000", "use_ssl": False},
+            {"endpoint_override": "localhost:9000", "scheme": "http"},
+        ),
         ({"s3_endpoint": "http://a:1", "endpoint": "http://b:2"}, {"endpoint_override": "a:1"}),
         ({"key_id": "AK", "secret": "SK"}, {"access_key": "AK", "secret_key": "SK"}),
         ({"key_id": "AK", "secret": "SK", "session_token": "T"}, {"session_token": "T"}),
@@ -433,10 +468,16 @@ def test_s3_kwargs_errors(options, needle):
 
 def test_gcs_kwargs():
     assert gcs_kwargs(StorageOptions()) == {}
-    kwargs = gcs_kwargs(StorageOptions.from_user(
-        {"access_token": "ya29", "endpoint": "http://127.0.0.1:4443", "project_id": "p",
-         "anonymous": False}
-    ))
+    kwargs = gcs_kwargs(
+        StorageOptions.from_user(
+            {
+                "access_token": "ya29",
+                "endpoint": "http://127.0.0.1:4443",
+                "project_id": "p",
+                "anonymous": False,
+            }
+        )
+    )
     assert kwargs["access_token"] == "ya29"
     assert kwargs["credential_token_expiration"] is not None
     assert (kwargs["endpoint_override"], kwargs["scheme"]) == ("127.0.0.1:4443", "http")
@@ -451,10 +492,16 @@ def test_azure_kwargs(monkeypatch):
     loc = parse_location("abfss://cont@acct.dfs.core.windows.net/d/f")
     assert azure_kwargs(loc, StorageOptions()) == {"account_name": "acct"}
     plain = parse_location("az://cont/d/f")
-    kwargs = azure_kwargs(plain, StorageOptions.from_user(
-        {"azure_storage_account_name": "devstoreaccount1", "account_key": "a2V5",
-         "blob_storage_authority": "http://127.0.0.1:10000"}
-    ))
+    kwargs = azure_kwargs(
+        plain,
+        StorageOptions.from_user(
+            {
+                "azure_storage_account_name": "devstoreaccount1",
+                "account_key": "a2V5",
+                "blob_storage_authority": "http://127.0.0.1:10000",
+            }
+        ),
+    )
     assert kwargs == {
         "account_name": "devstoreaccount1",
         "account_key": "a2V5",
@@ -463,14 +510,17 @@ def test_azure_kwargs(monkeypatch):
         "dfs_storage_authority": "127.0.0.1:10000",
         "dfs_storage_scheme": "http",
     }
-    sovereign = azure_kwargs(loc, StorageOptions.from_user(
-        {"endpoint": ".blob.core.chinacloudapi.cn", "sas_token": "sv=1&sig=2"}
-    ))
+    sovereign = azure_kwargs(
+        loc,
+        StorageOptions.from_user(
+            {"endpoint": ".blob.core.chinacloudapi.cn", "sas_token": "sv=1&sig=2"}
+        ),
+    )
     assert sovereign["dfs_storage_authority"] == ".dfs.core.chinacloudapi.cn"
     assert sovereign["blob_storage_scheme"] == "https" and sovereign["sas_token"] == "sv=1&sig=2"
-    sp = azure_kwargs(loc, StorageOptions.from_user(
-        {"client_id": "c", "tenant_id": "t", "client_secret": "s"}
-    ))
+    sp = azure_kwargs(
+        loc, StorageOptions.from_user({"client_id": "c", "tenant_id": "t", "client_secret": "s"})
+    )
     assert (sp["client_id"], sp["tenant_id"], sp["client_secret"]) == ("c", "t", "s")
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "fromenv")
     assert azure_kwargs(plain, StorageOptions())["account_name"] == "fromenv"
@@ -500,8 +550,11 @@ def test_gcs_and_azure_filesystems_construct_offline():
     azure = filesystem_for(
         parse_location("az://cont/k"),
         StorageOptions.from_user(
-            {"account_name": "devstoreaccount1", "account_key": "a2V5",
-             "blob_storage_authority": "http://127.0.0.1:1"}
+            {
+                "account_name": "devstoreaccount1",
+                "account_key": "a2V5",
+                "blob_storage_authority": "http://127.0.0.1:1",
+            }
         ),
     )
     assert isinstance(azure, pafs.AzureFileSystem)
@@ -521,31 +574,80 @@ WHAT = "data file s3://bkt1/main/t/f.parquet of table main.t"
 @pytest.mark.parametrize(
     ("exc", "cls", "needles"),
     [
-        (FileNotFoundError(2, "Path does not exist 'bkt1/main/t/f.parquet'. Detail: [errno 2] "
-                              "No such file or directory"),
-         DataFileMissingError, ["does not exist", "data_path"]),
-        (FileNotFoundError(2, "Failed to open local file '/x/f.parquet'. Detail: [errno 2] No "
-                              "such file or directory"),
-         DataFileMissingError, ["data_path"]),
-        (OSError("AWS Error NO_SUCH_KEY during GetObject operation: The specified key does not "
-                 "exist."), DataFileMissingError, ["does not exist"]),
+        (
+            FileNotFoundError(
+                2,
+                "Path does not exist 'bkt1/main/t/f.parquet'. Detail: [errno 2] "
+                "No such file or directory",
+            ),
+            DataFileMissingError,
+            ["does not exist", "data_path"],
+        ),
+        (
+            FileNotFoundError(
+                2,
+                "Failed to open local file '/x/f.parquet'. Detail: [errno 2] No "
+                "such file or directory",
+            ),
+            DataFileMissingError,
+            ["data_path"],
+        ),
+        (
+            OSError(
+                "AWS Error NO_SUCH_KEY during GetObject operation: The specified key does not "
+                "exist."
+            ),
+            DataFileMissingError,
+            ["does not exist"],
+        ),
         (OSError(errno.ENOENT, "gone"), DataFileMissingError, ["does not exist"]),
-        (OSError("When listing objects under key 'dir/' in bucket 'nobucket': AWS Error "
-                 "NO_SUCH_BUCKET during ListObjectsV2 operation: The specified bucket does not "
-                 "exist"), StorageError, ["bucket 'nobucket' does not exist"]),
-        (OSError("AWS Error NO_SUCH_BUCKET during GetObject operation: The specified bucket does "
-                 "not exist"), StorageError, ["bucket 'bkt1' does not exist"]),
-        (OSError("When reading information for key 'x' in bucket 'bkt1': AWS Error ACCESS_DENIED "
-                 "during HeadObject operation: No response body."),
-         StorageError, ["access denied", "check the access key / secret"]),
-        (OSError("AWS Error INVALID_ACCESS_KEY_ID during ListObjectsV2 operation: The AWS Access "
-                 "Key Id you provided does not exist in our records."),
-         StorageError, ["access denied", "access key"]),
-        (OSError("AWS Error SIGNATURE_DOES_NOT_MATCH during GetObject"), StorageError,
-         ["access denied"]),
+        (
+            OSError(
+                "When listing objects under key 'dir/' in bucket 'nobucket': AWS Error "
+                "NO_SUCH_BUCKET during ListObjectsV2 operation: The specified bucket does not "
+                "exist"
+            ),
+            StorageError,
+            ["bucket 'nobucket' does not exist"],
+        ),
+        (
+            OSError(
+                "AWS Error NO_SUCH_BUCKET during GetObject operation: The specified bucket does "
+                "not exist"
+            ),
+            StorageError,
+            ["bucket 'bkt1' does not exist"],
+        ),
+        (
+            OSError(
+                "When reading information for key 'x' in bucket 'bkt1': AWS Error ACCESS_DENIED "
+                "during HeadObject operation: No response body."
+            ),
+            StorageError,
+            ["access denied", "check the access key / secret"],
+        ),
+        (
+            OSError(
+                "AWS Error INVALID_ACCESS_KEY_ID during ListObjectsV2 operation: The AWS Access "
+                "Key Id you provided does not exist in our records."
+            ),
+            StorageError,
+            ["access denied", "access key"],
+        ),
+        (
+            OSError("AWS Error SIGNATURE_DOES_NOT_MATCH during GetObject"),
+            StorageError,
+            ["access denied"],
+        ),
         (PermissionError(13, "Permission denied"), StorageError, ["access denied"]),
-        (OSError("AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 7, Could "
-                 "not connect to server"), StorageError, ["could not reach", "endpoint"]),
+        (
+            OSError(
+                "AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 7, Could "
+                "not connect to server"
+            ),
+            StorageError,
+            ["could not reach", "endpoint"],
+        ),
         (OSError("curlCode: 6, Could not resolve hostname"), StorageError, ["could not reach"]),
         (OSError("AWS Error PERMANENT_REDIRECT during GetObject"), StorageError, ["region"]),
         (OSError("something odd happened"), StorageError, ["storage request failed"]),

@@ -53,8 +53,11 @@ def _adapters(url: str, options: dict):
     else:
         pyarrow = _filesystems.azure_kwargs(location, storage)
         pafs.AzureFileSystem(**pyarrow)
-    return access, pyarrow, _rust_stores.store_kind(url, storage), _hadoop.hadoop_options(
-        url, storage
+    return (
+        access,
+        pyarrow,
+        _rust_stores.store_kind(url, storage),
+        _hadoop.hadoop_options(url, storage),
     )
 
 

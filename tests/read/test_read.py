@@ -262,7 +262,9 @@ def test_deletion_vectors(make_lake):
     lake.sql("CREATE TABLE lake.main.dv (id BIGINT, s VARCHAR)")
     lake.sql("INSERT INTO lake.main.dv SELECT i, 'x' || i FROM range(100000) r(i)")
     lake.sql("DELETE FROM lake.main.dv WHERE id % 3 = 0 OR id BETWEEN 70000 AND 75000")
-    formats = lake.reference("SELECT DISTINCT format FROM __ducklake_metadata_lake.ducklake_delete_file")
+    formats = lake.reference(
+        "SELECT DISTINCT format FROM __ducklake_metadata_lake.ducklake_delete_file"
+    )
     assert formats.column(0).to_pylist() == ["puffin"]
     check(lake, "SELECT * FROM lake.main.dv")
     check(lake, "SELECT count(*) AS n FROM lake.main.dv WHERE id > 50000")

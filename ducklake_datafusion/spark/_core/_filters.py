@@ -88,7 +88,9 @@ def combine(filters: list[scan.Filter]) -> scan.Filter | None:
     return scan.all_of(filters)
 
 
-def translate_filter(spark_filter: Filter, columns: Mapping[str, FilterColumn]) -> scan.Filter | None:
+def translate_filter(
+    spark_filter: Filter, columns: Mapping[str, FilterColumn]
+) -> scan.Filter | None:
     """The exact scan ``Filter`` of one Spark filter, or ``None`` to leave it to Spark."""
     if isinstance(spark_filter, Not):
         child = spark_filter.child

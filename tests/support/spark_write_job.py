@@ -1,0 +1,135 @@
+"""Spark writes under faults, in a session of their own (``local[2,4]``: a failed task is
+retried, which the suite's ``local[2]`` session never does), run by ``test_spark_writes``:
+
+    python spark_write_job.py SPEC.json
+
+SPEC: ``metadata`` (the lake's catalog), ``jar`` (the package's jar), ``out`` (a directory)
+and ``case``, one of:
+
+* ``retry``: the first attempt of one task fails after writing rows; Spark retries it;
+* ``speculation``: one task's first attempt is slow; Spark runs a speculative copy, and
+  one of the two commits;
+* ``cancel``: the job is cancelled while its tasks write;
+* ``locked``: another process holds the catalog database's lock when the driver commits;
+* ``concurrent_append`` / ``concurrent_overwrite``: DuckDB commits to the table while
+  Spark's tasks write.
+
+Each writes ``result.json``: ``{"error": text or null}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import lit, udf
+
+
+def _session(jar: str, metadata: str, speculation: bool) -> SparkSession:
+    builder = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("ducklake-datafusion-write-faults")
+        .config("spark.jars", jar)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.catalog.lake", "io.ducklake_datafusion.spark.DuckLakeCatalog")
+        .config("spark.sql.catalog.lake.metadata", metadata)
+        .config("spark.sql.catalog.lake.python", sys.executable)
+    )
+    if speculation:
+        builder = (
+            builder.config("spark.speculation", "true")
+            .config("spark.speculation.interval", "100ms")
+            .config("spark.speculation.multiplier", "1.5")
+            .config("spark.speculation.quantile", "0.5")
+            .config("spark.speculation.minTaskRuntime", "0")
+        )
+    return builder.getOrCreate()
+
+
+def _faulty(case: str, metadata: str, marks: str):
+    """A UDF that is the identity on ``id`` and acts out the case at partition 0's last row
+    (``id`` 999), when that task's file already holds the rows before it."""
+
+    def act(value):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context.partitionId() != 0 or value != 999:
+            return value
+        attempt = context.attemptNumber()
+        if case == "retry" and attempt == 0:
+            raise RuntimeError("the first attempt of task 0 fails")
+        if case == "speculation" and attempt == 0:
+            time.sleep(8)
+        if case == "cancel":
+            Path(marks, "writing").touch()
+            time.sleep(60)
+        if case.startswith("concurrent") and attempt == 0:
+            import duckdb
+            import duckdb_extensions
+
+            con = duckdb.connect()
+            duckdb_extensions.import_extension("ducklake", con=con)
+            con.execute(f"ATTACH 'ducklake:{metadata}' AS other")
+            con.execute("INSERT INTO other.main.t VALUES (-1, 'duckdb')")
+            con.close()
+        return value
+
+    return udf(act, "bigint")
+
+
+def main(path: str) -> None:
+    spec = json.loads(Path(path).read_text())
+    case, out = spec["case"], Path(spec["out"])
+    spark = _session(spec["jar"], spec["metadata"], case == "speculation")
+    spark.sparkContext.setLogLevel("FATAL")
+    act = _faulty(case, spec["metadata"], str(out))
+    rows = (
+        spark.range(0, 4000, 1, 4)
+        .select(act("id").alias("id"))
+        .selectExpr("id", "concat('spark', id) AS s")
+    )
+    lock = None
+    if case == "locked":
+        import duckdb
+
+        def hold() -> None:  # the catalog's file lock, taken while the tasks run
+            nonlocal lock
+            time.sleep(1)
+            lock = duckdb.connect(spec["metadata"])
+
+        threading.Thread(target=hold, daemon=True).start()
+        slow = udf(lambda v: (time.sleep(0.001), v)[1], "bigint")
+        rows = rows.select(slow("id").alias("id"), "s")
+    if case == "cancel":
+
+        def cancel() -> None:
+            while not Path(out, "writing").exists():
+                time.sleep(0.1)
+            time.sleep(1)
+            spark.sparkContext.cancelAllJobs()
+
+        threading.Thread(target=cancel, daemon=True).start()
+    error = None
+    try:
+        if case == "concurrent_overwrite":
+            rows.writeTo("lake.main.t").overwrite(lit(True))
+        else:
+            rows.writeTo("lake.main.t").append()
+    except Exception as exc:  # noqa: BLE001 - the test inspects the error text
+        error = f"{type(exc).__name__}: {exc}"[:4000]
+    if lock is not None:
+        lock.close()
+    time.sleep(2)  # killed attempts' aborts run after the job ends
+    (out / "result.json").write_text(json.dumps({"error": error}))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
