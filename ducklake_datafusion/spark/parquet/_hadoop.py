@@ -228,7 +228,9 @@ def store_read_options(spark, url: str, storage: StorageOptions) -> dict[str, st
     if _blob_mode(options):  # only then is the JVM asked its Hadoop version
         problem = abfs_mode_problem(options, _hadoop_version(spark))
         if problem is not None:
-            _say_once("az-blob", f"{problem}; its data files are read by the ducklake Python data source")
+            _say_once(
+                "az-blob", f"{problem}; its data files are read by the ducklake Python data source"
+            )
             return None
     return {**connector, **options}
 

@@ -101,9 +101,7 @@ def reads_exactly(column) -> bool:
     return spark_reads_exactly(column.type_name)
 
 
-def _split(
-    table: LakeTable, plan, schemes: frozenset[str] | None, hadoop: tuple[int, ...] | None
-):
+def _split(table: LakeTable, plan, schemes: frozenset[str] | None, hadoop: tuple[int, ...] | None):
     """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest.
 
     ``schemes``: the Hadoop schemes the JVM has a connector for (``None``: any); files
