@@ -55,6 +55,12 @@ _STRING_MATCH = {
     "StringEndsWith": "ends_with",
     "StringContains": "contains",
 }
+_COMPLEMENTS = {
+    "GreaterThan": "LessThanOrEqual",
+    "GreaterThanOrEqual": "LessThan",
+    "LessThan": "GreaterThanOrEqual",
+    "LessThanOrEqual": "GreaterThan",
+}
 # The leaf filters taken, by the names Spark's ``sources.Filter`` classes have in Scala and
 # in pyspark (FilterJson sends the same names).
 SPARK_FILTERS = frozenset(
@@ -142,6 +148,8 @@ def leaf_filter(
             return None
         field = scan.Column(column.table_name)
         return scan.And((scan.IsNull(field, negated=True), scan.Not(scan.In(field, *values))))
+    if negated and name in _COMPLEMENTS:  # NOT (k >= 1) is k < 1, NULL where k is, as Spark
+        name, negated = _COMPLEMENTS[name], False  # simplifies it (and pruning reads it)
     found = _leaf(name, column, value)
     if found is None or not negated:
         return found
