@@ -137,23 +137,10 @@ def read_table(
             wholly by Spark's Parquet reader needs nothing of ours on the executors, only
             Spark; nor does the catalog's scan.
     """
-    read = TableRead.of(
-        spark,
-        metadata,
-        table,
-        snapshot=snapshot,
-        snapshot_time=snapshot_time,
-        data_path=data_path,
-        partition_bytes=partition_bytes,
-        storage_options=storage_options,
-        schema=schema,
-        pushdown=pushdown,
-        min_partitions=min_partitions,
-        native=native,
-        where=where,
-        catalog_scan=catalog_scan,
-        options=options,
-    )
+    arguments = dict(locals())  # the keyword arguments above, as TableRead.of takes them
+    for positional in ("spark", "metadata", "table", "options"):
+        del arguments[positional]
+    read = TableRead.of(spark, metadata, table, options=options, **arguments)
     frame = catalog_frame(spark, read.source) if read.by_catalog else None
     if frame is None:  # without the catalog: Spark's reader, the data source, or both
         frame = _native_frame(spark, read) if read.by_parquet else _source_frame(spark, read)

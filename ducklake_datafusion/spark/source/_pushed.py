@@ -6,47 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql.datasource import (
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    StringContains,
-    StringEndsWith,
-    StringStartsWith,
-)
+from pyspark.sql import datasource
+from pyspark.sql.datasource import Filter, Not
 
 from ... import scan
 from .._core import SPARK_FILTERS, FilterColumn, condition_filter
 
 __all__ = ["pushed_filter"]
 
-# pyspark's classes, by the names Spark's sources give them (the kernel's terms).
-_NAMES = {
-    kind: kind.__name__
-    for kind in (
-        EqualNullSafe,
-        EqualTo,
-        GreaterThan,
-        GreaterThanOrEqual,
-        In,
-        IsNotNull,
-        IsNull,
-        LessThan,
-        LessThanOrEqual,
-        StringContains,
-        StringEndsWith,
-        StringStartsWith,
-    )
-}
-assert set(_NAMES.values()) == SPARK_FILTERS
+# pyspark's classes of the filters taken, which bear the names Spark's sources give them.
+_NAMES = {getattr(datasource, name): name for name in SPARK_FILTERS}
 
 
 def pushed_filter(spark_filter: Filter, columns: Mapping[str, FilterColumn]) -> scan.Filter | None:
