@@ -47,6 +47,7 @@ $(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES) $(JVM_SOURCES)
 
 # Both Spark jars (Scala 2.12 and 2.13) as Maven builds them (jvm/pom.xml: the released
 # artifacts, also `mvn install`ed for spark.jars.packages), into the package for the wheel.
+# Maven's package runs the jar's unit tests too (jvm/src/test/java, JUnit 5).
 # Needs a JDK and Maven; ~35 s with a cold ~/.m2 (~170 MB of Spark's jars), ~7 s warm.
 jars:
 	cd jvm && mvn -q -B package

@@ -9,8 +9,10 @@ why.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
@@ -25,6 +27,7 @@ from ._core import (
     SourceOptions,
     guard_field,
     has_data_source,
+    option_text,
     require_data_source,
 )
 from .changes import driver_changes_frame, read_changes_frame
@@ -134,99 +137,138 @@ def read_table(
             wholly by Spark's Parquet reader needs nothing of ours on the executors, only
             Spark; nor does the catalog's scan.
     """
-    passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
-    if passed:
-        raise InvalidOptionError(
-            f"read_table reads a table state; for the change feed ({', '.join(passed)}) use "
-            "read_changes(spark, metadata, table, start, end)"
+    arguments = dict(locals())  # the keyword arguments above, as TableRead.of takes them
+    for positional in ("spark", "metadata", "table", "options"):
+        del arguments[positional]
+    read = TableRead.of(spark, metadata, table, options=options, **arguments)
+    frame = catalog_frame(spark, read.source) if read.by_catalog else None
+    if frame is None:  # without the catalog: Spark's reader, the data source, or both
+        frame = _native_frame(spark, read) if read.by_parquet else _source_frame(spark, read)
+    return _filtered(frame, read)
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """``read_table``'s arguments, checked once: what to read and by which route.
+
+    Attributes:
+        source: the lake, table, snapshot and storage, as the data source reads them.
+        name: the table as the caller named it (for messages).
+        schema: the Spark schema passed, if any (read through the data source).
+        where: the condition passed, if any.
+        by_catalog: try the catalog's scan first (``catalog_scan``, ``native`` and
+            ``pushdown``, and nothing the catalog does not take: ``schema``,
+            ``partition_bytes``, ``min_partitions``).
+        by_parquet: otherwise read what Spark's own Parquet reader can (``native`` and no
+            ``schema``), the data source the rest.
+    """
+
+    source: SourceOptions
+    name: str
+    schema: StructType | str | None = None
+    where: str | None = None
+    by_catalog: bool = False
+    by_parquet: bool = False
+
+    @classmethod
+    def of(cls, spark, metadata: str, table: str, *, options: Mapping[str, object], **kw):
+        """Check ``read_table``'s arguments (typed errors), keeping their types.
+
+        Raises:
+            InvalidOptionError: a change-feed option, or a malformed or unknown option.
+        """
+        passed = sorted(k for k, v in options.items() if k.lower() in CHANGE_KEYS and v is not None)
+        if passed:
+            raise InvalidOptionError(
+                f"read_table reads a table state; for the change feed ({', '.join(passed)}) "
+                "use read_changes(spark, metadata, table, start, end)"
+            )
+        typed = {  # parsed as they are
+            "snapshot": kw["snapshot"],
+            "snapshot_time": kw["snapshot_time"],
+            "partition_bytes": kw["partition_bytes"],
+            "pushdown": kw["pushdown"],
+            "min_partitions": kw["min_partitions"] or _default_parallelism(spark),
+            GUARD_OPTION: True,
+        }
+        named = {  # paths, names and storage options: as their option text would be
+            "metadata": metadata,
+            "data_path": kw["data_path"],
+            **(kw["storage_options"] or {}),
+            **options,
+            "path": table,
+        }
+        values = {**typed, **{k: _text(v) for k, v in named.items() if v is not None}}
+        source = SourceOptions.parse(values)
+        native, schema = kw["native"], kw["schema"]
+        catalog_fits = schema is None and kw["partition_bytes"] is None and not kw["min_partitions"]
+        return cls(
+            source=source,
+            name=table,
+            schema=schema,
+            where=kw["where"],
+            by_catalog=kw["catalog_scan"] and native and kw["pushdown"] and catalog_fits,
+            by_parquet=native and schema is None,
         )
-    name = table
-    values: dict[str, object] = {
-        "metadata": metadata,
-        "snapshot": snapshot,
-        "snapshot_time": snapshot_time,
-        "data_path": data_path,
-        "partition_bytes": partition_bytes,
-        "pushdown": pushdown,
-        "min_partitions": min_partitions or _default_parallelism(spark),
-        GUARD_OPTION: True,
-    }
-    parquet_frame = None
-    catalog_fits = schema is None and partition_bytes is None and not min_partitions
-    if catalog_scan and native and pushdown and catalog_fits:
-        frame = catalog_frame(spark, _parsed(values, storage_options, options, table))
-        if frame is not None:  # filters on it prune files by catalog statistics
-            return _filtered(frame, where, name)
-    if native and schema is None:
-        scan, table = _parquet_part(spark, values, storage_options, options, table, where)
-        parquet_frame = scan.frame
-        if scan.complete:  # every file and inlined row read by Spark: no data source part
-            return _filtered(parquet_frame, where, name)
-        if parquet_frame is not None:  # the source reads exactly what Spark's reader does not
-            already = AlreadyRead(frozenset(scan.data_file_ids), scan.inlined_tasks > 0)
-            values.update(already.option())
-        why = "; ".join(scan.left_over)
-    else:
-        why = "native=False was passed" if not native else "a schema was passed"
-    pinned = values["snapshot"] if values["snapshot"] is not None else "latest"
-    require_data_source(f"reading table {name} (snapshot {pinned})", why)  # 3.5 / 4.0
+
+    @property
+    def why_not_parquet(self) -> str:
+        return "native=False was passed" if self.schema is None else "a schema was passed"
+
+
+def _native_frame(spark, read: TableRead):
+    """The files Spark's own Parquet reader reads exactly (pruned with ``where``), and the
+    rest through the data source, told what Spark reads beside it."""
+    with read.source.open_lake() as lake:
+        resolved = lake.table(read.source.schema_name, read.source.table_name)
+        prune = None if read.where is None else pruning_filter(resolved, read.where)
+        scan = parquet_scan(spark, resolved, read.source.storage, prune)
+    pinned = read.source.pinned(resolved.snapshot_id)
+    if scan.complete:  # every file and inlined row read by Spark: no data source part
+        return scan.frame
+    if scan.frame is not None:  # the source reads exactly what Spark's reader does not
+        already = AlreadyRead(frozenset(scan.data_file_ids), scan.inlined_tasks > 0)
+        pinned = dataclasses.replace(pinned, already_read=already)
+    source = _source_frame(spark, read, pinned, "; ".join(scan.left_over))
+    return source if scan.frame is None else scan.frame.unionByName(source)
+
+
+def _source_frame(spark, read: TableRead, source: SourceOptions | None = None, why=None):
+    """The table (or what Spark's reader leaves of it) through the data source."""
+    source = source or read.source
+    pinned = source.snapshot if source.snapshot is not None else "latest"
+    require_data_source(  # pyspark 3.5 / 4.0
+        f"reading table {read.name} (snapshot {pinned})", why or read.why_not_parquet
+    )
     register_spark(spark, check_workers=False)  # the workers are checked just below
     # The data source's executors run our reader: their Python needs this package (a read
     # wholly by Spark's Parquet reader needs nothing but Spark there).
-    _workers.check_workers(spark, needed_for=f"reading table {name} through the data source")
-    reader = _reader(spark, values, storage_options, options)
-    if isinstance(schema, str):
-        reader = reader.schema(f"{schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
-    elif schema is not None:
-        reader = reader.schema(StructType([*schema.fields, guard_field()]))
+    _workers.check_workers(spark, needed_for=f"reading table {read.name} through the data source")
+    options = source.as_options()  # the edge: Spark hands a data source text
+    path = options.pop("path")
+    reader = spark.read.format(FORMAT).options(**options)
+    if isinstance(read.schema, str):
+        reader = reader.schema(f"{read.schema}, {GUARD_COLUMN} BOOLEAN NOT NULL")
+    elif read.schema is not None:
+        reader = reader.schema(StructType([*read.schema.fields, guard_field()]))
     from pyspark.sql import functions as F
 
-    frame = reader.load(table).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
-    if parquet_frame is not None:
-        frame = parquet_frame.unionByName(frame)
-    return _filtered(frame, where, name)
+    return reader.load(path).where(F.col(GUARD_COLUMN)).drop(GUARD_COLUMN)
 
 
-def _filtered(frame, where: str | None, table: str):
+def _filtered(frame, read: TableRead):
     """``frame.where(where)``; a condition Spark cannot parse or resolve is ours to name."""
-    if where is None:
+    if read.where is None:
         return frame
     from pyspark.errors import AnalysisException
 
     try:
-        return frame.where(where)
+        return frame.where(read.where)
     except AnalysisException as exc:
         raise InvalidOptionError(
-            f"where={where!r} for table {table} is not a Spark SQL condition on its columns "
-            f"({', '.join(frame.columns)}): {exc}"
+            f"where={read.where!r} for table {read.name} is not a Spark SQL condition on its "
+            f"columns ({', '.join(frame.columns)}): {exc}"
         ) from exc
-
-
-def _parquet_part(spark, values: dict, storage_options, options: dict, table: str, where):
-    """Pin the snapshot in ``values`` and read the files Spark can read itself (``parquet``).
-
-    Returns ``(the Parquet scan, the table name for the source part)``; the name loses
-    any ``@`` suffix, the snapshot being pinned in ``values``. With ``where``, only files
-    that may match are read.
-    """
-    parsed = _parsed(values, storage_options, options, table)
-    with parsed.open_lake() as lake:
-        resolved = lake.table(parsed.schema_name, parsed.table_name)
-        values["snapshot"], values["snapshot_time"] = resolved.snapshot_id, None
-        prune = None if where is None else pruning_filter(spark, resolved, where)
-        scan = parquet_scan(spark, resolved, parsed.storage, prune)
-    return scan, _quoted(parsed.schema_name, parsed.table_name)
-
-
-def _parsed(values: dict, storage_options, options: dict, table: str) -> SourceOptions:
-    """read_table's arguments as the data source's options (validated: our typed errors)."""
-    merged = {**values, **(storage_options or {}), **options, "path": table}
-    return SourceOptions.parse({k: _option_text(v) for k, v in merged.items() if v is not None})
-
-
-def _quoted(schema: str, table: str) -> str:
-    """``"schema"."table"``, as ``split_table_name`` reads it back (quotes doubled)."""
-    return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, table))
 
 
 def read_changes(
@@ -289,21 +331,11 @@ def read_changes(
         "min_partitions": min_partitions or _default_parallelism(spark),
     }
     merged = {**values, **(storage_options or {}), **options}
-    texts = {k: _option_text(v) for k, v in merged.items() if v is not None}
+    texts = {k: option_text(v) for k, v in merged.items() if v is not None}
     if not has_data_source():  # pyspark 3.5 / 4.0: computed on the driver
         return driver_changes_frame(spark, table, texts, schema)
     register_spark(spark)
     return read_changes_frame(spark, table, texts, schema)
-
-
-def _reader(spark, values: dict, storage_options, options: dict):
-    """A ``DataFrameReader`` of this format with every option that is set (as text)."""
-    merged = {**values, **(storage_options or {}), **options}
-    reader = spark.read.format(FORMAT)
-    for key, value in merged.items():
-        if value is not None:
-            reader = reader.option(key, _option_text(value))
-    return reader
 
 
 def _default_parallelism(spark) -> int | None:
@@ -314,9 +346,6 @@ def _default_parallelism(spark) -> int | None:
         return None
 
 
-def _option_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (_dt.datetime, _dt.date)):
-        return value.isoformat()
-    return str(value)
+def _text(value: object) -> object:
+    """A value that is text in the data source's options, as its option text."""
+    return value if isinstance(value, str) else option_text(value)

@@ -52,13 +52,10 @@ pub fn bounds_schema(schema: &Schema) -> Schema {
     Schema::new(fields)
 }
 
-/// The schemas a provider of a table of `schema` expects, by name.
+/// The schemas a provider of a table of `schema` expects beside the plan (whose schema
+/// is `plan::plan_schema`), by name.
 pub fn expected_schemas(schema: &Schema) -> Vec<(&'static str, Schema)> {
-    vec![
-        ("plan", crate::plan::plan_schema()),
-        ("bounds", bounds_schema(schema)),
-        ("rows", schema.clone()),
-    ]
+    vec![("bounds", bounds_schema(schema)), ("rows", schema.clone())]
 }
 
 /// A value received that does not have the expected shape.

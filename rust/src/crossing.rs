@@ -41,7 +41,7 @@ use datafusion_ffi::ffi_option::FFI_Result;
 use datafusion_ffi::record_batch_stream::FFI_RecordBatchStream;
 use tokio::runtime::Handle;
 
-use crate::guard::{panic_error, GuardExec};
+use crate::guard::{panic_error, GuardExec, Handover};
 
 /// What a scan's partitions run with: the planning session's settings and a runtime
 /// environment of their own, and the I/O runtime its streams are polled on.
@@ -70,14 +70,16 @@ impl Crossing {
             runtime,
         }
     }
+}
 
-    pub fn context(&self) -> Arc<TaskContext> {
+impl Handover for Crossing {
+    fn context(&self) -> Arc<TaskContext> {
         Arc::clone(&self.context)
     }
 
     /// `plan` as the caller receives it: an FFI plan whose partitions run with this
     /// crossing's task context.
-    pub fn to_caller(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    fn to_caller(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
         let ffi = ffi_plan(plan, Some(self.runtime.clone()));
         Ok(Arc::new(ForeignExecutionPlan::try_from(ffi)?))
     }
@@ -100,7 +102,8 @@ pub fn for_the_caller(
     match plan.downcast_ref::<GuardExec>() {
         Some(guard) => {
             let crossing = Arc::new(Crossing::new(state, runtime));
-            let guard: Arc<dyn ExecutionPlan> = Arc::new(guard.with_crossing(&crossing));
+            let handover: Arc<dyn Handover> = crossing.clone();
+            let guard: Arc<dyn ExecutionPlan> = Arc::new(guard.with_crossing(handover));
             crossing.to_caller(guard)
         }
         None => Ok(plan),

@@ -35,7 +35,16 @@ use datafusion::physical_plan::{
 };
 use futures::Stream;
 
-use crate::crossing::Crossing;
+/// How a guard handed to the caller runs its partitions (`crossing::Crossing`): with the
+/// task context captured when the scan was planned, and handed over again in the same
+/// form when the caller's optimizer derives a new guard from it. A trait, so that the
+/// guard does not depend on the crossing that depends on it.
+pub trait Handover: fmt::Debug + Send + Sync {
+    /// The task context the partitions run with.
+    fn context(&self) -> Arc<TaskContext>;
+    /// `plan` as the caller receives it.
+    fn to_caller(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>>;
+}
 
 /// Wraps the scan's plan; `summary` is what `EXPLAIN` shows (files kept and pruned, files
 /// with deletes, rows skipped by row selections). Handed to the caller, it carries the
@@ -44,7 +53,7 @@ use crate::crossing::Crossing;
 pub struct GuardExec {
     name: String,
     input: Arc<dyn ExecutionPlan>,
-    crossing: Option<Arc<Crossing>>,
+    crossing: Option<Arc<dyn Handover>>,
 }
 
 impl GuardExec {
@@ -70,9 +79,9 @@ impl GuardExec {
     }
 
     /// The guard as it crosses to the caller (`crossing::for_the_caller`).
-    pub fn with_crossing(&self, crossing: &Arc<Crossing>) -> Self {
+    pub fn with_crossing(&self, crossing: Arc<dyn Handover>) -> Self {
         Self {
-            crossing: Some(Arc::clone(crossing)),
+            crossing: Some(crossing),
             ..self.with_input(Arc::clone(&self.input))
         }
     }
@@ -86,7 +95,7 @@ impl GuardExec {
 /// A guard the optimizer derived from one handed to the caller, in the same form, so its
 /// partitions keep executing with the captured context (`crossing`).
 fn handed_over(
-    crossing: Option<&Crossing>,
+    crossing: Option<&dyn Handover>,
     guard: Arc<dyn ExecutionPlan>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     match crossing {

@@ -24,8 +24,10 @@ use datafusion::physical_plan::ExecutionPlan;
 use pyo3::prelude::*;
 
 use crate::guard::GuardExec;
+use crate::parquet_scan::count_only;
 use crate::predicates::predicates_of;
-use crate::provider::{count_only, LakeProvider, ScanReport};
+use crate::provider::LakeProvider;
+use crate::report::ScanReport;
 
 /// What the Python planner answered for one scan.
 pub enum Resolved {

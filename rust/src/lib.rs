@@ -4,14 +4,26 @@
 //! table schema, one row per live data file with its deleted positions, safe per-file
 //! bounds, the inlined rows) plus the translated storage options; this module returns a
 //! provider whose `__datafusion_table_provider__` gives DataFusion an `FFI_TableProvider`
-//! capsule. Modules: `python` (this boundary), `provider` (the table provider and its
-//! scan), `lazy` (a provider whose files come with the query's filters), `pruning` (catalog bounds as pruning statistics), `deletes` (deleted positions
-//! as row selections), `statistics` (the catalog's facts as the optimizer's statistics),
-//! `partitions` (files in partitions, large ones split into byte ranges), `layouts` (older file layouts mapped by field id), `sink` (`INSERT INTO`: the rows handed to the Python writer), `murmur` (the `bucket(N)` partition hash), `exact` (a provider over the exact reader's batches, so that every table takes inserts), `stores`
-//! (object stores), `guard` (panics become errors, `EXPLAIN` names the scan), `crossing` (a scan's partitions
-//! executed across the boundary without converting the session's functions), `checks` (files re-checked
-//! against the catalog when the scan opens them, local files read in place), `task_context`
-//! (the session's functions, converted for decoding filters once per set of names).
+//! capsule. Modules, each below the ones that use it:
+//! - the Python boundary: `python` (the classes and functions Python sees), `contract` and
+//!   `plan` (what Python hands over, checked on arrival), `errors` (typed errors), `stores`
+//!   (object stores);
+//! - the providers: `provider` (one snapshot's files and inlined rows: what a query reads),
+//!   `lazy` (a provider whose files come with the query's filters), `exact` (a provider
+//!   over the exact reader's batches, so that every table takes inserts), `sink`
+//!   (`INSERT INTO`: the rows handed to the Python writer), `predicates` (filters as the
+//!   Python planner reads them);
+//! - the scan: `parquet_scan` (DataFusion's Parquet scan over the kept files), `file` (one
+//!   live data file), `pruning` (catalog bounds as pruning statistics), `statistics` (the
+//!   catalog's facts as the optimizer's statistics), `partitions` (files in partitions,
+//!   large ones split into byte ranges), `deletes` (deleted positions as row selections),
+//!   `layouts` (older file layouts mapped by field id), `checks` (files re-checked against
+//!   the catalog when opened, local files read in place), `report` (what a scan did),
+//!   `murmur` (the `bucket(N)` partition hash);
+//! - across the boundary at run time: `guard` (panics become errors, `EXPLAIN` names the
+//!   scan), `crossing` (a scan's partitions executed across the boundary without
+//!   converting the session's functions), `task_context` (the session's functions,
+//!   converted for decoding filters once per set of names).
 
 mod checks;
 mod contract;
@@ -19,16 +31,19 @@ mod crossing;
 mod deletes;
 mod errors;
 mod exact;
+mod file;
 mod guard;
 mod layouts;
 mod lazy;
 mod murmur;
+mod parquet_scan;
 mod partitions;
 mod plan;
 mod predicates;
 mod provider;
 mod pruning;
 mod python;
+mod report;
 mod sink;
 mod statistics;
 mod stores;

@@ -20,7 +20,7 @@ use datafusion::common::Statistics;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::FileGroup;
 
-use crate::provider::LakeFile;
+use crate::file::LakeFile;
 
 /// How large files are split (DataFusion's `repartition_file_scans` and
 /// `repartition_file_min_size`, as for its own Parquet tables).

@@ -22,7 +22,7 @@ use object_store::path::Path;
 
 use crate::contract::{check_schema, nonnegative, violation, Violation};
 use crate::deletes::row_selection;
-use crate::provider::LakeFile;
+use crate::file::LakeFile;
 
 /// The export's form version (`read/_export.py`: `PLAN_VERSION`; the jar's `PlannedFiles`).
 pub const PLAN_VERSION: &str = "1";

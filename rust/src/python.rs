@@ -28,6 +28,7 @@ use crate::errors::{ContractError, StoreConfigError};
 use crate::exact::ExactProvider;
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
+use crate::parquet_scan::ParquetScan;
 use crate::plan::Plan;
 use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
@@ -109,7 +110,7 @@ impl PyLakeProvider {
             Some(mut ids) => {
                 if snapshot.is_some() {
                     ids.insert(
-                        crate::provider::SNAPSHOT_COLUMN.to_string(),
+                        crate::parquet_scan::SNAPSHOT_COLUMN.to_string(),
                         SNAPSHOT_FIELD_ID,
                     );
                 }
@@ -134,17 +135,15 @@ impl PyLakeProvider {
             }
             None => None,
         };
+        let local = storage.get("kind").map(String::as_str).unwrap_or("local") == "local";
+        let parquet = ParquetScan::new(table, Arc::clone(&schema), store, adapter, snapshot, local);
         let mut provider = LakeProvider::new(
-            table,
             schema,
             files,
             bounds,
             batches,
-            store,
-            adapter,
+            parquet,
             min_partitions.max(1),
-            snapshot,
-            storage.get("kind").map(String::as_str).unwrap_or("local") == "local",
         );
         provider.pruned = pruned;
         provider.read_exactly = read_exactly;
@@ -186,7 +185,8 @@ impl PyLakeProvider {
     }
 }
 
-/// The shapes a provider of a table of `schema` expects (`contract::expected_schemas`),
+/// The shapes a provider of a table of `schema` expects (`plan::plan_schema` and
+/// `contract::expected_schemas`),
 /// for the test that the Python side's (`_rust_contract`) are the same.
 #[pyfunction]
 pub fn boundary_schemas<'py>(
@@ -194,7 +194,8 @@ pub fn boundary_schemas<'py>(
     schema: PyArrowType<Schema>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    for (name, expected) in contract::expected_schemas(&schema.0) {
+    let plan = ("plan", crate::plan::plan_schema());
+    for (name, expected) in std::iter::once(plan).chain(contract::expected_schemas(&schema.0)) {
         out.set_item(name, expected.to_pyarrow(py)?)?;
     }
     Ok(out)
@@ -202,7 +203,7 @@ pub fn boundary_schemas<'py>(
 
 fn report_dict<'py>(
     py: Python<'py>,
-    report: &crate::provider::ScanReport,
+    report: &crate::report::ScanReport,
 ) -> PyResult<Bound<'py, PyDict>> {
     {
         let out = PyDict::new(py);

@@ -29,7 +29,7 @@ use arrow::datatypes::Schema;
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, Statistics};
 
-use crate::provider::LakeFile;
+use crate::file::LakeFile;
 use crate::pruning::FileBounds;
 
 /// The statistics of file `index` of `bounds` (the provider's file list), for `schema`

@@ -1,15 +1,14 @@
 """The Spark adapter's kernel: what the entry points and every route below them share.
 
 Spark's types and Arrow batches (``_types``, ``_arrow``), the data source's options
-(``_options``), Spark's filters as the scan's ``Filter`` (``_filters``, over pyspark's
-filter classes or stand-ins of their shape: ``sources``), a local session's frames
+(``_options``), Spark's filters as the scan's ``Filter`` (``_filters``: the rules every
+form of a Spark filter is translated by, in one step), a local session's frames
 (``_local``) and the pyspark release checks (``_versions``). It sits below ``spark``'s
 subpackages (``parquet``, ``source``, ``changes``, ``planner``) and its entry points:
 a parent imports its children and never the reverse, so the routes import this kernel,
 never the package above them.
 """
 
-from . import _filter_classes as sources
 from ._arrow import (
     INTERVAL_STRUCT,
     check_castable,
@@ -18,9 +17,11 @@ from ._arrow import (
     to_spark_table,
 )
 from ._filters import (
+    SPARK_FILTERS,
     FilterColumn,
     combine,
-    translate_filter,
+    condition_filter,
+    leaf_filter,
 )
 from ._local import (
     local_frame,
@@ -36,6 +37,8 @@ from ._options import (
     OpenTable,
     SourceOptions,
     guard_field,
+    option_text,
+    quoted_table_name,
     snapshot_option,
     snapshot_time_option,
     split_table_name,
@@ -68,25 +71,29 @@ __all__ = [
     "INTERVAL_STRUCT",
     "OLDEST_PYSPARK",
     "SOURCE_KEYS",
+    "SPARK_FILTERS",
     "AlreadyRead",
     "FilterColumn",
     "OpenTable",
     "SourceOptions",
     "check_castable",
     "combine",
+    "condition_filter",
     "guard_field",
     "has_data_source",
     "interval_struct",
     "is_connect",
+    "leaf_filter",
     "local_frame",
+    "option_text",
     "pyspark_at_least",
     "pyspark_version",
+    "quoted_table_name",
     "require_data_source",
     "require_supported_pyspark",
     "schema_from_ddl",
     "snapshot_option",
     "snapshot_time_option",
-    "sources",
     "spark_arrow_field",
     "spark_arrow_type",
     "spark_schema",
@@ -94,5 +101,4 @@ __all__ = [
     "split_table_name",
     "to_spark_batch",
     "to_spark_table",
-    "translate_filter",
 ]

@@ -1,4 +1,11 @@
-"""Spark's pushed-down ``Filter`` objects -> the scan's ``Filter`` (``scan.Filter``).
+"""Spark's filters -> the scan's ``Filter`` (``scan.Filter``), from any of Spark's forms.
+
+Spark states a filter in several forms: the ``sources.Filter`` objects of the JVM (sent by
+the catalog as JSON, ``planner/_filters_json``), pyspark's data source filters
+(``source``), and the user's ``where=`` text (``parquet/_where``). Each adapter walks its
+own form and hands this module the leaves in Spark's terms (the filter's name as Spark's
+``sources`` spell it, a top-level column, a literal), so every form becomes the scan's
+filter in one step, by the same rules.
 
 A filter is taken only when the expression means exactly what Spark means, because Spark
 does not re-check filters it was told are handled. Taken filters become the scan plan's
@@ -14,55 +21,51 @@ exactly (after deletes). Anything else goes back to Spark unchanged:
   on nested or time columns.
 
 SQL three-valued logic is kept: a filter that is NULL for a row in Spark is NULL (or
-false) in ours, also under ``Not``. Our ``In`` (as pyarrow's ``is_in``, which executors
-apply) is false rather than NULL for a NULL input, so ``Not(In)`` is translated as ``x IS
-NOT NULL AND NOT x IN (...)``.
-pyspark 4.1 sends a conjunction as separate filters and never sends ``Or``; the accepted
-ones are AND-ed.
+false) in ours, also under ``Not``, which is moved down to the leaves (``NOT (a AND b)`` is
+``NOT a OR NOT b`` in three-valued logic too). Our ``In`` (as pyarrow's ``is_in``, which
+executors apply) is false rather than NULL for a NULL input, so ``Not(In)`` is translated
+as ``x IS NOT NULL AND NOT x IN (...)``. A conjunction keeps the parts that translate (the
+filter then prunes less); a disjunction needs all of its parts.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 
 from ... import scan
-from ._filter_classes import (
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    StringContains,
-    StringEndsWith,
-    StringStartsWith,
-)
 
-__all__ = ["FilterColumn", "combine", "translate_filter"]
+__all__ = ["SPARK_FILTERS", "FilterColumn", "combine", "condition_filter", "leaf_filter"]
 
 _COMPARISONS = {
-    EqualTo: "=",
-    GreaterThan: ">",
-    GreaterThanOrEqual: ">=",
-    LessThan: "<",
-    LessThanOrEqual: "<=",
+    "EqualTo": "=",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
 }
 _STRING_MATCH = {
-    StringStartsWith: "starts_with",
-    StringEndsWith: "ends_with",
-    StringContains: "contains",
+    "StringStartsWith": "starts_with",
+    "StringEndsWith": "ends_with",
+    "StringContains": "contains",
 }
+_COMPLEMENTS = {
+    "GreaterThan": "LessThanOrEqual",
+    "GreaterThanOrEqual": "LessThan",
+    "LessThan": "GreaterThanOrEqual",
+    "LessThanOrEqual": "GreaterThan",
+}
+# The leaf filters taken, by the names Spark's ``sources.Filter`` classes have in Scala and
+# in pyspark (FilterJson sends the same names).
+SPARK_FILTERS = frozenset(
+    [*_COMPARISONS, *_STRING_MATCH, "EqualNullSafe", "In", "IsNull", "IsNotNull"]
+)
 _CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 
 
@@ -83,63 +86,108 @@ class FilterColumn:
     comparable: bool
 
 
-def combine(filters: list[scan.Filter]) -> scan.Filter | None:
+def combine(filters: list[scan.Filter | None]) -> scan.Filter | None:
     """AND the accepted filters together (``None`` when there are none)."""
     return scan.all_of(filters)
 
 
-def translate_filter(
-    spark_filter: Filter, columns: Mapping[str, FilterColumn]
+def condition_filter(
+    node: Any,
+    shape: Callable[[Any], tuple[str, tuple] | None],
+    columns: Mapping[str, FilterColumn],
+    *,
+    negated: bool = False,
 ) -> scan.Filter | None:
-    """The exact scan ``Filter`` of one Spark filter, or ``None`` to leave it to Spark."""
-    if isinstance(spark_filter, Not):
-        child = spark_filter.child
-        if isinstance(child, In):
-            column = _column(child, columns)
-            values = _literal_set(child.value, column)
-            if values is None:
-                return None
-            field = scan.Column(column.table_name)
-            return scan.And((scan.IsNull(field, negated=True), scan.Not(scan.In(field, *values))))
-        inner = translate_filter(child, columns)
-        return None if inner is None else scan.Not(inner)
-    column = _column(spark_filter, columns)
+    """The scan ``Filter`` of a condition tree in any of Spark's forms, or ``None``.
+
+    Args:
+        node: the tree's root, in the adapter's own form.
+        shape: what a node is: ``("And", children)``, ``("Or", children)``, ``("Not",
+            (child,))``, ``("leaf", (filter name, column name, value))`` (a name of
+            :data:`SPARK_FILTERS`; ``value`` a tuple for ``In``), or ``None`` for anything
+            else (left to Spark).
+        negated: translate ``NOT node``.
+    """
+    found = shape(node)
+    if found is None:
+        return None
+    kind, args = found
+    if kind == "Not":
+        return condition_filter(args[0], shape, columns, negated=not negated)
+    if kind in ("And", "Or"):
+        parts = [condition_filter(c, shape, columns, negated=negated) for c in args]
+        if (kind == "And") != negated:  # a conjunction, also after moving NOT down
+            return combine(parts)
+        return None if any(p is None for p in parts) else scan.Or(tuple(parts))
+    if kind != "leaf":
+        return None
+    name, column_name, value = args
+    return leaf_filter(name, column_name, value, columns, negated=negated)
+
+
+def leaf_filter(
+    name: str,
+    column_name: str,
+    value: Any,
+    columns: Mapping[str, FilterColumn],
+    *,
+    negated: bool = False,
+) -> scan.Filter | None:
+    """The exact scan ``Filter`` of one Spark filter (``NOT`` it when ``negated``).
+
+    ``name`` is the filter's class name in Spark's ``sources`` (:data:`SPARK_FILTERS`);
+    ``column_name`` a top-level column as Spark names it; ``value`` its literal (a tuple
+    for ``In``, unused for ``IsNull`` / ``IsNotNull``). ``None`` leaves it to Spark.
+    """
+    column = _column(column_name, columns)
     if column is None:
         return None
+    if negated and name == "In":
+        values = _literal_set(value, column)
+        if values is None:
+            return None
+        field = scan.Column(column.table_name)
+        return scan.And((scan.IsNull(field, negated=True), scan.Not(scan.In(field, *values))))
+    if negated and name in _COMPLEMENTS:  # NOT (k >= 1) is k < 1, NULL where k is, as Spark
+        name, negated = _COMPLEMENTS[name], False  # simplifies it (and pruning reads it)
+    found = _leaf(name, column, value)
+    if found is None or not negated:
+        return found
+    return scan.Not(found)
+
+
+def _leaf(name: str, column: FilterColumn, value: Any) -> scan.Filter | None:
     field = scan.Column(column.table_name)
-    if isinstance(spark_filter, IsNull):
+    if name == "IsNull":
         return scan.IsNull(field)
-    if isinstance(spark_filter, IsNotNull):
+    if name == "IsNotNull":
         return scan.IsNull(field, negated=True)
     if not column.comparable:
         return None
-    kind = type(spark_filter)
-    if kind is EqualNullSafe:
-        if spark_filter.value is None:
+    if name == "EqualNullSafe":
+        if value is None:
             return scan.IsNull(field)
-        literal = _literal(spark_filter.value, column.arrow_type)
+        literal = _literal(value, column.arrow_type)
         # never NULL, so that Not(EqualNullSafe) keeps rows where the column is NULL
         if literal is None:
             return None
         return scan.And((scan.IsNull(field, negated=True), scan.Compare("=", field, literal)))
-    if kind in _COMPARISONS:
-        literal = _literal(spark_filter.value, column.arrow_type)
-        return None if literal is None else scan.Compare(_COMPARISONS[kind], field, literal)
-    if kind is In:
-        values = _literal_set(spark_filter.value, column)
+    if name in _COMPARISONS:
+        literal = _literal(value, column.arrow_type)
+        return None if literal is None else scan.Compare(_COMPARISONS[name], field, literal)
+    if name == "In":
+        values = _literal_set(value, column)
         return None if values is None else scan.In(field, *values)
-    if kind in _STRING_MATCH:
-        if not pa.types.is_string(column.arrow_type) or not isinstance(spark_filter.value, str):
+    if name in _STRING_MATCH:
+        if not pa.types.is_string(column.arrow_type) or not isinstance(value, str):
             return None
-        return scan.StringMatch(_STRING_MATCH[kind], field, spark_filter.value)
+        return scan.StringMatch(_STRING_MATCH[name], field, value)
     return None
 
 
-def _column(spark_filter: Filter, columns: Mapping[str, FilterColumn]) -> FilterColumn | None:
-    path = getattr(spark_filter, "attribute", None)
-    if not isinstance(path, tuple) or len(path) != 1:
-        return None  # nested fields are left to Spark
-    name = path[0]
+def _column(name: object, columns: Mapping[str, FilterColumn]) -> FilterColumn | None:
+    if not isinstance(name, str):
+        return None
     if name in columns:
         return columns[name]
     matches = [c for key, c in columns.items() if key.lower() == name.lower()]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,19 @@ from typing import TYPE_CHECKING
 
 from ...errors import InvalidOptionError
 from ...pathres import ACCEPTED_KEYS, StorageOptions
-from ...scan import Lake, SnapshotRef, parse_snapshot_ref
+from ...scan import Lake
+from ._option_values import (
+    DEFAULT_PARTITION_BYTES,
+    count_option,
+    flag_option,
+    option_text,
+    quoted_table_name,
+    size_option,
+    snapshot_option,
+    snapshot_time_option,
+    split_table_name,
+    split_time_travel,
+)
 
 if TYPE_CHECKING:
     from ...scan import LakeTable
@@ -42,12 +53,13 @@ __all__ = [
     "OpenTable",
     "SourceOptions",
     "guard_field",
+    "option_text",
+    "quoted_table_name",
     "snapshot_option",
     "snapshot_time_option",
     "split_table_name",
 ]
 
-DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
 GUARD_OPTION = "scan_guard"  # set by read_table(); see source/_table_reader.py
 GUARD_COLUMN = "__ducklake_scan_guard"
 SOURCE_KEYS = (
@@ -76,22 +88,6 @@ def guard_field():
     from pyspark.sql.types import BooleanType, StructField
 
     return StructField(GUARD_COLUMN, BooleanType(), nullable=False)
-
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1024,
-    "kb": 1024,
-    "kib": 1024,
-    "m": 1024**2,
-    "mb": 1024**2,
-    "mib": 1024**2,
-    "g": 1024**3,
-    "gb": 1024**3,
-    "gib": 1024**3,
-}
-_SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 
 
 @dataclass(frozen=True)
@@ -162,8 +158,9 @@ class SourceOptions:
     changes_end: str | None = None  # None: the latest snapshot
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
-        """Validate Spark's option strings.
+    def parse(cls, options: Mapping[str, object]) -> SourceOptions:
+        """Validate Spark's option strings, or ``read_table``'s arguments as they are
+        typed (ints, bools, datetimes: never turned into text and back).
 
         Raises:
             InvalidOptionError: a missing or malformed option, or an unknown key.
@@ -222,13 +219,39 @@ class SourceOptions:
             metadata_schema=values.get("metadata_schema") or None,
             already_read=already_read,
             storage=StorageOptions.from_user(storage),
-            partition_bytes=_size(values.get("partition_bytes")),
-            min_partitions=_count(values.get("min_partitions")),
-            pushdown=_flag(values, "pushdown"),
-            guard=_flag(values, GUARD_OPTION),
+            partition_bytes=size_option(values.get("partition_bytes")),
+            min_partitions=count_option(values.get("min_partitions")),
+            pushdown=flag_option(values, "pushdown"),
+            guard=flag_option(values, GUARD_OPTION),
             changes_start=changes_start,
             changes_end=changes_end,
         )
+
+    def as_options(self) -> dict[str, str]:
+        """The option strings that :meth:`parse` reads back as this value: what
+        ``read_table`` hands the data source, the one edge where they must be text."""
+        options = {
+            "metadata": self.metadata,
+            "path": quoted_table_name(self.schema_name, self.table_name),
+            "partition_bytes": str(self.partition_bytes),
+            "min_partitions": str(self.min_partitions),
+            "pushdown": option_text(self.pushdown),
+            GUARD_OPTION: option_text(self.guard),
+        }
+        named = {
+            "snapshot": self.snapshot,
+            "snapshot_time": self.snapshot_time,
+            "data_path": self.data_path,
+            "metadata_schema": self.metadata_schema,
+            "changes_start": self.changes_start,
+            "changes_end": self.changes_end,
+        }
+        for name in (f.name for f in dataclasses.fields(self.storage)):
+            named[name] = getattr(self.storage, name)
+        options.update((k, option_text(v)) for k, v in named.items() if v is not None)
+        if self.already_read:
+            options.update(self.already_read.option())
+        return options
 
     @property
     def table_label(self) -> str:
@@ -365,111 +388,3 @@ def _change_bounds(values: Mapping[str, str]) -> tuple[str | None, str | None]:
             f"e.g. '3,7' or '2024-05-01T00:00:00,2024-05-02T00:00:00'), got {mode!r}"
         )
     return parts[0], parts[1]
-
-
-def split_time_travel(text: str) -> tuple[str, SnapshotRef | None]:
-    """``main.orders@v12`` / ``orders@2024-05-01T12:00:00`` -> (name, snapshot reference).
-
-    The same time-travel suffix as in DataFusion SQL. A name whose text after the last
-    ``@`` is neither form, or that ends in a quote (``"main"."a@v1"``), has no suffix.
-    """
-    stripped = text.strip()
-    base, sep, tail = stripped.rpartition("@")
-    if not sep or not base or stripped.endswith('"'):
-        return text, None
-    ref = parse_snapshot_ref(tail)
-    return (base, ref) if ref is not None else (text, None)
-
-
-def split_table_name(text: str) -> tuple[str, str]:
-    """``schema.table`` (or ``table`` in ``main``) -> (schema, table).
-
-    Parts may be double-quoted to contain dots or spaces: ``"my schema"."a.b"``.
-    """
-    text = text.strip()
-    parts: list[str] = []
-    current, quoted, i = "", False, 0
-    while i < len(text):
-        ch = text[i]
-        if quoted:
-            if ch == '"' and text[i + 1 : i + 2] == '"':
-                current += '"'
-                i += 1
-            elif ch == '"':
-                quoted = False
-            else:
-                current += ch
-        elif ch == '"':
-            quoted = True
-        elif ch == ".":
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-        i += 1
-    parts.append(current)
-    if quoted or len(parts) > 2 or not all(parts):
-        raise InvalidOptionError(
-            f"table name {text!r} must be 'schema.table' or 'table' (quote parts containing "
-            'dots with double quotes: \'"my schema"."my.table"\')'
-        )
-    return ("main", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
-
-
-def snapshot_option(text: str | None) -> int | None:
-    if text is None or str(text).strip() == "":
-        return None
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise InvalidOptionError(
-            f"option 'snapshot' must be a snapshot id (an integer), got {text!r}"
-        )
-    return value
-
-
-def snapshot_time_option(text: str | None) -> _dt.datetime | None:
-    if text is None or str(text).strip() == "":
-        return None
-    try:
-        return _dt.datetime.fromisoformat(str(text).strip())
-    except ValueError:
-        raise InvalidOptionError(
-            f"option 'snapshot_time' must be an ISO timestamp such as "
-            f"'2024-05-01T12:00:00+00:00' (no offset means UTC), got {text!r}"
-        ) from None
-
-
-def _count(text: str | None) -> int:
-    if text is None or str(text).strip() == "":
-        return 1
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InvalidOptionError(
-            f"option 'min_partitions' must be a positive integer, got {text!r}"
-        )
-    return value
-
-
-def _flag(values: Mapping[str, str], key: str) -> bool:
-    text = str(values.get(key, "false")).strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidOptionError(f"option {key!r} must be 'true' or 'false', got {text!r}")
-    return text == "true"
-
-
-def _size(text: str | None) -> int:
-    if text is None or str(text).strip() == "":
-        return DEFAULT_PARTITION_BYTES
-    match = _SIZE.match(str(text).lower())
-    if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
-        raise InvalidOptionError(
-            f"option 'partition_bytes' must be a positive size such as 134217728, '64m' or "
-            f"'1g', got {text!r}"
-        )
-    return int(match.group(1)) * _UNITS[match.group(2)]

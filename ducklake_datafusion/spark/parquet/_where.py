@@ -4,187 +4,381 @@ A Spark DataFrame is built before the query that filters it, so a filter applied
 DataFrame ``read_table`` returns can only prune row groups (Spark's Parquet reader opens
 every file it is given). A condition passed as ``where`` is known in time: the files whose
 catalog statistics show they cannot match are left out before Spark lists any, and the
-condition is then applied to the rows by Spark as usual.
+condition is then applied to the rows by Spark as usual (which also refuses a condition
+that is not one on the table's columns: ``read_table``'s ``InvalidOptionError``).
 
-The condition means what Spark means. Spark itself parses, resolves and optimises it
-against the table's Spark schema, over an empty Parquet file of that schema (written once
-per schema and process), and translates it into the data source filters it pushes to a
-Parquet scan (``pushedDownFilters``: literals cast to the column types, ``BETWEEN``
-split, constants folded). Those filters become the scan's ``Filter`` through the very
-translation the data source uses for pushed filters (``spark/_core/_filters``); a filter that
-does not translate exactly prunes nothing. Pruning is a subset test on catalog statistics, so
-a file it keeps may hold no matching row; the rows are always filtered by Spark.
+The condition is read here, as text, into the scan's ``Filter`` directly: the leaves Spark
+would push to a Parquet scan (a column compared with a literal, ``BETWEEN``, ``IN``, ``IS
+[NOT] NULL``, ``LIKE`` with a prefix, suffix or infix) joined by ``AND``, ``OR`` and
+``NOT``, each translated by the rules of every other form of a Spark filter
+(``_core``'s ``condition_filter``). Only what means exactly what Spark means is taken: a
+literal must keep its value as the column's type (Spark casts it so before pushing), a
+string compared with a date column must be an ISO date, and anything else (functions,
+arithmetic, timestamps, quoted strings with escapes) is left out of the conjunction it
+stands in, or makes the whole condition prune nothing. Pruning is a subset test on catalog
+statistics, so a file it keeps may hold no matching row; the rows are always filtered by
+Spark.
 """
 
 from __future__ import annotations
 
-import atexit
 import datetime as _dt
-import hashlib
-import logging
-import os
-import shutil
-import tempfile
-import threading
+import re
+from decimal import Decimal
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ...common import LRUCache
-from ...errors import InvalidOptionError
-from ...scan import Filter, Or
-from .._core import (
-    FilterColumn,
-    combine,
-    is_connect,
-    sources,
-    spark_arrow_type,
-    spark_schema,
-    translate_filter,
-)
+from ...scan import Filter
+from .._core import FilterColumn, condition_filter
 from ._exact_types import spark_reads_exactly
-
-_log = logging.getLogger("ducklake_datafusion.spark")
 
 __all__ = ["pruning_filter"]
 
-# Filters with one column and a value, by their (identical) class names in Scala and Python.
-_VALUED = {
-    name: getattr(sources, name)
-    for name in (
-        "EqualTo",
-        "EqualNullSafe",
-        "GreaterThan",
-        "GreaterThanOrEqual",
-        "LessThan",
-        "LessThanOrEqual",
-        "StringStartsWith",
-        "StringEndsWith",
-        "StringContains",
-    )
+_TOKEN = re.compile(
+    r"""\s*(?:
+      (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?:BD|[LSYDF])?(?![\w.]))
+    | (?P<string>'[^'\\]*')
+    | (?P<quoted>`(?:[^`]|``)+`)
+    | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,|\|\||[-+*/%.!&|^~])
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_COMPARE = {
+    "=": "EqualTo",
+    "==": "EqualTo",
+    "<=>": "EqualNullSafe",
+    "<": "LessThan",
+    "<=": "LessThanOrEqual",
+    ">": "GreaterThan",
+    ">=": "GreaterThanOrEqual",
 }
-_probe_lock = threading.Lock()
-_probe_dir: str | None = None
-# Translated conditions by (session, columns, where): planning the probe costs about as
-# much as a selective query (docs/benchmarks.md), and read_table calls for a cached scan
-# must not pay it again. The session is held with its filter, so its id stays unique.
-_FOUND_MAX = 64
-_filters_found: LRUCache[tuple, tuple[Filter | None, object]] = LRUCache(_FOUND_MAX)
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_OPAQUE = ("opaque",)
 
 
-def pruning_filter(spark, table, where: str) -> Filter | None:
-    """The exact pyarrow form of what Spark pushes to a Parquet scan for ``where``.
+class _Unreadable(Exception):
+    """The condition is not in the part of Spark SQL read here: it prunes nothing."""
+
+
+def pruning_filter(table, where: str) -> Filter | None:
+    """The scan ``Filter`` that ``where`` implies on ``table``'s files, or ``None``.
 
     ``None`` (nothing pruned here) for a table Spark's reader does not return exactly
-    (``_exact_types``): the data source prunes its files with the filters Spark pushes
-    to it.
-
-    Raises:
-        InvalidOptionError: ``where`` is not a valid Spark SQL condition on the table.
+    (``_exact_types``: the data source prunes its files with the filters Spark pushes to
+    it), and for a condition not read here.
     """
     if not all(spark_reads_exactly(c.type_name) for c in table.columns):
         return None
-    if is_connect(spark):  # no JVM here to ask which filters Spark pushes: Spark filters
-        _log.info(
-            "read_table(where=...) on Spark Connect filters the rows but prunes no files; "
-            "the DuckLake catalog on the server prunes with the query's filters"
-        )
-        return None
-    key = (id(spark), tuple((c.name, c.type_name, str(c.arrow_type)) for c in table.columns), where)
-    found = _filters_found.get_or_compute(key, lambda: (_pushed_filter(spark, table, where), spark))
-    return found[0]
-
-
-def _pushed_filter(spark, table, where: str) -> Filter | None:
-    """Plan ``where`` over the probe file and translate the filters Spark pushes."""
-    from pyspark.errors import AnalysisException
-
-    schema = spark_schema(table.columns)
-    probe = spark.read.schema(schema).parquet(_probe_file(schema))
-    try:
-        physical = probe.where(where)._jdf.queryExecution().sparkPlan()
-    except AnalysisException as exc:  # also a ParseException
-        raise InvalidOptionError(
-            f"where={where!r} for table {table.name} (snapshot {table.snapshot_id}) is not a "
-            f"Spark SQL condition on its columns ({', '.join(schema.names)}): {exc}"
-        ) from exc
     columns = {c.name: FilterColumn(c.name, c.arrow_type, True) for c in table.columns}
-    found = []
-    leaves = physical.collectLeaves().iterator()
-    while leaves.hasNext():
-        leaf = leaves.next()
-        if leaf.getClass().getSimpleName() != "FileSourceScanExec":
-            continue
-        pushed = leaf.pushedDownFilters().iterator()
-        while pushed.hasNext():
-            expression = _translated(pushed.next(), columns)
-            if expression is not None:
-                found.append(expression)
-    return combine(found)
+    try:
+        tree = _Parser(where).condition()
+    except _Unreadable:
+        return None
+    return condition_filter(tree, lambda node: _shape(node, columns), columns)
 
 
-def _translated(java_filter, columns) -> Filter | None:
-    """One of Spark's ``sources.Filter`` (a JVM object) as an exact scan ``Filter``."""
-    kind = java_filter.getClass().getSimpleName()
-    if kind in ("And", "Or"):
-        left = _translated(java_filter.left(), columns)
-        right = _translated(java_filter.right(), columns)
-        if kind == "And":
-            return combine([e for e in (left, right) if e is not None])
-        return None if left is None or right is None else Or((left, right))
-    if kind == "Not":
-        child = _python_filter(java_filter.child())
-        return None if child is None else translate_filter(sources.Not(child), columns)
-    python = _python_filter(java_filter)
-    return None if python is None else translate_filter(python, columns)
-
-
-def _python_filter(java_filter):
-    """The pyspark data source filter of the same meaning, or ``None``."""
-    kind = java_filter.getClass().getSimpleName()
-    if kind in ("IsNull", "IsNotNull", "In") or kind in _VALUED:
-        attribute = java_filter.attribute()
-        if "." in attribute or "`" in attribute:
-            return None  # a nested field or a quoted name: left to Spark
-        path = (attribute,)
-    if kind == "IsNull":
-        return sources.IsNull(path)
-    if kind == "IsNotNull":
-        return sources.IsNotNull(path)
-    if kind == "In":
-        values = [_value(v) for v in java_filter.values()]
-        return None if any(v is _UNKNOWN for v in values) else sources.In(path, tuple(values))
-    if kind in _VALUED:
-        value = _value(java_filter.value())
-        return None if value is _UNKNOWN else _VALUED[kind](path, value)
+def _shape(node, columns) -> tuple[str, tuple] | None:
+    """A parsed node as ``condition_filter`` reads it; comparisons get their literal typed
+    as Spark casts it to the column's type."""
+    kind = node[0]
+    if kind in ("And", "Or", "Not"):
+        return kind, node[1:]
+    if kind == "compare":
+        _, op, left, right = node
+        if left[0] == "literal" and right[0] == "column":
+            left, right, op = right, left, _FLIPPED.get(op, op)
+        if left[0] != "column" or right[0] != "literal":
+            return None
+        value = _typed(right[1], left[1], columns)
+        return None if value is _NO_VALUE else ("leaf", (_COMPARE[op], left[1], value))
+    if kind == "in":
+        _, column, items = node
+        values = tuple(_typed(v[1], column, columns) for v in items)
+        if any(v is _NO_VALUE for v in values):
+            return None
+        return "leaf", ("In", column, values)
+    if kind == "leaf":
+        return "leaf", node[1]
     return None
 
 
-_UNKNOWN = object()
+_NO_VALUE = object()
 
 
-def _value(value):
-    """A filter's literal as the data source API gives it; timestamps are not taken
-    (``java.sql.Timestamp`` is in the JVM's time zone, not Spark's session zone)."""
-    if value is None or isinstance(value, (bool, int, float, str, bytes, bytearray)):
+def _typed(value, column_name: str, columns):
+    """A literal's value as Spark compares it with the column (a string compared with a
+    date is cast to a date); ``_NO_VALUE`` for one that cannot be told exactly."""
+    if value is _NO_VALUE:
         return value
-    if type(value).__name__ == "Decimal":
-        return value
-    if hasattr(value, "getClass") and value.getClass().getName() == "java.sql.Date":
-        return _dt.date.fromisoformat(value.toString())
-    return _UNKNOWN
+    column = columns.get(column_name) or next(
+        (c for k, c in columns.items() if k.lower() == column_name.lower()), None
+    )
+    if isinstance(value, str) and column is not None and pa.types.is_date32(column.arrow_type):
+        if not _ISO_DATE.match(value):
+            return _NO_VALUE
+        try:
+            return _dt.date.fromisoformat(value)
+        except ValueError:
+            return _NO_VALUE
+    return value
 
 
-def _probe_file(schema) -> str:
-    """An empty Parquet file of ``schema`` (as Spark's Arrow types), made once per schema."""
-    global _probe_dir
-    arrow = pa.schema([pa.field(f.name, spark_arrow_type(f.dataType, f.name)) for f in schema])
-    name = hashlib.sha256(schema.json().encode()).hexdigest()[:24] + ".parquet"
-    with _probe_lock:
-        if _probe_dir is None:
-            _probe_dir = tempfile.mkdtemp(prefix="ducklake-spark-where-")
-            atexit.register(shutil.rmtree, _probe_dir, True)
-        path = os.path.join(_probe_dir, name)
-        if not os.path.exists(path):
-            pq.write_table(arrow.empty_table(), path)
-    return "file://" + path
+class _Parser:
+    """A recursive descent over Spark SQL's boolean expressions, by Spark's precedence
+    (``OR`` < ``AND`` < ``NOT`` < predicates < arithmetic). Nodes are tuples: ``("And",
+    l, r)``, ``("Or", l, r)``, ``("Not", c)``, ``("compare", op, l, r)``, ``("in",
+    column, literals)``, ``("leaf", (name, column, value))``, ``("column", name)``,
+    ``("literal", value)`` and ``_OPAQUE`` for an expression read but not translated."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        position = 0
+        text = text.rstrip()
+        while position < len(text):
+            match = _TOKEN.match(text, position)
+            if match is None:
+                raise _Unreadable(text[position:])
+            self.tokens.append((match.lastgroup, match.group(match.lastgroup)))
+            position = match.end()
+        self.at = 0
+
+    # -- tokens --------------------------------------------------------------------------
+
+    def _peek(self, offset: int = 0) -> tuple[str, str]:
+        index = self.at + offset
+        return self.tokens[index] if index < len(self.tokens) else ("end", "")
+
+    def _keyword(self, *words: str) -> bool:
+        kind, text = self._peek()
+        if kind == "word" and text.upper() in words:
+            self.at += 1
+            return True
+        return False
+
+    def _op(self, *ops: str) -> str | None:
+        kind, text = self._peek()
+        if kind == "op" and text in ops:
+            self.at += 1
+            return text
+        return None
+
+    def _expect_op(self, op: str) -> None:
+        if self._op(op) is None:
+            raise _Unreadable(op)
+
+    # -- boolean expressions -------------------------------------------------------------
+
+    def condition(self):
+        node = self._or()
+        if self._peek()[0] != "end":
+            raise _Unreadable(self._peek()[1])
+        return node
+
+    def _or(self):
+        node = self._and()
+        while self._keyword("OR"):
+            node = ("Or", node, self._and())
+        return node
+
+    def _and(self):
+        node = self._not()
+        while self._keyword("AND"):
+            node = ("And", node, self._not())
+        return node
+
+    def _not(self):
+        if self._keyword("NOT") or self._op("!"):
+            return ("Not", self._not())
+        return self._predicate()
+
+    def _predicate(self):
+        left = self._value()
+        op = self._op(*_COMPARE, "<>", "!=")
+        if op is not None:
+            right = self._value()
+            if op in ("<>", "!="):
+                return ("Not", ("compare", "=", left, right))
+            return ("compare", op, left, right)
+        if self._keyword("IS"):
+            negated = self._keyword("NOT")
+            if not self._keyword("NULL"):
+                raise _Unreadable("IS")  # IS TRUE, IS DISTINCT FROM ...
+            if left[0] != "column":
+                return _OPAQUE
+            leaf = ("leaf", ("IsNotNull" if negated else "IsNull", left[1], None))
+            return leaf
+        negated = self._keyword("NOT")
+        if self._keyword("BETWEEN"):
+            low = self._value()
+            if not self._keyword("AND"):
+                raise _Unreadable("BETWEEN")
+            high = self._value()
+            node = ("And", ("compare", ">=", left, low), ("compare", "<=", left, high))
+        elif self._keyword("IN"):
+            node = self._in(left)
+        elif self._keyword("LIKE"):
+            node = self._like(left, self._value())
+        elif negated:
+            raise _Unreadable("NOT")
+        else:
+            return left
+        return ("Not", node) if negated else node
+
+    def _in(self, left):
+        self._expect_op("(")
+        items = [self._value()]
+        while self._op(","):
+            items.append(self._value())
+        self._expect_op(")")
+        if left[0] != "column" or any(i[0] != "literal" for i in items):
+            return _OPAQUE
+        return ("in", left[1], items)
+
+    @staticmethod
+    def _like(left, pattern):
+        if left[0] != "column" or pattern[0] != "literal" or not isinstance(pattern[1], str):
+            return _OPAQUE
+        text: str = pattern[1]
+        inner = text.strip("%")
+        if not inner or any(ch in inner for ch in "%_\\"):
+            return _OPAQUE
+        starts, ends = text.startswith("%"), text.endswith("%")
+        if text.count("%") != int(starts) + int(ends):
+            return _OPAQUE
+        if starts and ends:
+            name = "StringContains"
+        elif ends:
+            name = "StringStartsWith"
+        elif starts:
+            name = "StringEndsWith"
+        else:
+            return ("compare", "=", left, pattern)
+        return ("leaf", (name, left[1], inner))
+
+    # -- values --------------------------------------------------------------------------
+
+    def _value(self):
+        node = self._term()
+        while self._op("+", "-", "||", "&", "|", "^"):
+            self._term()
+            node = _OPAQUE
+        return node
+
+    def _term(self):
+        node = self._unary()
+        while self._op("*", "/", "%"):
+            self._unary()
+            node = _OPAQUE
+        return node
+
+    def _unary(self):
+        if self._op("-"):
+            node = self._unary()
+            if node[0] == "literal" and isinstance(node[1], (int, float, Decimal)):
+                return ("literal", -node[1])
+            return _OPAQUE
+        if self._op("+", "~"):
+            self._unary()
+            return _OPAQUE
+        return self._primary()
+
+    def _primary(self):
+        kind, text = self._peek()
+        if kind == "number":
+            self.at += 1
+            return ("literal", _number(text))
+        if kind == "string":
+            self.at += 1
+            if self._peek()[0] == "string":  # Spark joins adjacent strings
+                raise _Unreadable(text)
+            return ("literal", text[1:-1])
+        if kind == "op" and text == "(":
+            self.at += 1
+            node = self._or()
+            self._expect_op(")")
+            return node
+        if kind == "quoted":
+            self.at += 1
+            return self._qualified(("column", text[1:-1].replace("``", "`")))
+        if kind != "word":
+            raise _Unreadable(text)
+        word = text.upper()
+        if word in ("AND", "OR", "NOT", "IS", "IN", "BETWEEN", "LIKE"):
+            raise _Unreadable(text)
+        self.at += 1
+        typed = ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "INTERVAL", "X")
+        if word in typed and self._peek()[0] == "string":
+            literal = self._peek()[1][1:-1]
+            self.at += 1
+            if word == "DATE" and _ISO_DATE.match(literal):
+                try:
+                    return ("literal", _dt.date.fromisoformat(literal))
+                except ValueError:
+                    pass
+            return ("literal", _NO_VALUE)  # read, but not a value told exactly here
+        if word == "NULL":
+            return ("literal", None)
+        if word in ("TRUE", "FALSE"):
+            return ("literal", word == "TRUE")
+        if word in ("CASE", "EXISTS", "INTERVAL"):
+            raise _Unreadable(text)
+        if self._op("("):
+            self._arguments(word)
+            return _OPAQUE
+        return self._qualified(("column", text))
+
+    def _qualified(self, column):
+        if self._op("."):  # a qualified name or a struct field: left to Spark
+            kind, _ = self._peek()
+            if kind not in ("word", "quoted"):
+                raise _Unreadable(".")
+            self.at += 1
+            self._qualified(column)
+            return _OPAQUE
+        return column
+
+    def _arguments(self, function: str) -> None:
+        """A function call's arguments (``CAST(x AS type)`` too), read past."""
+        if self._op(")"):
+            return
+        if self._op("*"):
+            self._expect_op(")")
+            return
+        self._keyword("DISTINCT")
+        while True:
+            self._or()
+            if function in ("CAST", "TRY_CAST") and self._keyword("AS"):
+                self._type_name()
+            if self._op(")"):
+                return
+            self._expect_op(",")
+
+    def _type_name(self) -> None:
+        kind, _ = self._peek()
+        if kind != "word":
+            raise _Unreadable("AS")
+        self.at += 1
+        if self._op("("):
+            while self._op(")") is None:
+                if self._peek()[0] not in ("number", "op") or self._peek()[1] == "(":
+                    raise _Unreadable("type")
+                self.at += 1
+
+
+def _number(text: str):
+    """A numeric literal's value as Spark types it: integers exact, decimals as
+    ``Decimal``, doubles (an exponent, or ``D`` / ``F``) as ``float``."""
+    upper = text.upper()
+    if upper.endswith("BD"):
+        return Decimal(text[:-2])
+    if upper[-1] in "LSY":
+        return int(text[:-1])
+    if upper[-1] in "DF":
+        return float(text[:-1])
+    if "E" in upper:
+        return float(text)
+    if "." in text:
+        return Decimal(text)
+    return int(text)

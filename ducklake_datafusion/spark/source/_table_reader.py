@@ -51,8 +51,8 @@ from .._core import (
     spark_arrow_type,
     spark_type,
     to_spark_batch,
-    translate_filter,
 )
+from ._pushed import pushed_filter
 
 __all__ = ["DuckLakeReader", "ScanPartition"]
 
@@ -138,7 +138,7 @@ class DuckLakeReader(DataSourceReader):
                 continue
             expression = None
             if self.options.pushdown:
-                expression = translate_filter(spark_filter, self._filter_columns)
+                expression = pushed_filter(spark_filter, self._filter_columns)
             if expression is None:
                 rejected.append(spark_filter)
             else:
