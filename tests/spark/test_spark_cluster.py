@@ -165,7 +165,8 @@ def test_native_paths_on_a_multi_process_cluster_before_pyspark_4_1(
 def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_package_jar):
     """Executors whose Python lacks this package (and pyspark's Python side): native
     tables read, with deletes, older layouts and inlined rows, and the catalog's scan reads
-    every table (its planner runs on the driver); without it, a table that needs the data
+    every table (its planner runs on the driver) and writes (``CREATE TABLE AS``, ``INSERT``:
+    the executors need the jar and nothing else); without it, a table that needs the data
     source raises MissingDependencyError naming what to install."""
     bare = tmp_path / "bare-python"
     venv.create(bare, with_pip=False)
@@ -193,6 +194,18 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
                 "kind": "catalog_sql",
                 "sql": "SELECT * FROM ducklake_table_changes('lake.main.t', 2, 12)",
             },
+            # writes: the executors write Parquet with Spark's writer, the driver commits
+            {
+                "name": "write_ctas",
+                "kind": "catalog_sql",
+                "sql": "CREATE TABLE lake.main.copied AS SELECT k, name FROM lake.main.t",
+            },
+            {
+                "name": "write_insert",
+                "kind": "catalog_sql",
+                "sql": f"INSERT INTO lake.main.copied SELECT k, name FROM lake.main.t WHERE {WHERE}",
+            },
+            {"name": "copied", "kind": "catalog_sql", "sql": "SELECT * FROM lake.main.copied"},
         ]
     out = _run(lake, tmp_path, reads, str(bare / "bin" / "python"), spark_package_jar)
     if spark_package_jar is not None:
@@ -207,6 +220,15 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
         assert_same_rows(
             _answer(out, "catalog_changes"),
             lake.reference("SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, 12)"),
+        )
+        copied = lake.reference("SELECT * FROM lake.main.copied")
+        assert_same_rows(_answer(out, "copied"), copied)
+        assert_same_rows(
+            copied,
+            lake.reference(
+                f"SELECT k, name FROM lake.main.t UNION ALL "
+                f"SELECT k, name FROM lake.main.t WHERE {WHERE}"
+            ),
         )
     assert_same_rows(_answer(out, "native"), lake.reference("SELECT * FROM lake.main.t"))
     assert_same_rows(

@@ -119,7 +119,7 @@ spark = SparkSession.builder.remote(url).getOrCreate()
 spark.conf.set("spark.sql.catalog.lake", "io.ducklake_datafusion.spark.DuckLakeCatalog")
 spark.conf.set("spark.sql.catalog.lake.metadata", metadata)
 spark.conf.set("spark.sql.catalog.lake.python", python)
-from ducklake_datafusion.spark import read_changes, read_table, register_spark
+from ducklake_datafusion.spark import read_changes, read_table, register_spark, write_table
 answers = {}
 def rows(frame):
     return sorted(json.loads(json.dumps([list(r) for r in frame.collect()], default=str)))
@@ -137,6 +137,9 @@ for name, ask in asks.items():
         elif ask["kind"] == "read_changes":
             frame = read_changes(spark, metadata, "main.t", ask["start"], ask["end"])
             answers[name] = rows(frame.selectExpr(*ask["select"]))
+        elif ask["kind"] == "write_table":
+            write_table(spark.sql(ask["sql"]), metadata, ask["table"], mode=ask["mode"])
+            answers[name] = []
         elif ask["kind"] == "format":
             register_spark(spark)
             frame = spark.read.format("ducklake").option("metadata", metadata).load("main.t")
@@ -200,6 +203,40 @@ def test_the_catalog_serves_connect_clients(connect_server, make_lake, tmp_path)
         lake, "SELECT schema_name FROM duckdb_schemas() WHERE database_name = 'lake'"
     )
     assert _client(connect_server, metadata, asks, tmp_path) == expected
+
+
+def test_connect_clients_write_through_the_catalog(connect_server, make_lake, tmp_path):
+    """``CREATE TABLE AS``, ``INSERT INTO``, ``write_table``, from a Connect client: the
+    server's executors write, its driver commits; DuckDB reads back what the client reads."""
+    lake = make_lake(inline_limit=0)
+    deleting_history(lake)
+    metadata = lake.reader_args()["metadata"]
+    asks = {
+        "ctas": {
+            "kind": "sql",
+            "sql": "CREATE TABLE lake.main.c AS SELECT k, s FROM lake.main.t WHERE k < 100",
+        },
+        "insert": {
+            "kind": "sql",
+            "sql": "INSERT INTO lake.main.c SELECT k, s FROM lake.main.t "
+            "WHERE k BETWEEN 1000 AND 1010",
+        },
+        "append": {
+            "kind": "write_table",
+            "table": "main.c",
+            "mode": "append",
+            "sql": "SELECT k, s FROM lake.main.t WHERE k = 1500",
+        },
+        "after": {"kind": "sql", "sql": "SELECT * FROM lake.main.c"},
+    }
+    got = _client(connect_server, metadata, asks, tmp_path)
+    assert got["ctas"] == got["insert"] == got["append"] == []
+    written = _expected(lake, "SELECT * FROM lake.main.c")
+    assert got["after"] == written
+    assert written == _expected(
+        lake,
+        "SELECT k, s FROM lake.main.t WHERE k < 100 OR k BETWEEN 1000 AND 1010 OR k = 1500",
+    )
 
 
 def test_the_python_helpers_work_under_connect(connect_server, make_lake, tmp_path):

@@ -226,7 +226,8 @@ class StoreMirror:
         from pyarrow import fs
 
         for info in self.fs.get_file_info(fs.FileSelector(self.prefix, recursive=True)):
-            if info.type != fs.FileType.File:
+            # (Hadoop's connectors also leave empty directory markers: data files only)
+            if info.type != fs.FileType.File or not info.path.endswith(".parquet"):
                 continue
             relative = info.path[len(self.prefix) + 1 :]
             local = self.local_dir / relative

@@ -198,7 +198,7 @@ def _begin_answer(lake: Lake, plan: WritePlan, target: dict) -> dict:
             raise UnsupportedFeatureError(
                 f"table {plan.name} of {lake.description}: the lake's storage options for "
                 f"{location.scheme}:// have no Hadoop equivalent, so Spark cannot write its "
-                "files; write with the Python API (write_table) instead"
+                "files; write with the package's Python API (DuckLakeCatalog) instead"
             )
     return {
         "target": target,
@@ -222,9 +222,9 @@ def _partition_keys(plan: WritePlan) -> list[dict]:
         temporal = key.type_name in ("date", "timestamp", "timestamptz")
         if key.transform != "identity" and not (key.transform in _CALENDAR and temporal):
             raise UnsupportedFeatureError(
-                f"table {plan.name} is partitioned by {key.transform}({key.column_name}), "
+                f"table {plan.name} is partitioned by {key.transform} of column {key.column_name!r}, "
                 "which Spark does not write yet (nothing was written); write it with the "
-                "Python API (write_table) or DuckDB"
+                "package's Python API (DuckLakeCatalog) or DuckDB"
             )
         keys.append({"ordinal": ordinals[key.column_id], "transform": key.transform})
     return keys
@@ -277,7 +277,7 @@ def _check_spark_writes(plan: WritePlan) -> None:
             raise UnsupportedTypeError(
                 f"table {plan.name}: column {path!r} is a DuckLake {spec.type_name}, which "
                 "Spark holds as another type, so a Spark write would change its values; "
-                "write this table with the Python API (write_table) or DuckDB"
+                "write this table with the package's Python API (DuckLakeCatalog) or DuckDB"
             )
 
     for column in plan.columns:
