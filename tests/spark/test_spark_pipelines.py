@@ -1,9 +1,11 @@
-"""A Spark Declarative Pipeline whose flows read DuckLake tables through the catalog.
+"""A Spark Declarative Pipeline whose flows read DuckLake tables through the catalog, and
+write one into the lake.
 
 As a pipeline author writes it: ``spark-pipeline.yml`` configures the lake as a catalog,
 one flow is SQL and one is Python, and ``spark-pipelines run`` (pyspark 4.1+) runs them
-with the package's jar. The materialized views it writes are compared with DuckDB's
-answers to the same queries.
+with the package's jar. The materialized views it writes (in the warehouse, and one in the
+lake: ``lake.main.late_copy``, read back by DuckDB) are compared with DuckDB's answers to
+the same queries.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ if not pyspark_at_least(4, 1):
 
 SQL_FLOW = """
 CREATE MATERIALIZED VIEW late_rows AS
+SELECT k, s FROM lake.main.t WHERE k >= 2400
+"""
+# a target in the lake itself: the pipeline writes it through the catalog
+LAKE_TARGET_FLOW = """
+CREATE MATERIALIZED VIEW lake.main.late_copy AS
 SELECT k, s FROM lake.main.t WHERE k >= 2400
 """
 PYTHON_FLOW = """
@@ -69,6 +76,7 @@ def test_a_pipeline_reads_the_lake_through_the_catalog(make_lake, spark_package_
     )
     (project / "transformations" / "late_rows.sql").write_text(SQL_FLOW)
     (project / "transformations" / "per_group.py").write_text(PYTHON_FLOW)
+    (project / "transformations" / "into_the_lake.sql").write_text(LAKE_TARGET_FLOW)
     home = os.path.dirname(pyspark.__file__)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     env.update(
@@ -96,4 +104,8 @@ def test_a_pipeline_reads_the_lake_through_the_catalog(make_lake, spark_package_
     assert_same_rows(
         pq.read_table(warehouse / "per_group"),
         lake.reference("SELECT g, count(*) AS n, sum(k)::BIGINT AS sk FROM lake.main.t GROUP BY g"),
+    )
+    assert_same_rows(
+        lake.reference("SELECT * FROM lake.main.late_copy"),
+        lake.reference("SELECT k, s FROM lake.main.t WHERE k >= 2400"),
     )
