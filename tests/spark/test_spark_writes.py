@@ -535,3 +535,52 @@ def test_write_table_to_object_stores(request, make_lake, spark_package_jar, spe
         lake, f"SELECT commit_message FROM lake.snapshots() WHERE snapshot_id = {appended + 1}"
     )
     assert message.to_pylist() == [{"commit_message": "new"}]
+
+
+@pytest.mark.parametrize("spec", CELLS[:2], ids=lambda s: s.id)
+def test_spark_writes_to_a_1_1_catalog(spark, make_lake, catalog, spec):
+    """A DuckLake 1.1 catalog (a 1.0 lake migrated as DuckDB 2.0 migrates it; DuckDB 1.5
+    cannot read 1.1): Spark appends, overwrites and creates; our reader reads what DuckDB
+    read before plus what Spark wrote, and the catalog stays 1.1."""
+    from datafusion import SessionContext
+    from support.lake_formats import migrated_copy
+
+    from ducklake_datafusion import DuckLakeCatalog, register
+
+    lake = make_lake(spec, inline_limit=5)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t VALUES (1, 'inlined'), (2, 'inlined')")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'file' FROM range(10, 20) r(i)")
+    before = lake.reference("SELECT * FROM lake.main.t")
+    metadata, schema = migrated_copy(lake.metadata, lake.metadata_schema)
+    args = {**lake.reader_args(), "metadata": metadata}
+    if schema is not None:
+        args["metadata_schema"] = schema
+
+    def ours(sql: str) -> pa.Table:
+        ctx = SessionContext()
+        register(ctx, "lake", DuckLakeCatalog(**args))
+        return ctx.sql(sql).to_arrow_table()
+
+    class Migrated:  # the catalog fixture's view of the migrated copy
+        def reader_args(self):
+            return args
+
+    name = catalog(Migrated())
+    more = spark.sql("SELECT id, concat('spark', id) AS name FROM range(100, 110)")
+    more.writeTo(f"{name}.main.t").append()
+    more_rows = _arrow(more).cast(before.schema)
+    assert_same_rows(ours("SELECT * FROM lake.main.t"), pa.concat_tables([before, more_rows]))
+    spark.sql(f"INSERT OVERWRITE {name}.main.t SELECT id, 'only' FROM range(3)")
+    spark.sql(f"CREATE TABLE {name}.main.u AS SELECT id, 'new' AS name FROM range(4)")
+    only = _arrow(spark.sql("SELECT id, 'only' AS name FROM range(3)"))
+    assert_same_rows(ours("SELECT * FROM lake.main.t"), only)
+    assert_same_rows(_arrow(spark.table(f"{name}.main.t")), only)
+    assert_same_rows(
+        ours("SELECT * FROM lake.main.u"),
+        _arrow(spark.sql("SELECT id, 'new' AS name FROM range(4)")),
+    )
+    with DuckLakeCatalog(**args) as reader, reader.backend.session() as session:
+        assert session.rows("SELECT value FROM ducklake_metadata WHERE key = 'version'") == [
+            ("1.1",)
+        ]
