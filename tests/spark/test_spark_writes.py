@@ -44,6 +44,18 @@ pytestmark = pytest.mark.spark
 CELLS = [LakeSpec("sqlite", "local"), *LOCAL_CATALOGS]
 
 
+@pytest.fixture(autouse=True)
+def _source_dates_as_written(request):
+    """The tests' source Parquet files (pyarrow's) hold dates before 1582, which pyspark 3.5
+    refuses to read unless told they are proleptic Gregorian, as they are."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    spark = request.getfixturevalue("spark")
+    with spark_settings(spark, {"spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED"}):
+        yield
+
+
 def _arrow(frame) -> pa.Table:
     """A Spark DataFrame's rows as Arrow (``toArrow`` from pyspark 4.0)."""
     if hasattr(frame, "toArrow"):
