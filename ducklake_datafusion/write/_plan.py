@@ -201,6 +201,11 @@ def commit_files(lake: Lake, plan: WritePlan, files: Sequence[NewDataFile]) -> i
     return commit(lake.backend, replace(plan.request, files=tuple(files)))
 
 
+def _snapshot(session, at_snapshot: int | None) -> int:
+    """The snapshot a write plans from: the one it began at, else the latest."""
+    return at_snapshot if at_snapshot is not None else metadata.latest_snapshot(session).snapshot_id
+
+
 @dataclass(frozen=True, slots=True)
 class _ColumnRow:
     column_id: int

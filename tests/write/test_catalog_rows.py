@@ -14,104 +14,16 @@ that our files can be pruned like DuckDB's own.
 from __future__ import annotations
 
 import datetime as dt
-import decimal
-import uuid
 
 import pyarrow as pa
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
-from support.writes import META, assert_bounds_hold, catalog_rows
+from support.writes import META, assert_bounds_hold, catalog_rows, every_type
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import InvalidOptionError, UnsupportedFeatureError
 
 CELLS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
-
-_UUIDS = [
-    uuid.UUID(int=0),
-    uuid.UUID(int=2**128 - 1),
-    uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
-]
-
-
-def every_type() -> pa.Table:
-    """Three rows of every type we write, at their edges."""
-    utc = dt.timezone.utc
-    return pa.table(
-        {
-            "i8": pa.array([-128, 127, None], pa.int8()),
-            "i16": pa.array([-(2**15), 2**15 - 1, 0], pa.int16()),
-            "i32": pa.array([None, -(2**31), 2**31 - 1], pa.int32()),
-            "i64": pa.array([-(2**63), 2**63 - 1, None], pa.int64()),
-            "u8": pa.array([0, 255, 3], pa.uint8()),
-            "u16": pa.array([0, 2**16 - 1, None], pa.uint16()),
-            "u32": pa.array([0, 2**32 - 1, None], pa.uint32()),
-            "u64": pa.array([0, 2**64 - 1, None], pa.uint64()),
-            "f32": pa.array([0.1, -0.0, float("inf")], pa.float32()),
-            "f64": pa.array([1e16, 123456789012.0, -1e-7], pa.float64()),
-            "f64_nan": pa.array([float("nan"), 1e300, 5e-324]),
-            "only_nan": pa.array([float("nan"), None, float("nan")]),
-            "neg_inf": pa.array([float("-inf"), 1.0, None]),
-            "dec": pa.array(
-                [decimal.Decimal(0), decimal.Decimal("-99999999.99"), None], pa.decimal128(10, 2)
-            ),
-            "dec18": pa.array(
-                [decimal.Decimal("1.000000001"), None, decimal.Decimal(-5)], pa.decimal128(18, 9)
-            ),
-            "dec38": pa.array(
-                [decimal.Decimal("1.5"), decimal.Decimal("-0.0000000001"), None],
-                pa.decimal128(38, 10),
-            ),
-            "text": pa.array(["", "é" * 200, "z" * 300]),
-            "text_long_max": pa.array(["a", "z" * 300, None]),
-            "text_nul": pa.array(["a\x00b", None, "Ω"]),
-            "blob": pa.array([b"", b"\xff" * 300, b"\x00"]),
-            "blob_long": pa.array([b"\x01" * 300, b"\x02", None]),
-            "flag": pa.array([True, False, None]),
-            "day": pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1)]),
-            "clock": pa.array(
-                [dt.time(0), dt.time(23, 59, 59, 999999), dt.time(12, 30, 0, 500000)]
-            ),
-            "ts": pa.array(
-                [
-                    dt.datetime(2020, 1, 1, 0, 0, 0, 500000),
-                    dt.datetime(1, 1, 1),
-                    dt.datetime(9999, 12, 31, 23, 59, 59),
-                ],
-                pa.timestamp("us"),
-            ),
-            "ts_s": pa.array(
-                [dt.datetime(2020, 1, 1, 0, 0, 1), None, dt.datetime(1970, 1, 1)], pa.timestamp("s")
-            ),
-            "ts_ms": pa.array(
-                [dt.datetime(2020, 1, 1, 0, 0, 0, 500000), None, dt.datetime(1970, 1, 1)],
-                pa.timestamp("ms"),
-            ),
-            "ts_ns": pa.array([1577836800123456789, None, 0], pa.timestamp("ns")),
-            "tstz": pa.array(
-                [
-                    dt.datetime(2024, 1, 1, 10, tzinfo=utc),
-                    dt.datetime(2024, 6, 1, 23, 59, 59, 1, tzinfo=utc),
-                    None,
-                ],
-                pa.timestamp("us", tz="UTC"),
-            ),
-            "id": pa.ExtensionArray.from_storage(
-                pa.uuid(), pa.array([u.bytes for u in _UUIDS], pa.binary(16))
-            ),
-            "doc": pa.ExtensionArray.from_storage(
-                pa.json_(pa.string()), pa.array(['{"a":1}', None, "[]"])
-            ),
-            "list": pa.array([[1, None, 3], None, []], pa.list_(pa.int32())),
-            "nested": pa.array([[[1.5]], [[], None], None], pa.list_(pa.list_(pa.float64()))),
-            "struct": pa.array(
-                [{"x": 1, "y": "q"}, None, {"x": None, "y": None}],
-                pa.struct([("x", pa.int32()), ("y", pa.string())]),
-            ),
-            "map": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int32())),
-            "all_null": pa.array([None, None, None], pa.int32()),
-        }
-    )
 
 
 def _duckdb_writes(lake, first: pa.Table, second: pa.Table) -> None:
