@@ -3,6 +3,7 @@
     .venv/bin/python bench/spark_write.py                 # 10M rows, local files
     .venv/bin/python bench/spark_write.py --rows 1000000  # quicker
     .venv/bin/python bench/spark_write.py --minio         # also into MinIO (S3A), started here
+                                                           # (the tests' minio, hadoop-aws)
 
 The same DataFrame (``--rows`` rows of k BIGINT, g INT, v DOUBLE, s STRING, d DATE, made
 by ``spark.range``, in ``--partitions`` tasks) is written, round-robin, ``--repeat`` times
@@ -24,6 +25,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,29 +66,39 @@ def _frame(spark, rows: int, partitions: int):
     )
 
 
-def _new_lake(root: str, data: str) -> str:
-    """An empty lake; its catalog file."""
-    metadata = os.path.join(root, "lake.ducklake")
+def _duckdb(store) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     duckdb_extensions.import_extension("ducklake", con=con)
+    if store is not None:
+        duckdb_extensions.import_extension("httpfs", con=con)
+        con.execute(store.duckdb_secret_sql())
+    return con
+
+
+def _new_lake(root: str, data: str, store) -> str:
+    """An empty lake; its catalog file."""
+    metadata = os.path.join(root, "lake.ducklake")
+    con = _duckdb(store)
     con.execute(f"ATTACH 'ducklake:{metadata}' AS lake (DATA_PATH '{data}')")
     con.close()
     return metadata
 
 
-def _check(metadata: str, table: str, rows: int) -> None:
-    con = duckdb.connect()
-    duckdb_extensions.import_extension("ducklake", con=con)
+def _check(metadata: str, table: str, rows: int, store) -> None:
+    con = _duckdb(store)
     con.execute(f"ATTACH 'ducklake:{metadata}' AS lake (READ_ONLY)")
     count, total = con.execute(f"SELECT count(*), sum(k) FROM lake.{table}").fetchone()
     con.close()
     assert (count, total) == (rows, rows * (rows - 1) // 2), (count, total)
 
 
-def _run(spark, label: str, rows: int, args, data_root: str, options: dict[str, str]) -> None:
+def _run(spark, label: str, rows: int, args, roots: tuple[str, str], store=None) -> None:
+    """``roots``: where Spark's Parquet goes (a Hadoop URL) and the lake's data path."""
+    data_root, lake_root = roots
+    options = {} if store is None else {k: str(v) for k, v in store.storage_options().items()}
     frame = _frame(spark, rows, args.partitions)
     scratch = tempfile.mkdtemp(prefix="bench-write-")
-    metadata = _new_lake(scratch, f"{data_root}/lake/")
+    metadata = _new_lake(scratch, f"{lake_root}/lake/", store)
     name = f"lake_{label}"
     prefix = f"spark.sql.catalog.{name}"
     spark.conf.set(prefix, "io.ducklake_datafusion.spark.DuckLakeCatalog")
@@ -113,7 +125,7 @@ def _run(spark, label: str, rows: int, args, data_root: str, options: dict[str, 
         spark.conf.unset(prefix)  # the planner lets go of the catalog file when idle
         time.sleep(1)
         for n in range(args.repeat):
-            _check(metadata, f"t{n}", rows)
+            _check(metadata, f"t{n}", rows, store)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     parquet, ours = (statistics.median(timings[k]) for k in ("parquet", "ducklake"))
@@ -123,6 +135,31 @@ def _run(spark, label: str, rows: int, args, data_root: str, options: dict[str, 
     )
 
 
+def _minio(workdir: str):
+    """MinIO on 127.0.0.1 (the tests' starter) with a bucket, and its S3A settings."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.emulators import start_minio
+
+    server, store = start_minio(Path(workdir))
+    store.make_bucket("bench")
+    jars = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "fetch_hadoop_jars.sh"), sys.executable],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    bucket = "spark.hadoop.fs.s3a.bucket.bench."
+    conf = {
+        "jars": jars,
+        bucket + "endpoint": store.endpoint_url,
+        bucket + "access.key": store.access_key,
+        bucket + "secret.key": store.secret_key,
+        bucket + "path.style.access": "true",
+        bucket + "connection.ssl.enabled": "false",
+    }
+    return server, store, conf
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -130,29 +167,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--minio", action="store_true")
     args = parser.parse_args()
+    local = tempfile.mkdtemp(prefix="bench-write-data-")
     extra: dict[str, str] = {}
-    minio = None
+    server = store = None
     if args.minio:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from support.emulators import minio_for_bench
-
-        minio = minio_for_bench()
-        extra = dict(minio.spark_conf)
+        server, store, extra = _minio(local)
     spark = _session(extra)
     spark.sparkContext.setLogLevel("ERROR")
-    local = tempfile.mkdtemp(prefix="bench-write-data-")
     try:
         _frame(spark, args.rows, args.partitions).write.mode("overwrite").parquet(
             f"{local}/warm"
         )  # warm-up: JIT, class loading
-        _run(spark, "local", args.rows, args, local, {})
-        if minio is not None:
-            _run(spark, "minio", args.rows, args, minio.root, minio.catalog_options)
+        _run(spark, "local", args.rows, args, (local, local))
+        if store is not None:
+            _run(spark, "minio", args.rows, args, ("s3a://bench", "s3://bench"), store)
     finally:
-        shutil.rmtree(local, ignore_errors=True)
         spark.stop()
-        if minio is not None:
-            minio.stop()
+        if server is not None:
+            server.stop()
+        shutil.rmtree(local, ignore_errors=True)
 
 
 if __name__ == "__main__":
