@@ -1,19 +1,22 @@
 """Spark's writes, as the planner process plans and commits them.
 
-Spark's executors write a table's Parquet files themselves (the jar's ``DuckLakeWriter``);
+Spark's executors write a table's Parquet files themselves (the jar's ``DuckLakeDataWriter``);
 what they need, and the one commit at the end, come from here, through the core's write
 plan (``write.append_plan`` / ``create_plan``) and commit protocol (``write.commit_files``):
 
-* ``write_begin`` ``{namespace, name, mode}`` (mode ``append`` / ``overwrite``) and
-  ``create_begin`` ``{namespace, name, schema, partitioning}`` -> where and how to write:
-  the table's directory as a Hadoop URL and the Hadoop options of its store, the Spark
-  schema files are written with and the column id of every field (nested ones too: the
-  files' field ids), the target file size, and ``target``: the few facts that identify the
-  write (table, snapshot it began at, a new table's uuid), handed back at commit. Nothing
+* ``write_begin`` ``{namespace, name, mode, snapshot?}`` (mode ``append`` /
+  ``overwrite``; ``snapshot``: the one Spark loaded the table at, which an overwrite must
+  not lose rows committed after) and ``create_begin`` ``{namespace, name, schema,
+  partitioning}`` -> where and how to write: the table's directory as a Hadoop URL and the
+  Hadoop options of its store, the Spark schema files are written with and the column id
+  of every field (nested ones too: the files' field ids), the target file size, a
+  partitioned table's keys, and ``target``: the few facts that identify the write (table,
+  snapshot it began at, a new table's uuid), handed back at commit. Nothing
   is kept here between requests: a planner that exited idle during a long job is
   replaced, and the commit still finds its write.
 * ``write_commit`` ``{target, files, author?, commit_message?, commit_extra_info?}`` ->
-  ``{snapshot}``: each file (its path below the directory, size and footer, base64) becomes
+  ``{snapshot}``: each file (its path below the directory, size and footer, base64, and
+  for a partitioned table its rows' key values) becomes
   the commit's facts from its footer (``write.data_file_from_footer``), and the core
   commits them all as one snapshot, or raises and commits nothing.
 * ``create_table`` ``{namespace, name, schema, partitioning}`` -> ``{snapshot}``: an empty
@@ -87,8 +90,13 @@ def write_begin_response(lake: Lake, request: Mapping) -> dict:
     mode = str(request.get("mode") or "append")
     if mode not in ("append", "overwrite"):
         raise InvalidOptionError(f"unknown write mode {mode!r}: append or overwrite")
+    snapshot = request.get("snapshot")
     plan = append_plan(
-        lake, str(request["namespace"]), str(request["name"]), overwrite=mode == "overwrite"
+        lake,
+        str(request["namespace"]),
+        str(request["name"]),
+        overwrite=mode == "overwrite",
+        at_snapshot=None if snapshot is None else int(snapshot),
     )
     target = {
         "kind": "append",

@@ -27,6 +27,7 @@ final class LakeWrites {
   WriteTarget beginWrite(DuckLakeTable table, boolean overwrite) {
     ObjectNode request = request("write_begin", table.namespace(), table.tableName());
     request.put("mode", overwrite ? "overwrite" : "append");
+    request.put("snapshot", table.snapshot());
     return new WriteTarget(table.name(), catalog.call(request).header);
   }
 
