@@ -428,7 +428,7 @@ def test_an_idle_planner_exits_and_the_next_query_starts_another(spark, make_lak
         time.sleep(1.0)
 
 
-def test_spark_sql_reads_the_lake_by_configuration_alone(make_lake, spark_package_jar, tmp_path):
+def test_spark_sql_reads_and_writes_the_lake_by_configuration_alone(make_lake, spark_package_jar, tmp_path):
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
     import pyspark
@@ -438,6 +438,7 @@ def test_spark_sql_reads_the_lake_by_configuration_alone(make_lake, spark_packag
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(100) r(i)")
     lake.sql("DELETE FROM lake.main.t WHERE k < 10")
     lake.sql("INSERT INTO lake.main.t SELECT i, 's' || i FROM range(100, 150) r(i)")
+    before = lake.snapshot_id()
     metadata = lake.reader_args()["metadata"]
     spark_sql = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-sql")
     env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__)}
@@ -467,6 +468,8 @@ def test_spark_sql_reads_the_lake_by_configuration_alone(make_lake, spark_packag
             "-e",
             (
                 "SELECT count(*), sum(k) FROM lake.main.t VERSION AS OF 3; "
+                "SELECT count(*), sum(k) FROM lake.main.t; "
+                "INSERT INTO lake.main.t SELECT id + 1000, 'sql' FROM range(5); "
                 "SELECT count(*), sum(k) FROM lake.main.t"
             ),
         ],
@@ -481,9 +484,10 @@ def test_spark_sql_reads_the_lake_by_configuration_alone(make_lake, spark_packag
     got = [line.split("\t") for line in done.stdout.strip().splitlines()]
     expected = [
         lake.reference(f"SELECT count(*), sum(k)::BIGINT FROM lake.main.t {at}").to_pylist()[0]
-        for at in ("AT (VERSION => 3)", "")
+        for at in ("AT (VERSION => 3)", f"AT (VERSION => {before})", "")
     ]
     assert got == [[str(v) for v in row.values()] for row in expected]
+    assert lake.snapshot_id() == before + 1  # the INSERT: one snapshot
 
 
 def test_the_planner_protocol_answers_without_spark(make_lake):
