@@ -96,7 +96,7 @@ def test_spark_writes_read_back_on_every_catalog(spark, make_lake, catalog, spec
 
     def written(rows: pa.Table | None) -> None:
         expected.append(rows)
-        snapshots.append(lake_snapshot(lake))
+        snapshots.append(lake.snapshot_id())
 
     first = _rows(spark, 0, 300, "a")
     spark.sql(f"INSERT INTO {table} " + _select(0, 300, "a"))
@@ -143,10 +143,6 @@ def test_spark_writes_read_back_on_every_catalog(spark, make_lake, catalog, spec
     reference = lake.reference("SELECT * FROM lake.main.t")
     assert_same_answers(lake, "SELECT * FROM lake.main.t")
     assert_same_rows(_arrow(spark.table(table)), reference)
-
-
-def lake_snapshot(lake) -> int:
-    return lake.reference("SELECT max(snapshot_id) AS s FROM lake.snapshots()").column(0)[0].as_py()
 
 
 # every_type()'s columns of types Spark holds differently (refused by name, tested below),
@@ -264,7 +260,7 @@ def test_writes_refused_by_name_leave_the_lake_as_it_was(spark, make_lake, catal
     lake.sql("CREATE TABLE lake.main.t (k INTEGER)")
     lake.sql("INSERT INTO lake.main.t VALUES (1), (2)")
     name = catalog(lake)
-    before = (lake_snapshot(lake), _data_files(lake))
+    before = (lake.snapshot_id(), _data_files(lake))
     text = _error_text(spark, f"INSERT INTO {name}.main.u VALUES (1)")
     assert "UnsupportedTypeError" in text and "'k'" in text and "uint32" in text
     text = _error_text(spark, f"INSERT INTO {name}.main.p VALUES (1, 'a')")
@@ -278,7 +274,7 @@ def test_writes_refused_by_name_leave_the_lake_as_it_was(spark, make_lake, catal
     pinned = catalog(lake, snapshot=str(before[0]))
     text = _error_text(spark, f"INSERT INTO {pinned}.main.t VALUES (3)")
     assert "CatalogReadOnlyError" in text and "pinned" in text
-    assert (lake_snapshot(lake), _data_files(lake)) == before
+    assert (lake.snapshot_id(), _data_files(lake)) == before
     assert_same_rows(
         _arrow(spark.table(f"{name}.main.t")), lake.reference("SELECT * FROM lake.main.t")
     )
@@ -396,7 +392,7 @@ def test_create_table_partitioned_by(spark, make_lake, catalog):
         {"column_id": 2, "transform": "identity"},
         {"column_id": 3, "transform": "year"},
     ]
-    assert lake_snapshot(lake) == 1
+    assert lake.snapshot_id() == 1
     expected = _arrow(
         spark.sql(
             "SELECT id, string(id % 3) AS s, timestamp_seconds(id * 86400 * 100) AS ts FROM range(20)"
@@ -502,7 +498,7 @@ def test_write_table_to_object_stores(request, make_lake, spark_package_jar, spe
     }
     first = _rows(spark, 0, 300, "a")
     write_table(first, args["metadata"], "main.t", **where)
-    appended = lake_snapshot(lake)
+    appended = lake.snapshot_id()
     second = _rows(spark, 300, 20, "b")
     write_table(second, args["metadata"], "main.t", mode="overwrite", commit_message="new", **where)
     write_table(second, args["metadata"], "main.c", mode="create", **where)
