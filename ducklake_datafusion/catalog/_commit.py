@@ -44,6 +44,7 @@ from ._commit_rows import (
     create_partitioning_rows,
     create_table_rows,
     end_live_rows,
+    end_partition_rows,
     insert_row,
 )
 from ._names import find_table, list_schemas
@@ -102,7 +103,12 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
         "ducklake_snapshot WHERE snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)"
     )
     latest_id, schema_version, next_catalog_id, next_file_id = (int(v) for v in latest)
-    if request.new_table is None and not request.files and not request.overwrite:
+    replaces_nothing = request.replace_partitions is not None and not request.replace_partitions
+    if (
+        request.new_table is None
+        and not request.files
+        and (not request.overwrite or replaces_nothing)
+    ):
         return latest_id
     new_id = latest_id + 1
     changes: list[str] = []
@@ -143,7 +149,12 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
             create_partitioning_rows(session, request.new_table, table_id, partition_id, new_id)
     if request.files:
         changes.append(f"inserted_into_table:{table_id}")
-    if request.overwrite:
+    if request.overwrite and request.replace_partitions is not None:
+        what = f"{description}: table {_name(request)}"
+        replaced = set(request.replace_partitions)
+        if end_partition_rows(session, table_id, new_id, partition_id, replaced, what):
+            changes.append(f"deleted_from_table:{table_id}")
+    elif request.overwrite:
         end_live_rows(session, table_id, new_id)
         changes.append(f"deleted_from_table:{table_id}")
     add_file_rows(session, request, table_id, new_id, first_file_id, partition_id)

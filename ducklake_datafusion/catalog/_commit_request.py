@@ -102,6 +102,9 @@ class TableCommit:
         table_id: the table written to; ``None`` when ``new_table`` creates it.
         column_types: DuckLake type of every leaf column id, to compare statistics.
         overwrite: end every row live before this commit (``INSERT OVERWRITE``).
+        replace_partitions: with ``overwrite``, end only the rows of these partitions (the
+            values of a partitioned table's keys, as ``partition_values``): a dynamic
+            partition overwrite, which replaces the partitions the commit writes to.
         partition_id: the partition spec the files were written under (``None``:
             unpartitioned, or the spec ``new_table`` creates).
     """
@@ -116,3 +119,4 @@ class TableCommit:
     overwrite: bool = False
     partition_id: int | None = None
     options: CommitOptions = CommitOptions()
+    replace_partitions: tuple[tuple[str | None, ...], ...] | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..errors import UnsupportedFeatureError
 from ._bounds import widen
 from ._commit_request import NewTable, TableCommit
 
@@ -20,6 +21,7 @@ __all__ = [
     "create_partitioning_rows",
     "create_table_rows",
     "end_live_rows",
+    "end_partition_rows",
     "insert_row",
 ]
 
@@ -139,6 +141,66 @@ def end_live_rows(session, table_id: int, snapshot: int) -> None:
         if "_ducklake_end_snapshot" in columns_of(session, name):
             end = "_ducklake_end_snapshot"
         session.execute(f'UPDATE "{name}" SET {end} = ? WHERE {end} IS NULL', [snapshot])
+
+
+def end_partition_rows(
+    session,
+    table_id: int,
+    snapshot: int,
+    partition_id: int | None,
+    partitions: set[tuple[str | None, ...]],
+    what: str,
+) -> int:
+    """End the data files of the table's partitions ``partitions`` (a dynamic partition
+    overwrite); how many were ended. Only a table whose live rows are all in files of its current partitioning
+    can be cut by partition: inlined rows, or files of an earlier partitioning, are refused
+    by name (nothing is known of their partitions without reading them)."""
+    for (name,) in session.rows(
+        "SELECT table_name FROM ducklake_inlined_data_tables WHERE table_id = ?", [table_id]
+    ):
+        if not _is_inlined_table_name(name, table_id) or not session.has_table(name):
+            continue
+        end = (
+            "_ducklake_end_snapshot"
+            if "_ducklake_end_snapshot" in columns_of(session, name)
+            else "end_snapshot"
+        )
+        if int(session.rows(f'SELECT count(*) FROM "{name}" WHERE {end} IS NULL')[0][0]):
+            raise UnsupportedFeatureError(
+                f"{what} has rows inlined in the catalog, whose partitions a dynamic partition "
+                "overwrite cannot tell apart; flush them into files first (DuckDB: CALL "
+                "ducklake_flush_inlined_data), or overwrite the whole table"
+            )
+    files = session.rows(
+        "SELECT data_file_id, partition_id FROM ducklake_data_file WHERE table_id = ? AND "
+        "end_snapshot IS NULL",
+        [table_id],
+    )
+    if any(found != partition_id for _, found in files):
+        raise UnsupportedFeatureError(
+            f"{what} has files written under an earlier partitioning, whose partitions a "
+            "dynamic partition overwrite cannot tell apart; overwrite the whole table"
+        )
+    keys: dict[int, dict[int, str | None]] = {int(file_id): {} for file_id, _ in files}
+    for file_id, index, value in session.rows(
+        "SELECT v.data_file_id, v.partition_key_index, v.partition_value FROM "
+        "ducklake_file_partition_value v JOIN ducklake_data_file f USING (data_file_id) "
+        "WHERE f.table_id = ? AND f.end_snapshot IS NULL",
+        [table_id],
+    ):
+        keys[int(file_id)][int(index)] = value
+    wanted = {tuple(_storable(session, v) for v in values) for values in partitions}
+    ended = [
+        file_id
+        for file_id, values in keys.items()
+        if tuple(values[i] for i in sorted(values)) in wanted
+    ]
+    for file_id in ended:
+        session.execute(
+            "UPDATE ducklake_data_file SET end_snapshot = ? WHERE data_file_id = ?",
+            [snapshot, file_id],
+        )
+    return len(ended)
 
 
 def _is_inlined_table_name(name: str, table_id: int) -> bool:

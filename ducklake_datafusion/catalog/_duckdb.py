@@ -338,7 +338,9 @@ def _attach_error(exc: duckdb.Error, description: str) -> CatalogError:
     text = str(exc)
     lowered = text.lower()
     # (not just "lock": "block" is in every checksum error)
-    if any(w in lowered for w in ("could not set lock", "conflicting lock", "file handle conflict")):
+    if any(
+        w in lowered for w in ("could not set lock", "conflicting lock", "file handle conflict")
+    ):
         return CatalogLockedError(
             f"{description} is locked by another process that has it attached "
             "(DuckDB files allow one writer process and no concurrent readers). Detach it "

@@ -365,14 +365,56 @@ def test_partitioned_writes_equal_duckdbs(spark, make_lake, catalog, spec, tmp_p
         assert_same_rows(ours.reference(sql), theirs.reference(sql))
         assert_same_answers(ours, sql)
     assert_bounds_hold(ours)
-    # a dynamic partition overwrite would replace only some partitions: refused by name
-    frame = spark.sql(f"SELECT * FROM {source}")
-    with pytest.raises(Exception, match="UnsupportedFeatureError"):
-        frame.writeTo(f"{name}.main.t").overwritePartitions()
     # and DuckDB keeps writing into the same partitions after Spark
     ours.sql("INSERT INTO lake.main.t SELECT * FROM lake.main.t WHERE a = 0")
     ours.detach()
     assert_same_answers(ours, "SELECT * FROM lake.main.t")
+
+
+def test_dynamic_partition_overwrite_replaces_the_partitions_written(spark, make_lake, catalog):
+    """``overwritePartitions()`` and ``INSERT OVERWRITE`` in Spark's dynamic mode replace
+    the partitions the new rows fall in and keep the others, as one snapshot; a table with
+    inlined rows (whose partitions only a read would tell) is refused by name, unchanged."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.q (k INTEGER, s VARCHAR, d DATE)")
+    lake.sql("ALTER TABLE lake.main.q SET PARTITIONED BY (s, year(d))")
+    lake.sql(
+        "INSERT INTO lake.main.q SELECT i, ['a', 'b', 'c'][i % 3 + 1], "
+        "DATE '2023-06-01' + CAST(i * 40 AS INTEGER) FROM range(30) r(i)"
+    )
+    name = catalog(lake)
+    before = lake.snapshot_id()
+    new = "SELECT CAST(id AS INT) AS k, s, DATE '2024-02-02' AS d FROM range(100, 104) CROSS JOIN "
+    spark.sql(new + "(SELECT explode(array('b', 'z')) AS s)").writeTo(
+        f"{name}.main.q"
+    ).overwritePartitions()
+    kept = "SELECT * FROM lake.main.q AT (VERSION => {}) WHERE NOT (s = 'b' AND year(d) = 2024)"
+    expected = lake.reference(
+        kept.format(before)
+        + " UNION ALL SELECT k::INT, s, DATE '2024-02-02' FROM range(100, 104) r(k), "
+        "(SELECT unnest(['b', 'z']) AS s)"
+    )
+    assert lake.snapshot_id() == before + 1
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.q"), expected)
+    assert_same_answers(lake, "SELECT * FROM lake.main.q")
+    with spark_settings(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
+        spark.sql(f"INSERT OVERWRITE {name}.main.q SELECT 7, 'a', DATE '2023-06-01'")
+    expected = lake.reference(
+        f"SELECT * FROM lake.main.q AT (VERSION => {before + 1}) WHERE NOT (s = 'a' AND year(d) = 2023) "
+        "UNION ALL SELECT 7, 'a', DATE '2023-06-01'"
+    )
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.q"), expected)
+
+    lake.sql("CALL lake.set_option('data_inlining_row_limit', 10)")
+    lake.sql("INSERT INTO lake.main.q VALUES (1, 'a', DATE '2023-06-01')")  # inlined
+    lake.detach()
+    inlined = lake.snapshot_id()
+    with spark_settings(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
+        text = _error_text(
+            spark, f"INSERT OVERWRITE {name}.main.q SELECT 8, 'a', DATE '2023-06-01'"
+        )
+    assert "UnsupportedFeatureError" in text and "inlined" in text
+    assert lake.snapshot_id() == inlined
 
 
 def test_create_table_partitioned_by(spark, make_lake, catalog):

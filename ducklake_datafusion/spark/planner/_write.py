@@ -4,8 +4,8 @@ Spark's executors write a table's Parquet files themselves (the jar's ``DuckLake
 what they need, and the one commit at the end, come from here, through the core's write
 plan (``write.append_plan`` / ``create_plan``) and commit protocol (``write.commit_files``):
 
-* ``write_begin`` ``{namespace, name, mode, snapshot?}`` (mode ``append`` /
-  ``overwrite``; ``snapshot``: the one Spark loaded the table at, which an overwrite must
+* ``write_begin`` ``{namespace, name, mode, snapshot?}`` (mode ``append``, ``overwrite``
+  or ``overwrite_partitions``: only the partitions the files fall in; ``snapshot``: the one Spark loaded the table at, which an overwrite must
   not lose rows committed after) and ``create_begin`` ``{namespace, name, schema,
   partitioning}`` -> where and how to write: the table's directory as a Hadoop URL and the
   Hadoop options of its store, the Spark schema files are written with and the column id
@@ -33,6 +33,7 @@ as a wider or different type, and writing that back would change them.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import decimal
 import json
 import posixpath
@@ -66,6 +67,7 @@ __all__ = [
     "write_commit_response",
 ]
 
+_MODES = ("append", "overwrite", "overwrite_partitions")
 _CALENDAR = frozenset(TEMPORAL_TRANSFORMS)
 _EXACT = frozenset(
     (
@@ -88,14 +90,14 @@ _EXACT = frozenset(
 def write_begin_response(lake: Lake, request: Mapping) -> dict:
     """What Spark's executors need to append to (or overwrite) an existing table."""
     mode = str(request.get("mode") or "append")
-    if mode not in ("append", "overwrite"):
-        raise InvalidOptionError(f"unknown write mode {mode!r}: append or overwrite")
+    if mode not in _MODES:
+        raise InvalidOptionError(f"unknown write mode {mode!r}: one of {', '.join(_MODES)}")
     snapshot = request.get("snapshot")
     plan = append_plan(
         lake,
         str(request["namespace"]),
         str(request["name"]),
-        overwrite=mode == "overwrite",
+        overwrite=mode != "append",
         at_snapshot=None if snapshot is None else int(snapshot),
     )
     target = {
@@ -105,6 +107,8 @@ def write_begin_response(lake: Lake, request: Mapping) -> dict:
         "snapshot": plan.snapshot,
         "table_id": plan.request.table_id,
         "overwrite": plan.request.overwrite,
+        # a dynamic partition overwrite of an unpartitioned table replaces its one partition
+        "replace_partitions": mode == "overwrite_partitions" and plan.partitioning is not None,
     }
     return _begin_answer(lake, plan, target)
 
@@ -164,6 +168,11 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
                 _partition_values(plan, entry.get("partition_row"), description),
                 description=description,
             )
+        )
+    if request["target"].get("replace_partitions"):
+        written = tuple(dict.fromkeys(f.partition_values for f in files))
+        plan = dataclasses.replace(
+            plan, request=dataclasses.replace(plan.request, replace_partitions=written)
         )
     return {"snapshot": commit_files(lake, plan, files)}
 

@@ -357,8 +357,8 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
 
   private final LakeWrites writes = new LakeWrites(this);
 
-  WriteTarget beginWrite(DuckLakeTable table, boolean overwrite) {
-    return writes.beginWrite(table, overwrite);
+  WriteTarget beginWrite(DuckLakeTable table, String mode) {
+    return writes.beginWrite(table, mode);
   }
 
   WriteTarget beginCreate(Identifier ident, StructType schema, String[] partitionKeys) {

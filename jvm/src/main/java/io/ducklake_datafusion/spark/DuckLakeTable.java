@@ -85,7 +85,7 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
         DuckLakeWriteBuilder.commitOptions(info.options());
     return new DuckLakeWriteBuilder(
         name(),
-        overwrite -> catalog.beginWrite(this, overwrite),
+        mode -> catalog.beginWrite(this, mode),
         target -> files -> catalog.commitWrite(target, files, options));
   }
 

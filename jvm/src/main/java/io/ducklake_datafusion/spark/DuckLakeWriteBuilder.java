@@ -18,15 +18,16 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * A write to a DuckLake table: an append, or with {@code truncate()} (Spark's {@code INSERT
- * OVERWRITE} / {@code overwrite(lit(true))}) or a dynamic overwrite of an unpartitioned table
- * ({@code overwritePartitions()}: its one partition) a replacement of every row, in one
- * snapshot.
+ * A write to a DuckLake table, in one snapshot: an append; with {@code truncate()} (Spark's
+ * {@code INSERT OVERWRITE} / {@code overwrite(lit(true))}) a replacement of every row; with
+ * {@code overwriteDynamicPartitions()} ({@code overwritePartitions()}, or {@code INSERT
+ * OVERWRITE} in Spark's dynamic mode) a replacement of the partitions the rows fall in (of an
+ * unpartitioned table: its one partition, every row).
  */
 final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, SupportsDynamicOverwrite {
-  /** Asks the planner where to write: {@code true} for an overwrite. */
+  /** Asks the planner where to write, for {@code mode}: append, overwrite, overwrite_partitions. */
   interface Begin {
-    WriteTarget begin(boolean overwrite);
+    WriteTarget begin(String mode);
   }
 
   private final String table;
@@ -63,17 +64,8 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
   @Override
   public Write build() {
     boolean replace = overwrite;
-    WriteTarget target = begin.begin(replace);
-    if (dynamic && target.partitionColumns.length > 0) {
-      throw new DuckLakeException(
-          ErrorNames.UNSUPPORTED_FEATURE,
-          "a dynamic partition overwrite of " + table + " (overwritePartitions(), or INSERT "
-              + "OVERWRITE with spark.sql.sources.partitionOverwriteMode=dynamic) would replace "
-              + "only the partitions written, which this catalog does not do yet; nothing was "
-              + "written: overwrite the whole table (INSERT OVERWRITE in static mode) or "
-              + "delete with DuckDB first",
-          null);
-    }
+    WriteTarget target =
+        begin.begin(dynamic ? "overwrite_partitions" : replace ? "overwrite" : "append");
     return new DuckLakeWrite(target, replace, committer.apply(target));
   }
 

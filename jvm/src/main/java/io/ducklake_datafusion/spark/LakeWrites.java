@@ -23,10 +23,13 @@ final class LakeWrites {
     this.catalog = catalog;
   }
 
-  /** Where an append to (or overwrite of) {@code table} goes, from the snapshot it was loaded at. */
-  WriteTarget beginWrite(DuckLakeTable table, boolean overwrite) {
+  /**
+   * Where a write of {@code mode} (append, overwrite, overwrite_partitions) to {@code table}
+   * goes, from the snapshot it was loaded at.
+   */
+  WriteTarget beginWrite(DuckLakeTable table, String mode) {
     ObjectNode request = request("write_begin", table.namespace(), table.tableName());
-    request.put("mode", overwrite ? "overwrite" : "append");
+    request.put("mode", mode);
     request.put("snapshot", table.snapshot());
     return new WriteTarget(table.name(), catalog.call(request).header);
   }

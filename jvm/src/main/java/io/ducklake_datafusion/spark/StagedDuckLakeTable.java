@@ -80,7 +80,7 @@ final class StagedDuckLakeTable implements StagedTable, SupportsWrite {
     options = DuckLakeWriteBuilder.commitOptions(info.options());
     return new DuckLakeWriteBuilder(
         name(),
-        overwrite -> {
+        mode -> {
           target = catalog.beginCreate(ident, schema, partitionKeys);
           return target;
         },
