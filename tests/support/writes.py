@@ -8,7 +8,9 @@
   make every pruning reader drop rows);
 * :func:`catalog_rows`: the catalog rows two lakes must share when DuckDB wrote the same
   data into one and we into the other (ids, paths, sizes and times aside);
-* :func:`every_type`: three rows of every type we write, at their edges.
+* :func:`every_type`: three rows of every type we write, at their edges;
+  :func:`duckdb_writes`: DuckDB's writes of them that ours repeat; ``PARTITIONED`` /
+  :func:`partitioned_rows`: a partitioned table and rows for it.
 """
 
 from __future__ import annotations
@@ -293,5 +295,59 @@ def every_type() -> pa.Table:
             ),
             "map": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int32())),
             "all_null": pa.array([None, None, None], pa.int32()),
+        }
+    )
+
+
+def duckdb_writes(lake, first: pa.Table, second: pa.Table) -> None:
+    """DuckDB writes ``first`` (``CREATE TABLE AS``), appends ``second``, and replaces the
+    rows with ``first`` in one transaction with a commit message: what the catalog-row
+    tests repeat with our writers."""
+    con = lake.attach()
+    con.register("first_rows", first)
+    con.register("second_rows", second)
+    lake.sql("CREATE TABLE lake.main.t AS SELECT * FROM first_rows")
+    lake.sql("INSERT INTO lake.main.t SELECT * FROM second_rows")
+    lake.sql(
+        "BEGIN; DELETE FROM lake.main.t; INSERT INTO lake.main.t SELECT * FROM first_rows; "
+        "CALL lake.set_commit_message('someone', 'replaced', extra_info => '{\"k\": 1}'); COMMIT"
+    )
+    lake.detach()
+
+
+PARTITIONED = (
+    (
+        "CREATE TABLE lake.main.t (a INTEGER, s VARCHAR, ts TIMESTAMP, d DATE, b BOOLEAN, "
+        "z TIMESTAMP WITH TIME ZONE)"
+    ),
+    "ALTER TABLE lake.main.t SET PARTITIONED BY (s, year(ts), month(d), day(ts), hour(ts), b)",
+)
+
+
+def partitioned_rows() -> pa.Table:
+    utc = dt.timezone.utc
+    return pa.table(
+        {
+            "a": pa.array(range(8), pa.int32()),
+            "s": ["x", "y", None, "a/b c=d", "x", "é", "x", ""],
+            "ts": pa.array(
+                [
+                    dt.datetime(2024, 1, 5, 10),
+                    dt.datetime(2023, 1, 5),
+                    None,
+                    dt.datetime(2024, 2, 1),
+                    dt.datetime(1969, 12, 31, 23),
+                    dt.datetime(2024, 1, 5, 10, 30),
+                    dt.datetime(2024, 1, 5, 10, 59),
+                    dt.datetime(1, 1, 1),
+                ],
+                pa.timestamp("us"),
+            ),
+            "d": pa.array(
+                [dt.date(2024, 3, 1)] * 4
+                + [None, dt.date(1900, 12, 31), dt.date(2024, 3, 1), dt.date(2024, 3, 1)]
+            ),
+            "b": [True, False, None, True, True, False, True, True],
+            "z": pa.array([dt.datetime(2024, 1, 1, tzinfo=utc)] * 8, pa.timestamp("us", tz="UTC")),
         }
     )

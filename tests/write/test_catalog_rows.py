@@ -13,30 +13,23 @@ that our files can be pruned like DuckDB's own.
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pyarrow as pa
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
-from support.writes import META, assert_bounds_hold, catalog_rows, every_type
+from support.writes import (
+    META,
+    PARTITIONED,
+    assert_bounds_hold,
+    catalog_rows,
+    duckdb_writes,
+    every_type,
+    partitioned_rows,
+)
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import InvalidOptionError, UnsupportedFeatureError
 
 CELLS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
-
-
-def _duckdb_writes(lake, first: pa.Table, second: pa.Table) -> None:
-    con = lake.attach()
-    con.register("first_rows", first)
-    con.register("second_rows", second)
-    lake.sql("CREATE TABLE lake.main.t AS SELECT * FROM first_rows")
-    lake.sql("INSERT INTO lake.main.t SELECT * FROM second_rows")
-    lake.sql(
-        "BEGIN; DELETE FROM lake.main.t; INSERT INTO lake.main.t SELECT * FROM first_rows; "
-        "CALL lake.set_commit_message('someone', 'replaced', extra_info => '{\"k\": 1}'); COMMIT"
-    )
-    lake.detach()
 
 
 def _our_writes(lake, first: pa.Table, second: pa.Table) -> None:
@@ -54,7 +47,7 @@ def test_catalog_rows_equal_duckdbs(make_lake, spec):
     second = pa.concat_tables([every_type().slice(1), every_type().slice(0, 1)])
     theirs = make_lake(spec, inline_limit=0, name="theirs")
     ours = make_lake(spec, inline_limit=0, name="ours")
-    _duckdb_writes(theirs, first, second)
+    duckdb_writes(theirs, first, second)
     _our_writes(ours, first, second)
     expected, actual = catalog_rows(theirs), catalog_rows(ours)
     for table in expected:
@@ -87,44 +80,6 @@ def test_create_table_columns_equal_duckdbs(make_lake):
     expected, actual = catalog_rows(theirs), catalog_rows(ours)
     for table in ("columns", "snapshots", "changes", "tables", "schema_versions"):
         assert actual[table] == expected[table], table
-
-
-PARTITIONED = (
-    (
-        "CREATE TABLE lake.main.t (a INTEGER, s VARCHAR, ts TIMESTAMP, d DATE, b BOOLEAN, "
-        "z TIMESTAMP WITH TIME ZONE)"
-    ),
-    "ALTER TABLE lake.main.t SET PARTITIONED BY (s, year(ts), month(d), day(ts), hour(ts), b)",
-)
-
-
-def partitioned_rows() -> pa.Table:
-    utc = dt.timezone.utc
-    return pa.table(
-        {
-            "a": pa.array(range(8), pa.int32()),
-            "s": ["x", "y", None, "a/b c=d", "x", "é", "x", ""],
-            "ts": pa.array(
-                [
-                    dt.datetime(2024, 1, 5, 10),
-                    dt.datetime(2023, 1, 5),
-                    None,
-                    dt.datetime(2024, 2, 1),
-                    dt.datetime(1969, 12, 31, 23),
-                    dt.datetime(2024, 1, 5, 10, 30),
-                    dt.datetime(2024, 1, 5, 10, 59),
-                    dt.datetime(1, 1, 1),
-                ],
-                pa.timestamp("us"),
-            ),
-            "d": pa.array(
-                [dt.date(2024, 3, 1)] * 4
-                + [None, dt.date(1900, 12, 31), dt.date(2024, 3, 1), dt.date(2024, 3, 1)]
-            ),
-            "b": [True, False, None, True, True, False, True, True],
-            "z": pa.array([dt.datetime(2024, 1, 1, tzinfo=utc)] * 8, pa.timestamp("us", tz="UTC")),
-        }
-    )
 
 
 @pytest.mark.parametrize("spec", CELLS[:2], ids=lambda s: s.id)
