@@ -153,8 +153,19 @@ def create_table_response(lake: Lake, request: Mapping) -> dict:
 
 
 def write_commit_response(lake: Lake, request: Mapping) -> dict:
-    """Commit the files Spark's executors wrote as one snapshot."""
-    plan = _plan_again(lake, request["target"], _options(request))
+    """Commit the files Spark's executors wrote as one snapshot; for a streaming query's
+    batch (``stream``), none when that batch of that query was committed before."""
+    stream = request.get("stream")
+    options = _options(request)
+    if stream is not None:
+        marker = stream_marker(str(stream["query_id"]), int(stream["batch_id"]))
+        committed = _snapshot_marked(lake, marker)
+        if committed is not None:
+            return {"snapshot": committed, "replayed": True}
+        options = dataclasses.replace(
+            options, commit_extra_info=_with_marker(marker, options.commit_extra_info)
+        )
+    plan = _plan_again(lake, request["target"], options)
     description = f"table {plan.name} of {lake.description}"
     files = []
     for entry in request.get("files") or ():
@@ -175,6 +186,32 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
             plan, request=dataclasses.replace(plan.request, replace_partitions=written)
         )
     return {"snapshot": commit_files(lake, plan, files)}
+
+
+def stream_marker(query_id: str, batch_id: int) -> str:
+    """What a streaming batch's snapshot records in ``commit_extra_info`` (its start), and
+    what a replay of the batch is recognised by."""
+    return json.dumps({"spark_streaming_query_id": query_id, "batch_id": batch_id})[:-1] + ","
+
+
+def _with_marker(marker: str, extra: str | None) -> str:
+    return marker + ' "info": ' + json.dumps(extra) + "}"
+
+
+def _snapshot_marked(lake: Lake, marker: str) -> int | None:
+    """The snapshot whose extra info starts with ``marker``, if any (the streaming
+    snapshots found by a pattern with no escapes, whose wildcards may find more: the
+    marker is compared here)."""
+    with lake.backend.session() as session:
+        rows = session.rows(
+            "SELECT snapshot_id, commit_extra_info FROM ducklake_snapshot_changes "
+            "WHERE commit_extra_info LIKE ?",
+            ['{"spark_streaming_query_id": %'],
+        )
+    for snapshot, extra in rows:
+        if extra is not None and str(extra).startswith(marker):
+            return int(snapshot)
+    return None
 
 
 def _plan_again(lake: Lake, target: Mapping, options: CommitOptions) -> WritePlan:

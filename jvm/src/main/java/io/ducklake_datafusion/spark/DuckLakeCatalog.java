@@ -357,8 +357,8 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
 
   private final LakeWrites writes = new LakeWrites(this);
 
-  WriteTarget beginWrite(DuckLakeTable table, String mode) {
-    return writes.beginWrite(table, mode);
+  WriteTarget beginWrite(DuckLakeTable table, String mode, boolean loaded) {
+    return writes.beginWrite(table, mode, loaded);
   }
 
   WriteTarget beginCreate(Identifier ident, StructType schema, String[] partitionKeys) {
@@ -370,7 +370,16 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
   }
 
   void commitWrite(WriteTarget target, List<WrittenFile> files, ObjectNode options) {
-    writes.commit(target, files, options);
+    writes.commit(target, files, options, null);
+  }
+
+  /** Commit a streaming query's epoch; false when it was committed before (a replay). */
+  boolean commitEpoch(
+      WriteTarget target, List<WrittenFile> files, ObjectNode options, String query, long epoch) {
+    ObjectNode stream = PlannerProcess.JSON.createObjectNode();
+    stream.put("query_id", query);
+    stream.put("batch_id", epoch);
+    return !writes.commit(target, files, options, stream).path("replayed").asBoolean(false);
   }
 
   @Override

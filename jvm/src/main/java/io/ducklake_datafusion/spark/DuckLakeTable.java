@@ -76,6 +76,7 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
         TableCapability.BATCH_READ,
         TableCapability.BATCH_WRITE,
         TableCapability.TRUNCATE,
+        TableCapability.STREAMING_WRITE,
         TableCapability.OVERWRITE_DYNAMIC);
   }
 
@@ -83,10 +84,12 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
     com.fasterxml.jackson.databind.node.ObjectNode options =
         DuckLakeWriteBuilder.commitOptions(info.options());
+    String query = info.queryId();
     return new DuckLakeWriteBuilder(
         name(),
-        mode -> catalog.beginWrite(this, mode),
-        target -> files -> catalog.commitWrite(target, files, options));
+        (mode, loaded) -> catalog.beginWrite(this, mode, loaded),
+        target -> files -> catalog.commitWrite(target, files, options),
+        target -> (epoch, files) -> catalog.commitEpoch(target, files, options, query, epoch));
   }
 
   @Override

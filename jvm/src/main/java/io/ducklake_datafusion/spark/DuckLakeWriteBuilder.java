@@ -15,6 +15,7 @@ import org.apache.spark.sql.connector.write.SupportsDynamicOverwrite;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
@@ -25,22 +26,31 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * unpartitioned table: its one partition, every row).
  */
 final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, SupportsDynamicOverwrite {
-  /** Asks the planner where to write, for {@code mode}: append, overwrite, overwrite_partitions. */
+  /**
+   * Asks the planner where to write, for {@code mode}: append, overwrite, overwrite_partitions;
+   * {@code loaded}: from the snapshot the table was loaded at (a query's write, which must not
+   * overwrite rows committed after it read them), else from the latest (a stream's batch).
+   */
   interface Begin {
-    WriteTarget begin(String mode);
+    WriteTarget begin(String mode, boolean loaded);
   }
 
   private final String table;
   private final Begin begin;
   private final Function<WriteTarget, DuckLakeBatchWrite.Committer> committer;
+  private final Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter;
   private boolean overwrite;
   private boolean dynamic;
 
   DuckLakeWriteBuilder(
-      String table, Begin begin, Function<WriteTarget, DuckLakeBatchWrite.Committer> committer) {
+      String table,
+      Begin begin,
+      Function<WriteTarget, DuckLakeBatchWrite.Committer> committer,
+      Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter) {
     this.table = table;
     this.begin = begin;
     this.committer = committer;
+    this.streamingCommitter = streamingCommitter;
   }
 
   @Override
@@ -64,21 +74,31 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
   @Override
   public Write build() {
     boolean replace = overwrite;
-    WriteTarget target =
-        begin.begin(dynamic ? "overwrite_partitions" : replace ? "overwrite" : "append");
-    return new DuckLakeWrite(target, replace, committer.apply(target));
+    String mode = dynamic ? "overwrite_partitions" : replace ? "overwrite" : "append";
+    return new DuckLakeWrite(begin, mode, replace, committer, streamingCommitter);
   }
 
-  /** One write, planned: its distribution and ordering, and its batch write. */
+  /** One write, planned: its distribution and ordering, and its batch or streaming write. */
   private static final class DuckLakeWrite implements Write, RequiresDistributionAndOrdering {
+    private final Begin begin;
+    private final String mode;
     private final WriteTarget target;
     private final boolean replace;
-    private final DuckLakeBatchWrite.Committer committer;
+    private final Function<WriteTarget, DuckLakeBatchWrite.Committer> committer;
+    private final Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter;
 
-    DuckLakeWrite(WriteTarget target, boolean replace, DuckLakeBatchWrite.Committer committer) {
-      this.target = target;
+    DuckLakeWrite(
+        Begin begin,
+        String mode,
+        boolean replace,
+        Function<WriteTarget, DuckLakeBatchWrite.Committer> committer,
+        Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter) {
+      this.begin = begin;
+      this.mode = mode;
+      this.target = begin.begin(mode, true);
       this.replace = replace;
       this.committer = committer;
+      this.streamingCommitter = streamingCommitter;
     }
 
     @Override
@@ -111,7 +131,21 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
 
     @Override
     public BatchWrite toBatch() {
-      return new DuckLakeBatchWrite(target, committer, SparkSession.active());
+      return new DuckLakeBatchWrite(target, committer.apply(target), SparkSession.active());
+    }
+
+    @Override
+    public StreamingWrite toStreaming() {
+      if (streamingCommitter == null) {
+        throw new DuckLakeException(
+            ErrorNames.UNSUPPORTED_FEATURE,
+            target.table + " is being created: a stream writes to a table that exists",
+            null);
+      }
+      // a batch of a stream that may run for days: from the lake's latest snapshot
+      WriteTarget latest = begin.begin(mode, false);
+      return new DuckLakeStreamingWrite(
+          latest, streamingCommitter.apply(latest), SparkSession.active());
     }
   }
 

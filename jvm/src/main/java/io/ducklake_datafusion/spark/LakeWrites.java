@@ -1,5 +1,6 @@
 package io.ducklake_datafusion.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Base64;
@@ -25,12 +26,14 @@ final class LakeWrites {
 
   /**
    * Where a write of {@code mode} (append, overwrite, overwrite_partitions) to {@code table}
-   * goes, from the snapshot it was loaded at.
+   * goes, from the snapshot it was loaded at ({@code loaded}) or the latest.
    */
-  WriteTarget beginWrite(DuckLakeTable table, String mode) {
+  WriteTarget beginWrite(DuckLakeTable table, String mode, boolean loaded) {
     ObjectNode request = request("write_begin", table.namespace(), table.tableName());
     request.put("mode", mode);
-    request.put("snapshot", table.snapshot());
+    if (loaded) {
+      request.put("snapshot", table.snapshot());
+    }
     return new WriteTarget(table.name(), catalog.call(request).header);
   }
 
@@ -45,13 +48,20 @@ final class LakeWrites {
     catalog.call(creation("create_table", ident, schema, partitionKeys));
   }
 
-  /** Commit the job's files; the new snapshot id. */
-  long commit(WriteTarget target, List<WrittenFile> files, ObjectNode options) {
+  /**
+   * Commit the job's files (of a streaming query's batch {@code stream}: its query and batch
+   * ids, or null); the planner's answer ({@code snapshot}, and {@code replayed} when that
+   * batch of that query was committed before).
+   */
+  JsonNode commit(WriteTarget target, List<WrittenFile> files, ObjectNode options, ObjectNode stream) {
     ObjectNode request = PlannerProcess.JSON.createObjectNode();
     request.put("op", "write_commit");
     request.set("target", target.target);
     if (options != null) {
       request.setAll(options);
+    }
+    if (stream != null) {
+      request.set("stream", stream);
     }
     ArrayNode list = request.putArray("files");
     Base64.Encoder base64 = Base64.getEncoder();
@@ -68,7 +78,7 @@ final class LakeWrites {
         }
       }
     }
-    return catalog.call(request).header.path("snapshot").asLong();
+    return catalog.call(request).header;
   }
 
   private ObjectNode creation(String op, Identifier ident, StructType schema, String[] keys) {

@@ -80,11 +80,12 @@ final class StagedDuckLakeTable implements StagedTable, SupportsWrite {
     options = DuckLakeWriteBuilder.commitOptions(info.options());
     return new DuckLakeWriteBuilder(
         name(),
-        mode -> {
+        (mode, loaded) -> {
           target = catalog.beginCreate(ident, schema, partitionKeys);
           return target;
         },
-        begun -> written -> files = written);
+        begun -> written -> files = written,
+        null);
   }
 
   @Override

@@ -1,0 +1,102 @@
+package io.ducklake_datafusion.spark;
+
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+
+/**
+ * A streaming query's writes to a DuckLake table: each micro-batch (epoch) is written by the
+ * executors as a batch write is, and committed by the driver as one snapshot that records the
+ * query's id and the batch's ({@link Committer}).
+ *
+ * <p>Exactly once across restarts: a query that dies after a batch's commit and before its
+ * checkpoint runs the batch again when restarted; the planner finds the snapshot of that
+ * query and batch, commits nothing, and the batch's new files are deleted here.
+ */
+final class DuckLakeStreamingWrite implements StreamingWrite {
+  /** Commits one epoch's files; false when that epoch of the query was committed already. */
+  interface Committer {
+    boolean commit(long epochId, List<WrittenFile> files);
+  }
+
+  private final WriteTarget target;
+  private final Committer committer;
+  private final SparkSession session;
+
+  DuckLakeStreamingWrite(WriteTarget target, Committer committer, SparkSession session) {
+    this.target = target;
+    this.committer = committer;
+    this.session = session;
+  }
+
+  @Override
+  public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
+    return new Factory(target.factory(session));
+  }
+
+  @Override
+  public boolean useCommitCoordinator() {
+    return true;
+  }
+
+  @Override
+  public void commit(long epochId, WriterCommitMessage[] messages) {
+    List<WrittenFile> files = WrittenFile.of(messages);
+    boolean committed;
+    try {
+      committed = committer.commit(epochId, files);
+    } catch (PlannerProcess.Refused e) {
+      deleteOrSay(files, e); // nothing was committed
+      throw e;
+    }
+    if (!committed) {
+      deleteOrSay(files, null); // a replayed batch: its rows are in the lake already
+    }
+  }
+
+  @Override
+  public void abort(long epochId, WriterCommitMessage[] messages) {
+    deleteOrSay(WrittenFile.of(messages), null);
+  }
+
+  private void deleteOrSay(List<WrittenFile> files, RuntimeException failure) {
+    List<String> left = target.delete(files, session);
+    if (!left.isEmpty()) {
+      DuckLakeException orphans =
+          new DuckLakeException(
+              ErrorNames.STORAGE,
+              "files of an uncommitted micro-batch of " + target.table + " could not be deleted: "
+                  + left + "; no snapshot refers to them (ducklake_delete_orphaned_files removes them)",
+              null);
+      if (failure == null) {
+        throw orphans;
+      }
+      failure.addSuppressed(orphans);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "DuckLakeStreamingWrite(" + target.table + ")";
+  }
+
+  /** The executors' writers of one epoch: the batch writer's, per epoch. */
+  private static final class Factory implements StreamingDataWriterFactory {
+    private static final long serialVersionUID = 1L;
+    private final DuckLakeWriterFactory files;
+
+    Factory(DuckLakeWriterFactory files) {
+      this.files = files;
+    }
+
+    @Override
+    public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
+      return files.createWriter(partitionId, taskId);
+    }
+  }
+}
