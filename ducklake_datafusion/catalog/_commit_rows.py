@@ -152,9 +152,10 @@ def end_partition_rows(
     what: str,
 ) -> int:
     """End the data files of the table's partitions ``partitions`` (a dynamic partition
-    overwrite); how many were ended. Only a table whose live rows are all in files of its current partitioning
-    can be cut by partition: inlined rows, or files of an earlier partitioning, are refused
-    by name (nothing is known of their partitions without reading them)."""
+    overwrite); how many were ended. Only a table whose live rows are all in files of its
+    current partitioning can be cut by partition: inlined rows, or files of an earlier
+    partitioning, are refused by name (nothing is known of their partitions without
+    reading them)."""
     for (name,) in session.rows(
         "SELECT table_name FROM ducklake_inlined_data_tables WHERE table_id = ?", [table_id]
     ):
