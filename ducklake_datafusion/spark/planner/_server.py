@@ -45,6 +45,7 @@ from .._core import snapshot_option, snapshot_time_option
 from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
+from ._stream import stream_rows_response
 from ._table import resolve_table, table_response
 from ._view import table_names, view_names, view_response
 from ._write import (
@@ -87,6 +88,8 @@ class Planner:
             return view_response(self.lake, request), []
         if op == "changes":
             return changes_response(self.lake, request)
+        if op == "stream_rows":
+            return stream_rows_response(self.lake, request)
         if op == "scan":
             table = resolve_table(self.lake, request)
             return scan_response(table, request)

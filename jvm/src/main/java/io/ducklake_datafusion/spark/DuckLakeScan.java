@@ -1,5 +1,8 @@
 package io.ducklake_datafusion.spark;
 
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -47,6 +50,7 @@ import scala.collection.Iterator;
  * reader returns for files read with filters or in slices, by counting the rows of the others.
  */
 final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
+  private final CaseInsensitiveStringMap options;
   private static final String MISSING = "__ducklake_missing_column_";
   static final String ROW_INDEX = "_tmp_metadata_row_index";
 
@@ -92,8 +96,14 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     }
   }
 
-  DuckLakeScan(DuckLakeTable table, StructType required, List<ObjectNode> filters, Filter[] pushed) {
+  DuckLakeScan(
+      DuckLakeTable table,
+      StructType required,
+      List<ObjectNode> filters,
+      Filter[] pushed,
+      CaseInsensitiveStringMap options) {
     this.table = table;
+    this.options = options;
     this.readSchema = fullFields(required, table.schema());
     this.pushed = pushed;
     ObjectNode request = PlannerProcess.JSON.createObjectNode();
@@ -178,6 +188,12 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
       text.append("; pruned with ").append(plan.header.path("filter").asText());
     }
     return text.append("]").toString();
+  }
+
+  /** The table's inserts as a stream (its read options: {@link DuckLakeMicroBatchStream}). */
+  @Override
+  public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+    return new DuckLakeMicroBatchStream(table, options);
   }
 
   @Override

@@ -1,5 +1,7 @@
 package io.ducklake_datafusion.spark;
 
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,8 +25,11 @@ final class DuckLakeScanBuilder
   private final List<Filter> pushed = new ArrayList<>();
   private final List<ObjectNode> pushedJson = new ArrayList<>();
 
-  DuckLakeScanBuilder(DuckLakeTable table) {
+  private final CaseInsensitiveStringMap options;
+
+  DuckLakeScanBuilder(DuckLakeTable table, CaseInsensitiveStringMap options) {
     this.table = table;
+    this.options = options;
     this.required = table.schema();
   }
 
@@ -52,6 +57,6 @@ final class DuckLakeScanBuilder
 
   @Override
   public Scan build() {
-    return new DuckLakeScan(table, required, pushedJson, pushed.toArray(new Filter[0]));
+    return new DuckLakeScan(table, required, pushedJson, pushed.toArray(new Filter[0]), options);
   }
 }

@@ -74,6 +74,7 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
   public Set<TableCapability> capabilities() {
     return EnumSet.of(
         TableCapability.BATCH_READ,
+        TableCapability.MICRO_BATCH_READ,
         TableCapability.BATCH_WRITE,
         TableCapability.TRUNCATE,
         TableCapability.STREAMING_WRITE,
@@ -94,7 +95,7 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    return new DuckLakeScanBuilder(this);
+    return new DuckLakeScanBuilder(this, options);
   }
 
   synchronized DuckLakeScan.Plan plan(String key) {
