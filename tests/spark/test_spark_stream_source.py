@@ -96,3 +96,35 @@ def test_a_deleting_snapshot_stops_the_stream_unless_skipped(spark, make_lake, c
         "SELECT i, 'y' FROM range(20, 25) r(i)"
     )
     assert_same_rows(got, expected)
+
+
+def test_admission_control_reads_one_snapshot_per_batch(spark, make_lake, catalog, tmp_path):
+    """``maxSnapshotsPerTrigger=1`` with ``Trigger.AvailableNow``: one micro-batch per new
+    snapshot, and every row once."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    start = lake.snapshot_id() + 1
+    for i in range(4):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 'b{i}' FROM range({i * 10}, {i * 10 + 5}) r(i)"
+        )
+    lake.detach()
+    name = catalog(lake)
+    query = (
+        spark.readStream.option("startingVersion", str(start))
+        .option("maxSnapshotsPerTrigger", "1")
+        .table(f"{name}.main.t")
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    assert [p["numInputRows"] for p in batches] == [5, 5, 5, 5]
+    assert_same_rows(
+        _arrow(spark.read.parquet(str(tmp_path / "out"))),
+        lake.reference("SELECT * FROM lake.main.t"),
+    )
