@@ -7,7 +7,7 @@ exact row counts, the plan export for engines outside Python (``export_plan``; i
 imports ``datafusion`` or ``pyspark``.
 """
 
-from ._changes import differing_rows, plan_changes, table_changes
+from ._changes import appended_files, differing_rows, plan_changes, step_feed, table_changes
 from ._checked import CheckedFile, checked_file
 from ._count import catalog_count, count_rows
 from ._executor import execute_plan, execute_tasks, read_request
@@ -35,6 +35,7 @@ __all__ = [
     "FileLayout",
     "PlanExport",
     "PlanVersionError",
+    "appended_files",
     "catalog_count",
     "check_data_file",
     "checked_file",
@@ -56,5 +57,6 @@ __all__ = [
     "read_request",
     "reads_by_name",
     "require_regular_file",
+    "step_feed",
     "table_changes",
 ]

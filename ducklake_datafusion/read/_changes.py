@@ -67,7 +67,14 @@ from ._deletes import deleted_positions
 from ._executor import execute_plan
 from ._reader import ROW_ID, open_file
 
-__all__ = ["differing_rows", "neutral_lake", "plan_changes", "table_changes"]
+__all__ = [
+    "appended_files",
+    "differing_rows",
+    "neutral_lake",
+    "plan_changes",
+    "step_feed",
+    "table_changes",
+]
 
 _RANK = {name: rank for rank, name in enumerate(CHANGE_TYPES)}
 
@@ -386,17 +393,53 @@ def table_changes(
         TableNotFoundError: the table does not exist at the end snapshot.
     """
     plan = plan_changes(lake, schema, table, start, end, full_states=full_states)
+    if not plan.steps:
+        return change_schema(plan.columns).empty_table()
+    return _ordered(pa.concat_tables([step_feed(plan, step) for step in plan.steps]))
+
+
+def step_feed(plan: ChangePlan, step: ChangeStep) -> pa.Table:
+    """The feed rows of one step of ``plan`` (``table_changes``' schema, unordered)."""
     out_schema = change_schema(plan.columns)
     rows_schema = arrow_schema(plan.columns).append(pa.field(ROW_ID, pa.int64()))
-    pieces = []
-    for step in plan.steps:
-        pieces += _diff(
-            _rows(step.old, rows_schema),
-            _rows(step.new, rows_schema),
-            step.snapshot,
-            out_schema,
-            plan.where,
-        )
-    if not pieces:
-        return out_schema.empty_table()
-    return _ordered(pa.concat_tables(pieces))
+    pieces = _diff(
+        _rows(step.old, rows_schema),
+        _rows(step.new, rows_schema),
+        step.snapshot,
+        out_schema,
+        plan.where,
+    )
+    return pa.concat_tables(pieces)
+
+
+def appended_files(step: ChangeStep) -> ScanPlan | None:
+    """The data files a step only added, as a plan of its new state, or ``None``.
+
+    A step whose only difference is new data files (no data file of the old state differs,
+    the inlined rows are the same in both) inserted exactly the visible rows of those files,
+    with the step's deletes applied: an engine can read them as a scan, without comparing
+    states. Anything else (deletes, updates, compaction, a flush of inlined rows, inlined
+    inserts) returns ``None``: its feed is :func:`step_feed`.
+    """
+    if step.new is None:
+        return None
+    old = () if step.old is None else step.old.tasks
+    if any(isinstance(t, DataFileTask) for t in old):
+        return None
+    if not _same_inlined(old, step.new.tasks):
+        return None
+    files = tuple(t for t in step.new.tasks if isinstance(t, DataFileTask))
+    if not files:
+        return None
+    return dataclasses.replace(step.new, tasks=files)
+
+
+def _same_inlined(old: tuple, new: tuple) -> bool:
+    """Whether two states hold the same inlined rows (rowids and values)."""
+    before = [t.rows for t in old if not isinstance(t, DataFileTask)]
+    after = [t.rows for t in new if not isinstance(t, DataFileTask)]
+    if not before or not after:
+        return sum(r.num_rows for r in before) == 0 and sum(r.num_rows for r in after) == 0
+    if before[0].schema != after[0].schema:
+        return False
+    return pa.concat_tables(before).equals(pa.concat_tables(after))

@@ -45,7 +45,7 @@ from ..parquet import (
 from ._filters_json import json_filter
 from ._frames import arrow_stream
 
-__all__ = ["scan_response"]
+__all__ = ["exact_rows", "scan_response", "spark_reach", "split_for_spark"]
 
 
 def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]]:
@@ -60,16 +60,11 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         )
     prune = json_filter(request.get("filters") or (), table.columns)
     plan = table.scan_plan(filter=prune)
-    schemes = request.get("hadoop_schemes")
-    hadoop = request.get("hadoop_version")
-    spark_files, layouts, urls, options, exact, reasons = _split(
-        table,
-        plan,
-        None if schemes is None else frozenset(schemes),
-        None if hadoop is None else parse_hadoop_version(str(hadoop)),
+    spark_files, layouts, urls, options, exact, reasons = split_for_spark(
+        table, plan, *spark_reach(request)
     )
     export = export_plan(plan, spark_files, layouts=layouts)
-    rows = _exact_rows(plan, exact, columns, table)
+    rows = exact_rows(plan, exact, columns, table)
     stats = plan.stats
     header = {
         "table": plan.table,
@@ -91,6 +86,16 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
     return header, [export, arrow_stream(rows)]
 
 
+def spark_reach(request: Mapping) -> tuple[frozenset[str] | None, tuple[int, ...] | None]:
+    """The Hadoop schemes and version the JVM said it has (``None``: not told)."""
+    schemes = request.get("hadoop_schemes")
+    hadoop = request.get("hadoop_version")
+    return (
+        None if schemes is None else frozenset(schemes),
+        None if hadoop is None else parse_hadoop_version(str(hadoop)),
+    )
+
+
 def reads_exactly(column) -> bool:
     """Whether Spark's Parquet reader returns the column exactly: a type of
     ``spark_reads_exactly``, or a struct, list or map of such (the catalog's scan maps files
@@ -101,7 +106,9 @@ def reads_exactly(column) -> bool:
     return spark_reads_exactly(column.type_name)
 
 
-def _split(table: LakeTable, plan, schemes: frozenset[str] | None, hadoop: tuple[int, ...] | None):
+def split_for_spark(
+    table: LakeTable, plan, schemes: frozenset[str] | None, hadoop: tuple[int, ...] | None
+):
     """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest.
 
     ``schemes``: the Hadoop schemes the JVM has a connector for (``None``: any); files
@@ -197,7 +204,7 @@ def _hadoop_url(url: str, storage) -> str:
     return hadoop_url(url, storage)
 
 
-def _exact_rows(plan, tasks, columns, table) -> pa.Table:
+def exact_rows(plan, tasks, columns, table) -> pa.Table:
     """The rows of ``tasks`` read by the exact reader, as the Arrow types Spark expects."""
     by_name = {f.name: f for f in spark_schema(table.columns).fields}
     target, _ = feed_target(StructType([by_name[n] for n in columns]))

@@ -21,6 +21,8 @@ Requests (``op``) and their answers:
 * ``views`` ``{namespace}`` -> ``{views: [name]}`` (``SHOW VIEWS``);
 * ``view`` ``{namespace, name, version?, timestamp_us?}`` -> the view's query respelled for
   Spark, its column aliases and the snapshot it was read at, or ``{view: null}`` (``_view``);
+* ``stream_start`` / ``stream_end`` / ``stream_rows``: a streaming source's offsets and
+  micro-batches (``_stream``);
 * ``write_begin`` / ``create_begin`` / ``write_commit`` / ``create_table``: Spark's writes,
   planned and committed once through the core's protocol (``_write``).
 
@@ -45,7 +47,7 @@ from .._core import snapshot_option, snapshot_time_option
 from ._changes import changes_response
 from ._frames import read_request, write_response
 from ._scan import scan_response
-from ._stream import stream_rows_response
+from ._stream import stream_end_response, stream_rows_response, stream_start_response
 from ._table import resolve_table, table_response
 from ._view import table_names, view_names, view_response
 from ._write import (
@@ -88,8 +90,13 @@ class Planner:
             return view_response(self.lake, request), []
         if op == "changes":
             return changes_response(self.lake, request)
-        if op == "stream_rows":
-            return stream_rows_response(self.lake, request)
+        streams = {
+            "stream_start": stream_start_response,
+            "stream_end": stream_end_response,
+            "stream_rows": stream_rows_response,
+        }
+        if op in streams:
+            return streams[op](self.lake, request)
         if op == "scan":
             table = resolve_table(self.lake, request)
             return scan_response(table, request)

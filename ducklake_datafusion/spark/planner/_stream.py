@@ -1,31 +1,145 @@
-"""A streaming source's micro-batch: the rows a table's snapshots inserted, for the JVM.
+"""A streaming source's planning, for the JVM: where a stream starts, where its next
+micro-batch ends, and what the batch holds.
 
-``stream_rows`` ``{namespace, name, after, through, skip_change_commits, schema}`` ->
-``(header {rows, snapshots}, [rows as Arrow IPC])``: the change feed of snapshots
-``after + 1`` through ``through`` (the core's ``table_changes``, exact on every lake), of
-which the inserts are the batch. A snapshot that also deleted or updated rows is an error
-naming it (a stream of inserts would silently keep rows the lake no longer has), or, with
-``skip_change_commits``, left out whole. The rows have the stream's schema (the table's at
-its start); a snapshot that changed the columns stops the stream, named.
+``stream_start`` ``{namespace, name, starting_version | starting_timestamp}`` ->
+``{"after": id}``: the snapshot a stream reads *after* (the one before the starting
+snapshot; ``latest`` when neither is given). A starting snapshot that does not exist
+(never written, or expired) is an error naming it.
+
+``stream_end`` ``{namespace, name, after, until?, max_snapshots?, max_files?, max_bytes?}``
+-> ``{"end": id, "latest": id}``: the last snapshot of the next micro-batch, after ``after``
+and at most ``until``; with limits, as many of the table's changing snapshots as keep the
+new data files within them (at least one snapshot, as Delta admits at least one file).
+
+``stream_rows`` ``{namespace, name, after, through, mode, skip_change_commits, schema,
+hadoop_schemes, hadoop_version}`` -> ``(header, [plan export, rows as Arrow IPC])``, a scan's
+answer (``_scan``): the change feed of snapshots ``after + 1`` through ``through`` (the
+core's ``plan_changes``, exact on every lake).
+
+* ``mode`` ``inserts`` (the default): the rows those snapshots inserted. A snapshot that
+  only added data files is read as a scan: its files go to Spark's Parquet reader (deletes
+  of the same snapshot applied inside it), or are read here where Spark's reader is not
+  exact. Every other snapshot's rows come from the state comparison. A snapshot that also
+  deleted or updated rows is an error naming it (a stream of inserts would silently keep
+  rows the lake no longer has), or, with ``skip_change_commits``, left out whole.
+* ``mode`` ``changes``: every change, the table's columns then ``_change_type``,
+  ``_commit_snapshot_id``, ``_commit_timestamp`` and ``_rowid`` (the feed's ``rowid``, which
+  pairs an update's pre- and post-image), all computed here.
+
+The rows have the stream's schema (the table's at its start); a snapshot that changed the
+columns stops the stream, named.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from ...errors import UnsupportedFeatureError
-from ...read import table_changes
-from ...scan import Lake, SnapshotRef
+from ...catalog import list_snapshot_records
+from ...errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedFeatureError
+from ...read import appended_files, export_bytes, plan_changes, plan_export, step_feed
+from ...scan import Lake, LakeTable, SnapshotRef, resolve_bound
 from .._core import spark_schema, to_spark_table
 from ..changes import feed_target
 from ._frames import arrow_stream
+from ._scan import exact_rows, spark_reach, split_for_spark
 
-__all__ = ["stream_rows_response"]
+__all__ = [
+    "STREAM_CHANGE_FIELDS",
+    "stream_end_response",
+    "stream_rows_response",
+    "stream_start_response",
+]
+
+STREAM_CHANGE_FIELDS = (
+    StructField("_change_type", StringType(), nullable=True),
+    StructField("_commit_snapshot_id", LongType(), nullable=True),
+    StructField("_commit_timestamp", TimestampType(), nullable=True),
+    StructField("_rowid", LongType(), nullable=True),
+)
+
+
+def stream_start_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
+    label = f"table {request['namespace']}.{request['name']}"
+    version = request.get("starting_version")
+    time = request.get("starting_timestamp")
+    if version is not None and time is not None:
+        raise InvalidOptionError(
+            f"stream of {label}: give startingVersion or startingTimestamp, not both"
+        )
+    with lake.backend.session() as session:
+        records = list_snapshot_records(session)
+    if not records:
+        raise SnapshotNotFoundError(f"stream of {label}: {lake.description} has no snapshots")
+    if version is None and time is None or str(version).strip().lower() == "latest":
+        return {"after": records[-1].snapshot_id}, []
+    text = str(version if version is not None else time).strip()
+    if version is not None and not text.isdigit():
+        raise InvalidOptionError(
+            f"startingVersion of a stream of {label} must be a snapshot id or 'latest', "
+            f"got {text!r}"
+        )
+    try:
+        first = resolve_bound(records, text, lower=True, description=lake.description)
+    except SnapshotNotFoundError as exc:
+        raise SnapshotNotFoundError(f"stream of {label}: {exc}") from exc
+    return {"after": first - 1}, []
+
+
+def stream_end_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
+    namespace, name = str(request["namespace"]), str(request["name"])
+    after = int(request["after"])
+    until = request.get("until")
+    limits = [int(request.get(k) or 0) for k in ("max_snapshots", "max_files", "max_bytes")]
+    with lake.backend.session() as session:
+        records = list_snapshot_records(session)
+        latest = records[-1].snapshot_id if records else after
+        end = latest if until is None else min(latest, int(until))
+        if end > after and any(limits):
+            table = lake.table_at(namespace, name, SnapshotRef(snapshot_id=end))
+            end = _admitted(session, records, table, after, end, *limits)
+    return {"end": max(end, after), "latest": latest}, []
+
+
+def _admitted(session, records, table: LakeTable, after, end, snapshots, files, size) -> int:
+    """The last snapshot of ``(after, end]`` a micro-batch admits under the limits: the
+    table's changing snapshots are taken in order while the count of snapshots, of new data
+    files and of their bytes stays within each limit given (0: none), and at least one."""
+    rows = session.rows(
+        "SELECT begin_snapshot, count(*), sum(file_size_bytes) FROM ducklake_data_file "
+        f"WHERE table_id = {int(table.entry.table_id)} AND begin_snapshot > {int(after)} "
+        f"AND begin_snapshot <= {int(end)} GROUP BY begin_snapshot"
+    )
+    added = {int(r[0]): (int(r[1]), int(r[2] or 0)) for r in rows}
+    key = table.entry.table_id
+    changing = sorted(
+        set(added)
+        | {
+            r.snapshot_id
+            for r in records
+            if after < r.snapshot_id <= end
+            and (r.changes is None or any(t.table_id() == key for t in r.changes))
+        }
+    )
+    taken = total_files = total_bytes = 0
+    last = after
+    for snapshot in changing:
+        more_files, more_bytes = added.get(snapshot, (0, 0))
+        over = (
+            (snapshots and taken + 1 > snapshots)
+            or (files and total_files + more_files > files)
+            or (size and total_bytes + more_bytes > size)
+        )
+        if over and taken:
+            return last
+        taken, last = taken + 1, snapshot
+        total_files, total_bytes = total_files + more_files, total_bytes + more_bytes
+    return end
 
 
 def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
@@ -33,8 +147,65 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     after, through = int(request["after"]), int(request["through"])
     label = f"table {namespace}.{name}"
     table = lake.table_at(namespace, name, SnapshotRef(snapshot_id=through))
-    expected = StructType.fromJson(json.loads(str(request["schema"])))
+    _check_columns(table, str(request["schema"]), after, through, label)
+    plan = plan_changes(lake, namespace, name, after + 1, through)
+    if request.get("mode", "inserts") == "changes":
+        return _changes(lake, plan, table)
+    skip = bool(request.get("skip_change_commits"))
+    scans, feeds = [], []
+    for step in plan.steps:
+        files = appended_files(step)
+        if files is None:
+            feeds.append(step_feed(plan, step))
+        else:
+            scans.append(files)
+    feed = pa.concat_tables(feeds) if feeds else None
+    changed = _changed_snapshots(feed)
+    if changed and not skip:
+        raise UnsupportedFeatureError(
+            f"{label}: snapshot {changed[0]} deleted or updated rows, which a stream of "
+            "inserted rows cannot carry; set the read option skipChangeCommits=true to leave "
+            "such snapshots out, or read the change feed (readChangeFeed=true)"
+        )
+    names = [c.name for c in table.columns]
+    target, _ = feed_target(spark_schema(table.columns))
+    pieces = []
+    if feed is not None:
+        keep = pc.equal(feed.column("change_type"), "insert")
+        if changed:
+            keep = pc.and_(keep, pc.invert(pc.is_in(feed.column("snapshot_id"), pa.array(changed))))
+        pieces.append(to_spark_table(feed.filter(keep).select(names), target))
+    reach = spark_reach(request)
+    exports, urls, options, files_exact, reasons = [], [], {}, 0, []
+    for scan in scans:
+        spark_files, layouts, scan_urls, scan_options, exact, why = split_for_spark(
+            table, scan, *reach
+        )
+        exports.append(plan_export(scan, spark_files, layouts=layouts))
+        urls += scan_urls
+        options.update(scan_options)
+        files_exact += len(exact)
+        reasons += [f"{count} {text}" for text, count in why.items()]
+        if exact:
+            pieces.append(exact_rows(scan, exact, names, table))
+    rows = pa.concat_tables(pieces) if pieces else target.empty_table()
+    header = {
+        "snapshot": through,
+        "files_spark": len(urls),
+        "files_exact": files_exact,
+        "exact_rows": rows.num_rows,
+        "exact_reasons": reasons,
+        "skipped_snapshots": changed,
+        "hadoop_urls": urls,
+        "hadoop_options": options,
+    }
+    return header, [_one_export(exports), arrow_stream(rows)]
+
+
+def _check_columns(table: LakeTable, declared: str, after: int, through: int, label: str):
+    expected = StructType.fromJson(json.loads(declared))
     now = spark_schema(table.columns)
+    expected = StructType([f for f in expected.fields if f.name not in _CHANGE_NAMES])
     if [(f.name, f.dataType) for f in now.fields] != [
         (f.name, f.dataType) for f in expected.fields
     ]:
@@ -43,22 +214,57 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
             f"({expected.simpleString()} -> {now.simpleString()}); a stream keeps the schema "
             "it started with: start the stream again (a new checkpoint) to read the new columns"
         )
-    feed = table_changes(lake, namespace, name, after + 1, through)
+
+
+_CHANGE_NAMES = frozenset(f.name for f in STREAM_CHANGE_FIELDS)
+
+
+def _changed_snapshots(feed: pa.Table | None) -> list[int]:
+    if feed is None:
+        return []
     kinds = feed.column("change_type")
-    changed = sorted(
+    return sorted(
         set(pc.filter(feed.column("snapshot_id"), pc.not_equal(kinds, "insert")).to_pylist())
     )
-    if changed and not request.get("skip_change_commits"):
-        raise UnsupportedFeatureError(
-            f"{label}: snapshot {changed[0]} deleted or updated rows, which a stream of "
-            "inserted rows cannot carry; set the read option skipChangeCommits=true to leave "
-            "such snapshots out, or read the change feed (ducklake_table_changes)"
+
+
+def _one_export(exports: list) -> bytes:
+    """One plan export of the files of every scanned snapshot (each exported at its own
+    snapshot, so its deletes are that snapshot's); no bytes when there are none."""
+    if not exports:
+        return b""
+    files = [e.files.replace_schema_metadata(None) for e in exports if e.files.num_rows]
+    if not files:
+        return export_bytes(exports[0])
+    merged = pa.Table.from_batches(files).combine_chunks().to_batches()[0]
+    return export_bytes(dataclasses.replace(exports[0], files=merged))
+
+
+def _changes(lake: Lake, plan, table: LakeTable) -> tuple[dict, list[bytes]]:
+    """Every change of the range, with the commit columns."""
+    feed = pa.concat_tables([step_feed(plan, step) for step in plan.steps]) if plan.steps else None
+    schema = StructType([*spark_schema(table.columns).fields, *STREAM_CHANGE_FIELDS])
+    target, _ = feed_target(schema)
+    if feed is None or feed.num_rows == 0:
+        rows = target.empty_table()
+    else:
+        with lake.backend.session() as session:
+            times = {r.snapshot_id: r.snapshot_time for r in list_snapshot_records(session)}
+        snapshots = feed.column("snapshot_id")
+        commit_times = pa.array(
+            [times.get(s) for s in snapshots.to_pylist()], pa.timestamp("us", tz="UTC")
         )
-    keep = pc.equal(kinds, "insert")
-    if changed:
-        keep = pc.and_(keep, pc.invert(pc.is_in(feed.column("snapshot_id"), pa.array(changed))))
-    rows = feed.filter(keep).select([c.name for c in table.columns])
-    target, _ = feed_target(now)
-    out = to_spark_table(rows, target)
-    header = {"rows": out.num_rows, "skipped_snapshots": changed}
-    return header, [arrow_stream(out)]
+        columns = [feed.column(c.name) for c in table.columns]
+        columns += [feed.column("change_type"), snapshots, commit_times, feed.column("rowid")]
+        rows = to_spark_table(pa.Table.from_arrays(columns, names=target.names), target)
+    header = {
+        "snapshot": plan.last,
+        "files_spark": 0,
+        "files_exact": 0,
+        "exact_rows": rows.num_rows,
+        "exact_reasons": [],
+        "skipped_snapshots": [],
+        "hadoop_urls": [],
+        "hadoop_options": {},
+    }
+    return header, [b"", arrow_stream(rows)]

@@ -264,6 +264,15 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
   }
 
   private Table load(Identifier ident, ObjectNode request) throws NoSuchTableException {
+    if (ident.namespace().length == 2 && ident.name().equals(ChangeFeedTable.SUFFIX)) {
+      // lake.main.t.changes: DuckLake schemas have one level, so this names no table
+      Identifier base = Identifier.of(new String[] {ident.namespace()[0]}, ident.namespace()[1]);
+      Table table = load(base, request);
+      if (table instanceof DuckLakeTable) {
+        return new ChangeFeedTable((DuckLakeTable) table);
+      }
+      throw new NoSuchTableException(ident);
+    }
     if (ident.namespace().length != 1) {
       throw new NoSuchTableException(ident);
     }

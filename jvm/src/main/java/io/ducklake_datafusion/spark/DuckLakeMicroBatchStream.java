@@ -1,66 +1,116 @@
 package io.ducklake_datafusion.spark;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.spark.network.util.JavaUtils;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
-import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import scala.Function1;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
- * The rows a table's new snapshots insert, as a Structured Streaming source ({@code
+ * A table's new snapshots as a Structured Streaming source ({@code
  * spark.readStream.table("lake.main.t")}). Offsets are snapshot ids; a micro-batch from offset
- * {@code a} to {@code b} holds the rows the snapshots after {@code a} through {@code b}
- * inserted, as the planner's change feed gives them (computed on the driver, read as Arrow).
+ * {@code a} to {@code b} holds what the snapshots after {@code a} through {@code b} changed, as
+ * the planner plans it ({@code spark/planner/_stream.py}): by default the rows they inserted,
+ * the files of snapshots that only added files read by Spark's Parquet reader like a batch
+ * scan (deletes applied inside it), the rest as rows the planner computed exactly; for the
+ * change feed ({@link ChangeFeedTable}) every change, with {@code _change_type}, {@code
+ * _commit_snapshot_id}, {@code _commit_timestamp} and {@code _rowid} after the table's columns.
  *
- * <p>Options: {@code maxSnapshotsPerTrigger} (admission control: at most that many snapshots
- * per micro-batch; {@code Trigger.AvailableNow} reads up to the snapshot that was latest when
- * the query started, in as many batches), {@code startingVersion} (a snapshot id: its inserts and later ones; default
- * {@code latest}: the snapshots after the one the stream starts at) and {@code
- * skipChangeCommits} (a snapshot that deletes or updates rows fails the stream naming it,
- * unless this is true: then the snapshot is left out whole, as Delta's option does).
+ * <p>Options: {@code startingVersion} (a snapshot id: its changes and later ones; default
+ * {@code latest}: the snapshots after the latest when the stream first starts) or {@code
+ * startingTimestamp} (the first snapshot at or after it); admission control with {@code
+ * maxSnapshotsPerTrigger}, {@code maxFilesPerTrigger} (new data files) and {@code
+ * maxBytesPerTrigger} (their bytes; {@code 1g} and such), at least one snapshot per
+ * micro-batch, and {@code Trigger.AvailableNow} reads up to the snapshot that was latest when
+ * the query started, in as many batches; {@code skipChangeCommits} (a snapshot that deletes or
+ * updates rows fails a stream of inserts naming it, unless this is true: then the snapshot is
+ * left out whole, as Delta's option does).
  */
 final class DuckLakeMicroBatchStream
     implements MicroBatchStream, SupportsAdmissionControl, SupportsTriggerAvailableNow {
   private final DuckLakeTable table;
   private final StructType schema;
+  private final boolean changes;
   private final long start;
   private final boolean skipChangeCommits;
-  private final long maxSnapshotsPerTrigger;
+  private final long maxSnapshots;
+  private final long maxFiles;
+  private final long maxBytes;
   // Trigger.AvailableNow: the latest snapshot when the query started; none later is read
   private long availableNow = -1;
 
-  DuckLakeMicroBatchStream(DuckLakeTable table, CaseInsensitiveStringMap options) {
+  DuckLakeMicroBatchStream(
+      DuckLakeTable table, CaseInsensitiveStringMap options, boolean changes) {
     this.table = table;
-    this.schema = table.schema();
-    String starting = options.getOrDefault("startingVersion", "latest").trim();
-    if (starting.equalsIgnoreCase("latest")) {
-      start = table.snapshot();
-    } else {
-      try {
-        start = Long.parseLong(starting) - 1;
-      } catch (NumberFormatException e) {
-        throw new DuckLakeException(
-            ErrorNames.INVALID_OPTION,
-            "startingVersion of a stream of " + table.name() + " must be a snapshot id or "
-                + "'latest', got '" + starting + "'",
-            e);
-      }
+    this.changes = changes;
+    this.schema = changes ? withChangeColumns(table.schema()) : table.schema();
+    ObjectNode request = request("stream_start");
+    if (options.containsKey("startingVersion")) {
+      request.put("starting_version", options.get("startingVersion"));
     }
+    if (options.containsKey("startingTimestamp")) {
+      request.put("starting_timestamp", options.get("startingTimestamp"));
+    }
+    this.start = table.catalog().call(request).header.path("after").asLong();
     this.skipChangeCommits = options.getBoolean("skipChangeCommits", false);
-    this.maxSnapshotsPerTrigger = options.getLong("maxSnapshotsPerTrigger", 0);
-    if (maxSnapshotsPerTrigger < 0) {
-      throw new DuckLakeException(
-          ErrorNames.INVALID_OPTION,
-          "maxSnapshotsPerTrigger of a stream of " + table.name() + " must be positive",
-          null);
+    this.maxSnapshots = limit(options, "maxSnapshotsPerTrigger", false);
+    this.maxFiles = limit(options, "maxFilesPerTrigger", false);
+    this.maxBytes = limit(options, "maxBytesPerTrigger", true);
+  }
+
+  /** The change feed's columns after the table's (as the planner's {@code STREAM_CHANGE_FIELDS}). */
+  static StructType withChangeColumns(StructType table) {
+    return table
+        .add(new StructField("_change_type", DataTypes.StringType, true, emptyMetadata()))
+        .add(new StructField("_commit_snapshot_id", DataTypes.LongType, true, emptyMetadata()))
+        .add(new StructField("_commit_timestamp", DataTypes.TimestampType, true, emptyMetadata()))
+        .add(new StructField("_rowid", DataTypes.LongType, true, emptyMetadata()));
+  }
+
+  private static org.apache.spark.sql.types.Metadata emptyMetadata() {
+    return org.apache.spark.sql.types.Metadata.empty();
+  }
+
+  private long limit(CaseInsensitiveStringMap options, String key, boolean bytes) {
+    String text = options.get(key);
+    if (text == null) {
+      return 0;
     }
+    try {
+      long value = bytes ? JavaUtils.byteStringAsBytes(text.trim()) : Long.parseLong(text.trim());
+      if (value > 0) {
+        return value;
+      }
+    } catch (NumberFormatException e) {
+      // falls through to the error below
+    }
+    throw new DuckLakeException(
+        ErrorNames.INVALID_OPTION,
+        key + " of a stream of " + table.name() + " must be a positive "
+            + (bytes ? "size (bytes, or such as 512m, 1g)" : "integer") + ", got '" + text + "'",
+        null);
+  }
+
+  private ObjectNode request(String op) {
+    ObjectNode request = PlannerProcess.JSON.createObjectNode();
+    request.put("op", op);
+    request.put("namespace", table.namespace());
+    request.put("name", table.tableName());
+    return request;
   }
 
   /** A snapshot id as a stream's offset. */
@@ -84,42 +134,46 @@ final class DuckLakeMicroBatchStream
 
   @Override
   public Offset latestOffset() {
-    return new SnapshotOffset(latestSnapshot());
+    return new SnapshotOffset(end(start, false));
   }
 
-  /** The lake's latest snapshot now (as the planner resolves the table). */
-  private long latestSnapshot() {
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", "table");
-    request.put("namespace", table.namespace());
-    request.put("name", table.tableName());
-    return table.catalog().call(request).header.path("snapshot").asLong();
+  /** The end of a micro-batch after {@code after}: the planner's {@code stream_end}. */
+  private long end(long after, boolean limited) {
+    ObjectNode request = request("stream_end");
+    request.put("after", after);
+    if (availableNow >= 0) {
+      request.put("until", availableNow);
+    }
+    if (limited) {
+      request.put("max_snapshots", maxSnapshots);
+      request.put("max_files", maxFiles);
+      request.put("max_bytes", maxBytes);
+    }
+    return table.catalog().call(request).header.path("end").asLong();
   }
 
   @Override
   public ReadLimit getDefaultReadLimit() {
-    return maxSnapshotsPerTrigger > 0
-        ? ReadLimit.maxRows(maxSnapshotsPerTrigger) // (read as snapshots: see latestOffset)
+    // The limits themselves are this stream's fields (Spark has no snapshot limit); Spark
+    // only tells, by ReadAllAvailable, when a trigger wants everything.
+    return maxSnapshots > 0 || maxFiles > 0 || maxBytes > 0
+        ? ReadLimit.maxFiles((int) Math.min(Integer.MAX_VALUE, Math.max(maxFiles, 1)))
         : ReadLimit.allAvailable();
   }
 
   /**
-   * The end of the next micro-batch: the latest snapshot, at most {@code
-   * maxSnapshotsPerTrigger} after {@code start}, never past the one {@code AvailableNow} saw.
+   * The end of the next micro-batch: the latest snapshot, within the admission limits, never
+   * past the one {@code AvailableNow} saw.
    */
   @Override
   public Offset latestOffset(Offset start, ReadLimit limit) {
-    long end = availableNow >= 0 ? availableNow : latestSnapshot();
-    if (limit instanceof ReadMaxRows) {
-      long from = ((SnapshotOffset) start).snapshot;
-      end = Math.min(end, from + ((ReadMaxRows) limit).maxRows());
-    }
-    return new SnapshotOffset(end);
+    long from = ((SnapshotOffset) start).snapshot;
+    return new SnapshotOffset(end(from, !(limit instanceof ReadAllAvailable)));
   }
 
   @Override
   public void prepareForTriggerAvailableNow() {
-    availableNow = latestSnapshot();
+    availableNow = end(start, false);
   }
 
   @Override
@@ -134,25 +188,70 @@ final class DuckLakeMicroBatchStream
     if (to <= from) {
       return new InputPartition[0];
     }
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", "stream_rows");
-    request.put("namespace", table.namespace());
-    request.put("name", table.tableName());
+    ObjectNode request = request("stream_rows");
     request.put("after", from);
     request.put("through", to);
+    request.put("mode", changes ? "changes" : "inserts");
     request.put("skip_change_commits", skipChangeCommits);
     request.put("schema", schema.json());
-    PlannerProcess.Answer answer = table.catalog().call(request);
-    if (answer.header.path("rows").asLong() == 0) {
+    ArrayNode schemes = request.putArray("hadoop_schemes");
+    table.catalog().hadoopSchemes().forEach(schemes::add);
+    request.put("hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
+    DuckLakeScan.Plan plan = new DuckLakeScan.Plan(table.catalog().call(request), table.name());
+    if (plan.files.isEmpty() && plan.exactRows == null) {
       return new InputPartition[0];
     }
-    return new InputPartition[] {new FileSlices.RowsPartition(answer.blobs[0])};
+    DuckLakeScan.build(plan, table, schema, new Filter[0]);
+    InputPartition[] partitions = new InputPartition[plan.partitions.length];
+    for (int i = 0; i < partitions.length; i++) {
+      partitions[i] = new BatchPartition(plan.partitions[i], plan.factory);
+    }
+    return partitions;
+  }
+
+  /** One partition of a micro-batch, with the reader factory its batch was planned with. */
+  static final class BatchPartition implements InputPartition {
+    private static final long serialVersionUID = 1L;
+    final InputPartition inner;
+    final PartitionReaderFactory factory;
+
+    BatchPartition(InputPartition inner, PartitionReaderFactory factory) {
+      this.inner = inner;
+      this.factory = factory;
+    }
+
+    @Override
+    public String[] preferredLocations() {
+      return inner.preferredLocations();
+    }
+  }
+
+  /** Reads each partition with its own batch's factory (each micro-batch has its files). */
+  static final class BatchReaderFactory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+      BatchPartition batch = (BatchPartition) partition;
+      return batch.factory.createReader(batch.inner);
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+      BatchPartition batch = (BatchPartition) partition;
+      return batch.factory.createColumnarReader(batch.inner);
+    }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+      BatchPartition batch = (BatchPartition) partition;
+      return batch.factory.supportColumnarReads(batch.inner);
+    }
   }
 
   @Override
-  @SuppressWarnings("unchecked")
   public PartitionReaderFactory createReaderFactory() {
-    return new DuckLakeReaderFactory(new Function1[0], new boolean[0], schema, true, null);
+    return new BatchReaderFactory();
   }
 
   @Override
@@ -163,6 +262,6 @@ final class DuckLakeMicroBatchStream
 
   @Override
   public String toString() {
-    return "DuckLakeMicroBatchStream(" + table.name() + ")";
+    return "DuckLakeMicroBatchStream(" + table.name() + (changes ? ", change feed)" : ")");
   }
 }

@@ -77,7 +77,10 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
       this.header = answer.header;
       List<String> urls = new ArrayList<>();
       header.path("hadoop_urls").forEach(url -> urls.add(url.asText()));
-      this.files = PlannedFiles.parse(answer.blobs[0], urls, table);
+      this.files =
+          answer.blobs[0].length == 0
+              ? Collections.<PlannedFiles.File>emptyList()
+              : PlannedFiles.parse(answer.blobs[0], urls, table);
       this.exactRows = header.path("exact_rows").asLong() > 0 ? answer.blobs[1] : null;
     }
 
@@ -193,7 +196,15 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   /** The table's inserts as a stream (its read options: {@link DuckLakeMicroBatchStream}). */
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-    return new DuckLakeMicroBatchStream(table, options);
+    if (options.getBoolean("readChangeFeed", false)) {
+      throw new DuckLakeException(
+          ErrorNames.INVALID_OPTION,
+          "readChangeFeed cannot add the change columns to a stream of " + table.name()
+              + ", whose columns Spark fixed from the table: stream the table "
+              + table.name() + "." + ChangeFeedTable.SUFFIX + " instead",
+          null);
+    }
+    return new DuckLakeMicroBatchStream(table, options, false);
   }
 
   @Override
@@ -238,8 +249,16 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     }
   }
 
-  /** The read groups, their reader functions, the deleted rows and the partitions. */
   private void build() {
+    build(plan, table, readSchema, pushed);
+  }
+
+  /**
+   * A plan's read groups, their reader functions, the deleted rows and the partitions, for
+   * the columns of {@code readSchema} (the table's own, in any order) and the filters Spark
+   * pushed; a stream builds each micro-batch's plan the same way.
+   */
+  static void build(Plan plan, DuckLakeTable table, StructType readSchema, Filter[] pushed) {
     SparkSession session = SparkSession.active();
     ParquetFileFormat format = new ParquetFileFormat();
     String[] tableColumns = table.schema().fieldNames();
@@ -327,7 +346,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
               DeletedRows.fileDeletes(file.size, file.deleted, file.recordCount));
         }
       }
-      String name = "table " + table.name() + " (snapshot " + table.snapshot() + ")";
+      String name =
+          "table " + table.name() + " (snapshot " + plan.header.path("snapshot").asLong() + ")";
       deletes =
           JavaSparkContext.fromSparkContext(session.sparkContext())
               .broadcast(DeletedRows.of(name, byPath));
