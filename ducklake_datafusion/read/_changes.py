@@ -326,13 +326,24 @@ def neutral_lake(lake) -> Lake:
 
 
 def plan_changes(
-    lake, schema: str, table: str, start: object, end: object, *, full_states: bool = False
+    lake,
+    schema: str,
+    table: str,
+    start: object,
+    end: object,
+    *,
+    full_states: bool = False,
+    after: int | None = None,
 ) -> ChangePlan:
     """Plan the change feed of ``schema.table`` for snapshots ``start`` through ``end``.
 
     Reads the catalog (one transaction) and the delete files of the data files present in
     both states of a step; never a data file. Bounds, errors and arguments as
     :func:`table_changes`.
+
+    ``after`` (a snapshot id, instead of ``start``): the snapshots after it, as a stream
+    reads on from the last one it read: snapshots expired since then fold into the first
+    existing one, compared with the state at ``after``.
     """
     lake = neutral_lake(lake)
     backend = lake.backend
@@ -344,14 +355,23 @@ def plan_changes(
         def bounds() -> str:
             return snapshot_bounds(session)
 
-        first = resolve_bound(records, start, lower=True, description=description, bounds=bounds)
         last = resolve_bound(records, end, lower=False, description=description, bounds=bounds)
+        if after is None:
+            first = resolve_bound(
+                records, start, lower=True, description=description, bounds=bounds
+            )
+        else:
+            first = next((r.snapshot_id for r in records if r.snapshot_id > after), last + 1)
         entry = require_table(
             session, description, last, schema, table, context=", the end of the change feed"
         )
         column_entries = metadata.read_columns(session, entry.table_id, last)
         columns = build_column_tree(column_entries)
-        pairs = change_steps(records, first, last, entry.table_id) if first <= last else []
+        pairs = (
+            change_steps(records, first, last, entry.table_id, previous=after)
+            if first <= last
+            else []
+        )
         data_path = lake.data_path(settings)
         states = {
             snapshot: _read_state(

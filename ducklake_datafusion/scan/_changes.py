@@ -97,12 +97,22 @@ def resolve_bound(
     return found.snapshot_id
 
 
-def change_steps(records: Sequence[SnapshotRecord], first: int, last: int, table_id: int):
-    """``(predecessor, snapshot)`` pairs whose states must be compared."""
+def change_steps(
+    records: Sequence[SnapshotRecord],
+    first: int,
+    last: int,
+    table_id: int,
+    previous: int | None = None,
+):
+    """``(predecessor, snapshot)`` pairs whose states must be compared.
+
+    ``previous``: the predecessor of ``first`` (default ``first - 1``); an earlier one folds
+    the expired snapshots between them into ``first``, as expired ids inside the range are.
+    """
     steps = []
-    previous = first - 1
-    for index, record in enumerate(r for r in records if first <= r.snapshot_id <= last):
-        expired_before = index > 0 and record.snapshot_id - previous > 1
+    previous = first - 1 if previous is None else previous
+    for record in (r for r in records if first <= r.snapshot_id <= last):
+        expired_before = record.snapshot_id - previous > 1
         if expired_before or _touches(record, table_id):
             steps.append((previous, record.snapshot_id))
         previous = record.snapshot_id

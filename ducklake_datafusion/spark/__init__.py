@@ -22,6 +22,9 @@
     >>> from ducklake_datafusion.spark import write_table        # one snapshot per write
     >>> write_table(df.where("amount > 0"), "lake.ducklake", "main.orders_clean", mode="create")
 
+    >>> from ducklake_datafusion.spark import read_stream        # new rows, as a stream
+    >>> stream = read_stream(spark, "lake.ducklake", "main.orders", starting_version=12)
+
 With the package's jar on the classpath, ``read_table`` is the scan of the jar's catalog,
 configured at runtime for the lake (``_catalog_read``): filters on the DataFrame prune
 files, and the catalog's planner reads what Spark's reader cannot. Otherwise (and with
@@ -65,6 +68,7 @@ from ._core import (
     spark_type,
 )
 from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
+from ._stream import read_stream
 from ._views import register_spark_views
 from ._write import write_table
 from .changes import changes_schema
@@ -86,6 +90,7 @@ __all__ = [
     "SourceOptions",
     "changes_schema",
     "read_changes",
+    "read_stream",
     "read_table",
     "register_spark",
     "register_spark_views",

@@ -135,15 +135,15 @@ def catalog_frame(spark, parsed: SourceOptions):
     return frame
 
 
-def runtime_catalog(spark, parsed: SourceOptions) -> str:
+def runtime_catalog(spark, parsed: SourceOptions, caller: str = "write_table") -> str:
     """The name of this session's catalog of ``parsed``'s lake, configured now if need be
-    (``write_table``'s way in: a write has no other path, so a problem is raised, not
-    logged)."""
+    (``write_table``'s and ``read_stream``'s way in: they have no other path, so a problem
+    is raised, not logged)."""
     from ..errors import InvalidOptionError, MissingDependencyError
 
     if not _has_catalog(spark):
         raise MissingDependencyError(
-            "write_table needs the package's Spark jar on the session's classpath "
+            f"{caller} needs the package's Spark jar on the session's classpath "
             "(spark.jars = ducklake_datafusion.spark.spark_jar(), or the Maven package)"
         )
     python = None if is_connect(spark) else sys.executable
@@ -151,9 +151,9 @@ def runtime_catalog(spark, parsed: SourceOptions) -> str:
     hidden = _unredacted(spark, name, options)
     if hidden:
         raise InvalidOptionError(
-            f"writing {parsed.table_label}: this session's spark.redaction.regex would show "
+            f"{caller} of {parsed.table_label}: this session's spark.redaction.regex would show "
             f"option(s) {', '.join(hidden)} in SET and the UI; configure a DuckLake catalog "
-            "(spark.sql.catalog.<name>.secret.<option>) and write to it instead"
+            "(spark.sql.catalog.<name>.secret.<option>) and use it instead"
         )
     _configure(spark, name, options)
     return name

@@ -3,8 +3,8 @@ micro-batch ends, and what the batch holds.
 
 ``stream_start`` ``{namespace, name, starting_version | starting_timestamp}`` ->
 ``{"after": id}``: the snapshot a stream reads *after* (the one before the starting
-snapshot; ``latest`` when neither is given). A starting snapshot that does not exist
-(never written, or expired) is an error naming it.
+snapshot; ``latest`` when neither is given). A starting snapshot id later than the latest
+is one still to come; one that does not exist otherwise (expired) is an error naming it.
 
 ``stream_end`` ``{namespace, name, after, until?, max_snapshots?, max_files?, max_bytes?}``
 -> ``{"end": id, "latest": id}``: the last snapshot of the next micro-batch, after ``after``
@@ -84,6 +84,8 @@ def stream_start_response(lake: Lake, request: Mapping) -> tuple[dict, list[byte
             f"startingVersion of a stream of {label} must be a snapshot id or 'latest', "
             f"got {text!r}"
         )
+    if version is not None and int(text) > records[-1].snapshot_id:
+        return {"after": int(text) - 1}, []  # a snapshot still to come
     try:
         first = resolve_bound(records, text, lower=True, description=lake.description)
     except SnapshotNotFoundError as exc:
@@ -148,7 +150,7 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     label = f"table {namespace}.{name}"
     table = lake.table_at(namespace, name, SnapshotRef(snapshot_id=through))
     _check_columns(table, str(request["schema"]), after, through, label)
-    plan = plan_changes(lake, namespace, name, after + 1, through)
+    plan = plan_changes(lake, namespace, name, None, through, after=after)
     if request.get("mode", "inserts") == "changes":
         return _changes(lake, plan, table)
     skip = bool(request.get("skip_change_commits"))

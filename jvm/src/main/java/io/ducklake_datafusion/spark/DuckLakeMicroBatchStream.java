@@ -45,7 +45,9 @@ final class DuckLakeMicroBatchStream
   private final DuckLakeTable table;
   private final StructType schema;
   private final boolean changes;
-  private final long start;
+  // Resolved only for a new query (initialOffset): a restarted one goes on from its checkpoint
+  private final String startingVersion;
+  private final String startingTimestamp;
   private final boolean skipChangeCommits;
   private final long maxSnapshots;
   private final long maxFiles;
@@ -58,14 +60,8 @@ final class DuckLakeMicroBatchStream
     this.table = table;
     this.changes = changes;
     this.schema = changes ? withChangeColumns(table.schema()) : table.schema();
-    ObjectNode request = request("stream_start");
-    if (options.containsKey("startingVersion")) {
-      request.put("starting_version", options.get("startingVersion"));
-    }
-    if (options.containsKey("startingTimestamp")) {
-      request.put("starting_timestamp", options.get("startingTimestamp"));
-    }
-    this.start = table.catalog().call(request).header.path("after").asLong();
+    this.startingVersion = options.get("startingVersion");
+    this.startingTimestamp = options.get("startingTimestamp");
     this.skipChangeCommits = options.getBoolean("skipChangeCommits", false);
     this.maxSnapshots = limit(options, "maxSnapshotsPerTrigger", false);
     this.maxFiles = limit(options, "maxFilesPerTrigger", false);
@@ -127,14 +123,22 @@ final class DuckLakeMicroBatchStream
     }
   }
 
+  /** Where a new query starts: the planner's {@code stream_start}. */
   @Override
   public Offset initialOffset() {
-    return new SnapshotOffset(start);
+    ObjectNode request = request("stream_start");
+    if (startingVersion != null) {
+      request.put("starting_version", startingVersion);
+    }
+    if (startingTimestamp != null) {
+      request.put("starting_timestamp", startingTimestamp);
+    }
+    return new SnapshotOffset(table.catalog().call(request).header.path("after").asLong());
   }
 
   @Override
   public Offset latestOffset() {
-    return new SnapshotOffset(end(start, false));
+    return new SnapshotOffset(end(-1, false));
   }
 
   /** The end of a micro-batch after {@code after}: the planner's {@code stream_end}. */
@@ -173,7 +177,7 @@ final class DuckLakeMicroBatchStream
 
   @Override
   public void prepareForTriggerAvailableNow() {
-    availableNow = end(start, false);
+    availableNow = end(-1, false);
   }
 
   @Override

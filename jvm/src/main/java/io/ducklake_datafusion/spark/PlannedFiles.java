@@ -113,6 +113,10 @@ final class PlannedFiles {
                   physical));
         }
       }
+    } catch (java.nio.channels.ClosedByInterruptException | java.io.InterruptedIOException e) {
+      // the thread was interrupted (a streaming query stopped): not a broken plan, and
+      // Spark recognises the stop by this cause
+      throw new java.io.UncheckedIOException(e);
     } catch (IOException e) {
       throw contract(table, "the plan export cannot be read: " + e.getMessage());
     }
