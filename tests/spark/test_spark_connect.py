@@ -119,7 +119,7 @@ spark = SparkSession.builder.remote(url).getOrCreate()
 spark.conf.set("spark.sql.catalog.lake", "io.ducklake_datafusion.spark.DuckLakeCatalog")
 spark.conf.set("spark.sql.catalog.lake.metadata", metadata)
 spark.conf.set("spark.sql.catalog.lake.python", python)
-from ducklake_datafusion.spark import read_changes, read_table, register_spark, write_table
+from ducklake_datafusion.spark import read_changes, read_stream, read_table, register_spark, write_table
 answers = {}
 def rows(frame):
     return sorted(json.loads(json.dumps([list(r) for r in frame.collect()], default=str)))
@@ -139,6 +139,15 @@ for name, ask in asks.items():
             answers[name] = rows(frame.selectExpr(*ask["select"]))
         elif ask["kind"] == "write_table":
             write_table(spark.sql(ask["sql"]), metadata, ask["table"], mode=ask["mode"])
+            answers[name] = []
+        elif ask["kind"] == "stream":
+            if ask.get("helper"):
+                reader = read_stream(spark, metadata, "main.t", **ask.get("kw", {}))
+            else:
+                reader = spark.readStream.table(ask["source"])
+            query = (reader.writeStream.option("checkpointLocation", ask["checkpoint"])
+                     .trigger(availableNow=True).toTable(ask["target"]))
+            query.awaitTermination()
             answers[name] = []
         elif ask["kind"] == "format":
             register_spark(spark)
@@ -326,3 +335,38 @@ def test_workers_without_the_package_give_our_error_under_connect(
         _stop(server)
     assert got["format"]["error"] == "MissingDependencyError", got
     assert "PYSPARK_PYTHON" in got["format"]["message"]
+
+
+def test_connect_clients_stream_from_the_lake_into_the_lake(connect_server, make_lake, tmp_path):
+    """A Connect client streams the lake's table into another table of the lake (the
+    table's rows, then what a later snapshot inserts), and with ``read_stream``: DuckDB reads
+    every row exactly once."""
+    lake = make_lake(inline_limit=3)
+    deleting_history(lake)
+    metadata = lake.reader_args()["metadata"]
+    start = lake.snapshot_id() + 1
+    checkpoint = str(tmp_path / "checkpoint")
+    stream = {
+        "kind": "stream",
+        "source": "lake.main.t",
+        "target": "lake.main.copy",
+        "checkpoint": checkpoint,
+    }
+    asks = {
+        "first": stream,
+        "insert": {"kind": "sql", "sql": "INSERT INTO lake.main.t VALUES (9000, 1, 'late')"},
+        "again": stream,
+        "helper": {
+            "kind": "stream",
+            "helper": True,
+            "kw": {"starting_version": start},
+            "target": "lake.main.late",
+            "checkpoint": str(tmp_path / "helper-checkpoint"),
+        },
+    }
+    got = _client(connect_server, metadata, asks, tmp_path)
+    assert got == {"first": [], "insert": [], "again": [], "helper": []}
+    assert _expected(lake, "SELECT * FROM lake.main.copy") == _expected(
+        lake, "SELECT * FROM lake.main.t"
+    )
+    assert _expected(lake, "SELECT * FROM lake.main.late") == [[9000, 1, "late"]]

@@ -2,8 +2,8 @@
 write one into the lake.
 
 As a pipeline author writes it: ``spark-pipeline.yml`` configures the lake as a catalog,
-one flow is SQL and one is Python, and ``spark-pipelines run`` (pyspark 4.1+) runs them
-with the package's jar. The materialized views it writes (in the warehouse, and one in the
+one flow is SQL and one is Python, one a streaming table fed by a stream of the lake's
+table, and ``spark-pipelines run`` (pyspark 4.1+) runs them with the package's jar. The materialized views it writes (in the warehouse, and one in the
 lake: ``lake.main.late_copy``, read back by DuckDB) are compared with DuckDB's answers to
 the same queries.
 """
@@ -36,6 +36,12 @@ SELECT k, s FROM lake.main.t WHERE k >= 2400
 LAKE_TARGET_FLOW = """
 CREATE MATERIALIZED VIEW lake.main.late_copy AS
 SELECT k, s FROM lake.main.t WHERE k >= 2400
+"""
+# a streaming table in the lake fed by a stream of the lake's table: its first run reads the
+# table's rows (then, in later runs, the rows new snapshots insert)
+STREAMING_FLOW = """
+CREATE STREAMING TABLE lake.main.streamed AS
+SELECT k, s FROM STREAM(lake.main.t)
 """
 PYTHON_FLOW = """
 from pyspark import pipelines as dp
@@ -77,6 +83,7 @@ def test_a_pipeline_reads_the_lake_through_the_catalog(make_lake, spark_package_
     (project / "transformations" / "late_rows.sql").write_text(SQL_FLOW)
     (project / "transformations" / "per_group.py").write_text(PYTHON_FLOW)
     (project / "transformations" / "into_the_lake.sql").write_text(LAKE_TARGET_FLOW)
+    (project / "transformations" / "streamed.sql").write_text(STREAMING_FLOW)
     home = os.path.dirname(pyspark.__file__)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
     env.update(
@@ -108,4 +115,8 @@ def test_a_pipeline_reads_the_lake_through_the_catalog(make_lake, spark_package_
     assert_same_rows(
         lake.reference("SELECT * FROM lake.main.late_copy"),
         lake.reference("SELECT k, s FROM lake.main.t WHERE k >= 2400"),
+    )
+    assert_same_rows(
+        lake.reference("SELECT * FROM lake.main.streamed"),
+        lake.reference("SELECT k, s FROM lake.main.t"),
     )

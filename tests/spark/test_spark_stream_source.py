@@ -10,7 +10,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from support.lakes import LakeSpec, assert_same_rows
+from support.lakes import LakeSpec, assert_same_rows, deleting_history
 from test_spark_catalog import LOCAL_CATALOGS
 
 pytest.importorskip("pyspark")
@@ -393,3 +393,41 @@ def test_read_stream_from_an_object_store(request, make_lake, spark_package_jar,
         _arrow(spark.read.parquet(str(tmp_path / "out"))),
         _inserts(lake, start, lake.snapshot_id()),
     )
+
+
+def test_a_new_stream_starts_with_the_tables_rows(spark, make_lake, catalog, tmp_path):
+    """Without a starting option a query first reads the table as it is (one micro-batch,
+    deletes of its history applied), then the snapshots after; the change feed the same,
+    the table's rows as inserts of the snapshot it started at."""
+    lake = make_lake(inline_limit=3)
+    deleting_history(lake)
+    begun = lake.snapshot_id()
+    lake.detach()
+    name = catalog(lake)
+    rows = spark.readStream.option("maxSnapshotsPerTrigger", "1").table(f"{name}.main.t")
+    changes = spark.readStream.table(f"{name}.main.t.changes").selectExpr(
+        "k", "g", "s", "_change_type", "_commit_snapshot_id", "_rowid"
+    )
+    first = _drain(rows, tmp_path / "rows", tmp_path / "rows-checkpoint")
+    assert [p["numInputRows"] for p in first.recentProgress if p["numInputRows"]] == [
+        lake.reference("SELECT count(*) AS n FROM lake.main.t").column("n")[0].as_py()
+    ]
+    _drain(changes, tmp_path / "changes", tmp_path / "changes-checkpoint")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 2, 'new' FROM range(6000, 6100) r(i)")
+    lake.detach()
+    _drain(rows, tmp_path / "rows", tmp_path / "rows-checkpoint")
+    assert_same_rows(
+        _arrow(spark.read.parquet(str(tmp_path / "rows"))),
+        lake.reference("SELECT * FROM lake.main.t"),
+    )
+    lake.sql("DELETE FROM lake.main.t WHERE k = 5000")
+    lake.detach()
+    _drain(changes, tmp_path / "changes", tmp_path / "changes-checkpoint")
+    got = _arrow(spark.read.parquet(str(tmp_path / "changes")))
+    expected = lake.reference(
+        f"SELECT k, g, s, 'insert' AS change_type, {begun} AS snapshot_id, rowid "
+        f"FROM lake.main.t AT (VERSION => {begun}) UNION ALL "
+        "SELECT k, g, s, change_type, snapshot_id, rowid FROM "
+        f"ducklake_table_changes('lake', 'main', 't', {begun + 1}, {begun + 2})"
+    )
+    assert_same_rows(got.rename_columns(expected.column_names), expected)

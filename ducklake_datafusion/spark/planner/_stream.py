@@ -3,8 +3,10 @@ micro-batch ends, and what the batch holds.
 
 ``stream_start`` ``{namespace, name, starting_version | starting_timestamp}`` ->
 ``{"after": id}``: the snapshot a stream reads *after* (the one before the starting
-snapshot; ``latest`` when neither is given). A starting snapshot id later than the latest
-is one still to come; one that does not exist otherwise (expired) is an error naming it.
+snapshot; ``latest``: the latest). With neither, :data:`BEFORE_THE_TABLE`: the stream
+starts with the table's rows at the latest snapshot, then reads the snapshots after it. A
+starting snapshot id later than the latest is one still to come; one that does not exist
+otherwise (expired) is an error naming it.
 
 ``stream_end`` ``{namespace, name, after, until?, max_snapshots?, max_files?, max_bytes?}``
 -> ``{"end": id, "latest": id}``: the last snapshot of the next micro-batch, after ``after``
@@ -42,19 +44,32 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from ...catalog import list_snapshot_records
 from ...errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedFeatureError
-from ...read import appended_files, export_bytes, plan_changes, plan_export, step_feed
+from ...read import (
+    ROW_ID,
+    appended_files,
+    execute_plan,
+    export_bytes,
+    plan_changes,
+    plan_export,
+    step_feed,
+)
 from ...scan import Lake, LakeTable, SnapshotRef, resolve_bound
 from .._core import spark_schema, to_spark_table
 from ..changes import feed_target
 from ._frames import arrow_stream
-from ._scan import exact_rows, spark_reach, split_for_spark
+from ._scan import exact_rows, scan_response, spark_reach, split_for_spark
 
 __all__ = [
+    "BEFORE_THE_TABLE",
     "STREAM_CHANGE_FIELDS",
     "stream_end_response",
     "stream_rows_response",
     "stream_start_response",
 ]
+
+# The offset of a stream that starts with the table's rows: its first micro-batch is the
+# table at the snapshot it ends at, read as a scan (as Delta's stream starts by default).
+BEFORE_THE_TABLE = -1
 
 STREAM_CHANGE_FIELDS = (
     StructField("_change_type", StringType(), nullable=True),
@@ -76,7 +91,9 @@ def stream_start_response(lake: Lake, request: Mapping) -> tuple[dict, list[byte
         records = list_snapshot_records(session)
     if not records:
         raise SnapshotNotFoundError(f"stream of {label}: {lake.description} has no snapshots")
-    if version is None and time is None or str(version).strip().lower() == "latest":
+    if version is None and time is None:
+        return {"after": BEFORE_THE_TABLE}, []
+    if str(version).strip().lower() == "latest":
         return {"after": records[-1].snapshot_id}, []
     text = str(version if version is not None else time).strip()
     if version is not None and not text.isdigit():
@@ -150,6 +167,8 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     label = f"table {namespace}.{name}"
     table = lake.table_at(namespace, name, SnapshotRef(snapshot_id=through))
     _check_columns(table, str(request["schema"]), after, through, label)
+    if after == BEFORE_THE_TABLE:
+        return _initial(lake, table, request)
     plan = plan_changes(lake, namespace, name, None, through, after=after)
     if request.get("mode", "inserts") == "changes":
         return _changes(lake, plan, table)
@@ -204,6 +223,28 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     return header, [_one_export(exports), arrow_stream(rows)]
 
 
+def _initial(lake: Lake, table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]]:
+    """The first micro-batch of a stream that starts with the table's rows: the table at
+    the batch's end as a scan (``_scan``), or, for the change feed, as inserts of that
+    snapshot."""
+    if request.get("mode", "inserts") != "changes":
+        return scan_response(table, {**request, "columns": None, "filters": None})
+    rows = execute_plan(table.scan_plan(), with_row_ids=True)
+    n = rows.num_rows
+    with lake.backend.session() as session:
+        times = {r.snapshot_id: r.snapshot_time for r in list_snapshot_records(session)}
+    feed = pa.Table.from_arrays(
+        [
+            pa.array([table.snapshot_id] * n, pa.int64()),
+            rows.column(ROW_ID).cast(pa.int64()),
+            pa.array(["insert"] * n, pa.string()),
+            *(rows.column(c.name) for c in table.columns),
+        ],
+        names=["snapshot_id", "rowid", "change_type", *(c.name for c in table.columns)],
+    )
+    return _changes_answer(feed, table, times, table.snapshot_id)
+
+
 def _check_columns(table: LakeTable, declared: str, after: int, through: int, label: str):
     expected = StructType.fromJson(json.loads(declared))
     now = spark_schema(table.columns)
@@ -245,13 +286,21 @@ def _one_export(exports: list) -> bytes:
 def _changes(lake: Lake, plan, table: LakeTable) -> tuple[dict, list[bytes]]:
     """Every change of the range, with the commit columns."""
     feed = pa.concat_tables([step_feed(plan, step) for step in plan.steps]) if plan.steps else None
+    times = {}
+    if feed is not None and feed.num_rows:
+        with lake.backend.session() as session:
+            times = {r.snapshot_id: r.snapshot_time for r in list_snapshot_records(session)}
+    return _changes_answer(feed, table, times, plan.last)
+
+
+def _changes_answer(feed, table: LakeTable, times: dict, last: int) -> tuple[dict, list[bytes]]:
+    """Feed rows (``table_changes``' columns) as the stream's: the table's columns, then
+    the change columns."""
     schema = StructType([*spark_schema(table.columns).fields, *STREAM_CHANGE_FIELDS])
     target, _ = feed_target(schema)
     if feed is None or feed.num_rows == 0:
         rows = target.empty_table()
     else:
-        with lake.backend.session() as session:
-            times = {r.snapshot_id: r.snapshot_time for r in list_snapshot_records(session)}
         snapshots = feed.column("snapshot_id")
         commit_times = pa.array(
             [times.get(s) for s in snapshots.to_pylist()], pa.timestamp("us", tz="UTC")
@@ -260,7 +309,7 @@ def _changes(lake: Lake, plan, table: LakeTable) -> tuple[dict, list[bytes]]:
         columns += [feed.column("change_type"), snapshots, commit_times, feed.column("rowid")]
         rows = to_spark_table(pa.Table.from_arrays(columns, names=target.names), target)
     header = {
-        "snapshot": plan.last,
+        "snapshot": last,
         "files_spark": 0,
         "files_exact": 0,
         "exact_rows": rows.num_rows,

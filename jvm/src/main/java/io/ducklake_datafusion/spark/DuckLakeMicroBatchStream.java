@@ -30,9 +30,11 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * change feed ({@link ChangeFeedTable}) every change, with {@code _change_type}, {@code
  * _commit_snapshot_id}, {@code _commit_timestamp} and {@code _rowid} after the table's columns.
  *
- * <p>Options: {@code startingVersion} (a snapshot id: its changes and later ones; default
- * {@code latest}: the snapshots after the latest when the stream first starts) or {@code
- * startingTimestamp} (the first snapshot at or after it); admission control with {@code
+ * <p>By default a new query starts with the table's rows at the latest snapshot, as one
+ * micro-batch (a scan), then reads the snapshots after it, as Delta's streams do. Options:
+ * {@code startingVersion} (a snapshot id: its changes and later ones; {@code latest}: only the
+ * snapshots after the latest) or {@code startingTimestamp} (the first snapshot at or after it);
+ * admission control with {@code
  * maxSnapshotsPerTrigger}, {@code maxFilesPerTrigger} (new data files) and {@code
  * maxBytesPerTrigger} (their bytes; {@code 1g} and such), at least one snapshot per
  * micro-batch, and {@code Trigger.AvailableNow} reads up to the snapshot that was latest when
@@ -42,6 +44,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  */
 final class DuckLakeMicroBatchStream
     implements MicroBatchStream, SupportsAdmissionControl, SupportsTriggerAvailableNow {
+  /** The offset before a stream's first batch that reads the table's rows (the planner's). */
+  static final long BEFORE_THE_TABLE = -1;
+
   private final DuckLakeTable table;
   private final StructType schema;
   private final boolean changes;
@@ -172,7 +177,9 @@ final class DuckLakeMicroBatchStream
   @Override
   public Offset latestOffset(Offset start, ReadLimit limit) {
     long from = ((SnapshotOffset) start).snapshot;
-    return new SnapshotOffset(end(from, !(limit instanceof ReadAllAvailable)));
+    // the table's rows come as one micro-batch: limits apply to the snapshots after them
+    boolean limited = from != BEFORE_THE_TABLE && !(limit instanceof ReadAllAvailable);
+    return new SnapshotOffset(end(from, limited));
   }
 
   @Override
