@@ -5,8 +5,10 @@ expiry."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -39,6 +41,10 @@ def _drain(reader, out, checkpoint, **trigger):
         query.awaitTermination()
         assert query.exception() is None
     return query
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
 
 
 def _inserts(lake, start: int, end: int, columns: str = "id, s"):
@@ -431,3 +437,32 @@ def test_a_new_stream_starts_with_the_tables_rows(spark, make_lake, catalog, tmp
         f"ducklake_table_changes('lake', 'main', 't', {begun + 1}, {begun + 2})"
     )
     assert_same_rows(got.rename_columns(expected.column_names), expected)
+
+
+def test_the_readme_streaming_pipeline_runs(spark, make_lake, catalog, tmp_path):
+    """The README's continuous pipeline, as written, on a catalog named for the test: the
+    orders' rows and a later snapshot's, cleaned into a table DuckDB reads back."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (block,) = [b for b in _blocks(readme, "python") if "readStream" in b]
+    lake = make_lake(inline_limit=2)
+    lake.sql("CREATE TABLE lake.main.orders (id BIGINT, amount DOUBLE)")
+    lake.sql("INSERT INTO lake.main.orders SELECT i, i - 5 FROM range(10) r(i)")
+    lake.detach()
+    name = catalog(lake)
+    code = block.replace("lake.main.", f"{name}.main.").replace(
+        "/tmp/orders_clean", str(tmp_path / "checkpoint")
+    )
+    namespace = {"spark": spark}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+    query = namespace["query"]
+    try:
+        query.processAllAvailable()
+        lake.sql("INSERT INTO lake.main.orders VALUES (100, 7.5), (101, -1.0)")
+        lake.detach()
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert_same_rows(
+        lake.reference("SELECT * FROM lake.main.orders_clean"),
+        lake.reference("SELECT * FROM lake.main.orders WHERE amount > 0"),
+    )
