@@ -20,7 +20,7 @@ from ._commit_request import (
     NewTable,
     TableCommit,
 )
-from ._file_cut import CUT_TYPES, ColumnBound, DeletedCut, StatsCut, bounded
+from ._file_cut import CUT_TYPES, BeganCut, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
 from ._history import (
     SnapshotRecord,
@@ -50,6 +50,7 @@ __all__ = [
     "CUT_TYPES",
     "INLINED_SYSTEM_COLUMNS",
     "ROW_CHANGE_KINDS",
+    "BeganCut",
     "ChangeToken",
     "ColumnBound",
     "ColumnEntry",

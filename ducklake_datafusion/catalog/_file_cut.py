@@ -32,6 +32,7 @@ from ._sql import as_bool, live
 
 __all__ = [
     "CUT_TYPES",
+    "BeganCut",
     "ColumnBound",
     "DeletedCut",
     "FileSummary",
@@ -119,6 +120,26 @@ class DeletedCut:
             sql = f"({sql} OR data_file_id IN (SELECT file_id FROM {inlined} WHERE begin_snapshot <= ?))"
             params.append(snapshot)
         return sql, params
+
+
+@dataclass(frozen=True)
+class BeganCut:
+    """Keep only the files added after a snapshot (a stream's new files)."""
+
+    after: int
+
+    @staticmethod
+    def usable(session: MetadataSession) -> bool:
+        return True
+
+    def condition(self, session: MetadataSession, table_id: int, snapshot: int):
+        # by data file id: the same condition also selects the files' delete files and
+        # statistics, whose own begin_snapshot is another column
+        sql = (
+            "data_file_id IN (SELECT data_file_id FROM ducklake_data_file "
+            "WHERE table_id = ? AND begin_snapshot > ?)"
+        )
+        return sql, [table_id, int(self.after)]
 
 
 def bounded(cut: StatsCut | None) -> StatsCut | None:

@@ -29,7 +29,13 @@ from ._names import columns_of, read_columns
 from ._session import per_snapshot
 from ._sql import PARTITION_VALUES_SCHEMA, STATS_SCHEMA, as_bool, opt_int
 
-__all__ = ["read_file_stats", "read_partition_values", "table_files"]
+__all__ = [
+    "holds_merged_rows",
+    "inlined_insert_snapshots",
+    "read_file_stats",
+    "read_partition_values",
+    "table_files",
+]
 
 _INLINED_DATA = re.compile(r"^ducklake_inlined_data_\d+_\d+$")
 
@@ -86,6 +92,35 @@ def _inlined_deletes(
     ):
         positions.setdefault(int(file_id), []).append(int(pos))
     return {k: tuple(sorted(v)) for k, v in positions.items()}
+
+
+def inlined_insert_snapshots(
+    session: MetadataSession, table_id: int, after: int, through: int
+) -> set[int]:
+    """The snapshots in ``(after, through]`` that inlined rows of the table began at."""
+    found: set[int] = set()
+    for inlined in _inlined_tables(session, table_id):
+        name = inlined.table_name
+        if not _INLINED_DATA.match(name) or not session.has_table(name):
+            continue
+        begin = _inlined_system_columns(session, name).begin_snapshot
+        rows = session.rows(
+            f"SELECT DISTINCT {begin} FROM {name} WHERE {begin} > ? AND {begin} <= ?",
+            [int(after), int(through)],
+        )
+        found.update(int(r[0]) for r in rows)
+    return found
+
+
+def holds_merged_rows(session: MetadataSession, table_id: int, after: int, through: int) -> bool:
+    """Whether a file live at ``through`` holds rows of snapshots after ``after`` while it
+    began at or before it: a file written by compaction or a flush (``partial_max``)."""
+    rows = session.rows(
+        "SELECT count(*) FROM ducklake_data_file WHERE table_id = ? AND partial_max IS NOT NULL "
+        "AND partial_max > ? AND begin_snapshot <= ? AND (end_snapshot IS NULL OR ? < end_snapshot)",
+        [table_id, int(after), int(after), int(through)],
+    )
+    return int(rows[0][0]) > 0
 
 
 def _inlined_tables(session: MetadataSession, table_id: int) -> list[InlinedTableEntry]:

@@ -17,6 +17,7 @@ parameters.
 
 from __future__ import annotations
 
+from ._file_details import holds_merged_rows, inlined_insert_snapshots
 from ._names import (
     columns_of,
     find_table,
@@ -40,6 +41,8 @@ __all__ = [
     "columns_of",
     "file_summary_of",
     "find_table",
+    "holds_merged_rows",
+    "inlined_insert_snapshots",
     "latest_snapshot",
     "list_schemas",
     "list_snapshots",

@@ -7,7 +7,8 @@ exact row counts, the plan export for engines outside Python (``export_plan``; i
 imports ``datafusion`` or ``pyspark``.
 """
 
-from ._changes import appended_files, differing_rows, plan_changes, step_feed, table_changes
+from ._appends import InsertPlan, plan_inserts
+from ._changes import differing_rows, plan_changes, step_feed, table_changes
 from ._checked import CheckedFile, checked_file
 from ._count import catalog_count, count_rows
 from ._executor import execute_plan, execute_tasks, read_request
@@ -33,9 +34,9 @@ __all__ = [
     "ROW_ID",
     "CheckedFile",
     "FileLayout",
+    "InsertPlan",
     "PlanExport",
     "PlanVersionError",
-    "appended_files",
     "catalog_count",
     "check_data_file",
     "checked_file",
@@ -52,6 +53,7 @@ __all__ = [
     "parsed_fragment",
     "plan_changes",
     "plan_export",
+    "plan_inserts",
     "read_data_file",
     "read_error",
     "read_request",

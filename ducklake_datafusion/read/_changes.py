@@ -68,10 +68,11 @@ from ._executor import execute_plan
 from ._reader import ROW_ID, open_file
 
 __all__ = [
-    "appended_files",
+    "ChangeStates",
     "differing_rows",
     "neutral_lake",
     "plan_changes",
+    "read_change_states",
     "step_feed",
     "table_changes",
 ]
@@ -346,54 +347,93 @@ def plan_changes(
     existing one, compared with the state at ``after``.
     """
     lake = neutral_lake(lake)
-    backend = lake.backend
-    description = backend.description
-    with backend.session() as session:
-        settings = metadata.read_settings(session, description)
-        records = list_snapshot_records(session)
+    with lake.backend.session() as session:
+        found = read_change_states(session, lake, schema, table, start, end, after=after)
+    return found.plan(lake.storage, full_states=full_states)
 
-        def bounds() -> str:
-            return snapshot_bounds(session)
 
-        last = resolve_bound(records, end, lower=False, description=description, bounds=bounds)
-        if after is None:
-            first = resolve_bound(
-                records, start, lower=True, description=description, bounds=bounds
+@dataclass(frozen=True)
+class ChangeStates:
+    """The states a change feed compares, read in one catalog transaction: what
+    :func:`plan_changes` narrows into its steps."""
+
+    entry: object  # the table's TableEntry at ``last``
+    description: str
+    first: int
+    last: int
+    column_entries: tuple[ColumnEntry, ...]
+    columns: tuple[ColumnSpec, ...]
+    data_path: str
+    pairs: tuple[tuple[int, int], ...]
+    states: dict[int, _State]
+
+    def plan(self, storage, *, full_states: bool = False) -> ChangePlan:
+        """The feed's plan: each pair narrowed to the data files that differ (reads the
+        delete files of the files present in both states)."""
+        deletes = _DeleteCache(storage)
+        steps = []
+        for previous, snapshot in self.pairs:
+            old, new = self.states[previous], self.states[snapshot]
+            files, shrunk = (None, {}) if full_states else _touched(old, new, deletes)
+            steps.append(
+                ChangeStep(previous, snapshot, _narrowed(old, files), _narrowed(new, files), shrunk)
             )
-        else:
-            first = next((r.snapshot_id for r in records if r.snapshot_id > after), last + 1)
-        entry = require_table(
-            session, description, last, schema, table, context=", the end of the change feed"
+        entry = self.entry
+        return ChangePlan(
+            table=f"{entry.schema_name}.{entry.table_name}",
+            where=f"change feed of {entry.schema_name}.{entry.table_name} in {self.description}",
+            first=self.first,
+            last=self.last,
+            columns=self.columns,
+            steps=tuple(steps),
         )
-        column_entries = metadata.read_columns(session, entry.table_id, last)
-        columns = build_column_tree(column_entries)
-        pairs = (
-            change_steps(records, first, last, entry.table_id, previous=after)
-            if first <= last
-            else []
+
+
+def read_change_states(
+    session: MetadataSession,
+    lake,
+    schema: str,
+    table: str,
+    start: object,
+    end: object,
+    *,
+    after: int | None = None,
+    compare=None,
+) -> ChangeStates:
+    """The bounds, columns and compared states of a change feed (see :func:`plan_changes`),
+    in ``session``. ``compare``: which snapshots' steps to compare (a predicate on the
+    snapshot id; default all)."""
+    description = lake.backend.description
+    settings = metadata.read_settings(session, description)
+    records = list_snapshot_records(session)
+
+    def bounds() -> str:
+        return snapshot_bounds(session)
+
+    last = resolve_bound(records, end, lower=False, description=description, bounds=bounds)
+    if after is None:
+        first = resolve_bound(records, start, lower=True, description=description, bounds=bounds)
+    else:
+        first = next((r.snapshot_id for r in records if r.snapshot_id > after), last + 1)
+    entry = require_table(
+        session, description, last, schema, table, context=", the end of the change feed"
+    )
+    column_entries = metadata.read_columns(session, entry.table_id, last)
+    columns = tuple(build_column_tree(column_entries))
+    pairs = (
+        change_steps(records, first, last, entry.table_id, previous=after) if first <= last else []
+    )
+    if compare is not None:
+        pairs = [pair for pair in pairs if compare(pair[1])]
+    data_path = lake.data_path(settings)
+    states = {
+        snapshot: _read_state(
+            session, lake, entry.table_id, snapshot, column_entries, columns, data_path
         )
-        data_path = lake.data_path(settings)
-        states = {
-            snapshot: _read_state(
-                session, lake, entry.table_id, snapshot, column_entries, columns, data_path
-            )
-            for snapshot in sorted({s for pair in pairs for s in pair})
-        }
-    deletes = _DeleteCache(lake.storage)
-    steps = []
-    for previous, snapshot in pairs:
-        old, new = states[previous], states[snapshot]
-        files, shrunk = (None, {}) if full_states else _touched(old, new, deletes)
-        steps.append(
-            ChangeStep(previous, snapshot, _narrowed(old, files), _narrowed(new, files), shrunk)
-        )
-    return ChangePlan(
-        table=f"{entry.schema_name}.{entry.table_name}",
-        where=f"change feed of {entry.schema_name}.{entry.table_name} in {description}",
-        first=first,
-        last=last,
-        columns=tuple(columns),
-        steps=tuple(steps),
+        for snapshot in sorted({s for pair in pairs for s in pair})
+    }
+    return ChangeStates(
+        entry, description, first, last, column_entries, columns, data_path, tuple(pairs), states
     )
 
 
@@ -430,36 +470,3 @@ def step_feed(plan: ChangePlan, step: ChangeStep) -> pa.Table:
         plan.where,
     )
     return pa.concat_tables(pieces)
-
-
-def appended_files(step: ChangeStep) -> ScanPlan | None:
-    """The data files a step only added, as a plan of its new state, or ``None``.
-
-    A step whose only difference is new data files (no data file of the old state differs,
-    the inlined rows are the same in both) inserted exactly the visible rows of those files,
-    with the step's deletes applied: an engine can read them as a scan, without comparing
-    states. Anything else (deletes, updates, compaction, a flush of inlined rows, inlined
-    inserts) returns ``None``: its feed is :func:`step_feed`.
-    """
-    if step.new is None:
-        return None
-    old = () if step.old is None else step.old.tasks
-    if any(isinstance(t, DataFileTask) for t in old):
-        return None
-    if not _same_inlined(old, step.new.tasks):
-        return None
-    files = tuple(t for t in step.new.tasks if isinstance(t, DataFileTask))
-    if not files:
-        return None
-    return dataclasses.replace(step.new, tasks=files)
-
-
-def _same_inlined(old: tuple, new: tuple) -> bool:
-    """Whether two states hold the same inlined rows (rowids and values)."""
-    before = [t.rows for t in old if not isinstance(t, DataFileTask)]
-    after = [t.rows for t in new if not isinstance(t, DataFileTask)]
-    if not before or not after:
-        return sum(r.num_rows for r in before) == 0 and sum(r.num_rows for r in after) == 0
-    if before[0].schema != after[0].schema:
-        return False
-    return pa.concat_tables(before).equals(pa.concat_tables(after))

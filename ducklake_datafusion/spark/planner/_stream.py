@@ -18,10 +18,10 @@ hadoop_schemes, hadoop_version}`` -> ``(header, [plan export, rows as Arrow IPC]
 answer (``_scan``): the change feed of snapshots ``after + 1`` through ``through`` (the
 core's ``plan_changes``, exact on every lake).
 
-* ``mode`` ``inserts`` (the default): the rows those snapshots inserted. A snapshot that
-  only added data files is read as a scan: its files go to Spark's Parquet reader (deletes
-  of the same snapshot applied inside it), or are read here where Spark's reader is not
-  exact. Every other snapshot's rows come from the state comparison. A snapshot that also
+* ``mode`` ``inserts`` (the default): the rows those snapshots inserted (``plan_inserts``).
+  Snapshots that only added data files are read as scans: their files go to Spark's
+  Parquet reader (deletes of the same snapshot applied inside it), or are read here where
+  Spark's reader is not exact. Every other snapshot's rows come from the state comparison. A snapshot that also
   deleted or updated rows is an error naming it (a stream of inserts would silently keep
   rows the lake no longer has), or, with ``skip_change_commits``, left out whole.
 * ``mode`` ``changes``: every change, the table's columns then ``_change_type``,
@@ -46,11 +46,11 @@ from ...catalog import list_snapshot_records
 from ...errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedFeatureError
 from ...read import (
     ROW_ID,
-    appended_files,
     execute_plan,
     export_bytes,
     plan_changes,
     plan_export,
+    plan_inserts,
     step_feed,
 )
 from ...scan import Lake, LakeTable, SnapshotRef, resolve_bound
@@ -169,18 +169,14 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     _check_columns(table, str(request["schema"]), after, through, label)
     if after == BEFORE_THE_TABLE:
         return _initial(lake, table, request)
-    plan = plan_changes(lake, namespace, name, None, through, after=after)
     if request.get("mode", "inserts") == "changes":
-        return _changes(lake, plan, table)
+        return _changes(
+            lake, plan_changes(lake, namespace, name, None, through, after=after), table
+        )
     skip = bool(request.get("skip_change_commits"))
-    scans, feeds = [], []
-    for step in plan.steps:
-        files = appended_files(step)
-        if files is None:
-            feeds.append(step_feed(plan, step))
-        else:
-            scans.append(files)
-    feed = pa.concat_tables(feeds) if feeds else None
+    inserts = plan_inserts(lake, namespace, name, after, through)
+    plan, scans = inserts.changes, inserts.appended
+    feed = pa.concat_tables([step_feed(plan, s) for s in plan.steps]) if plan.steps else None
     changed = _changed_snapshots(feed)
     if changed and not skip:
         raise UnsupportedFeatureError(

@@ -69,14 +69,7 @@ final class DuckLakeBatchWrite implements BatchWrite {
               + target.directory + " were kept: check the table's latest snapshot",
           null);
     }
-    List<String> left = target.delete(files, session);
-    if (!left.isEmpty()) {
-      throw new DuckLakeException(
-          ErrorNames.STORAGE,
-          "a failed write to " + target.table + " could not delete its files " + left
-              + "; no snapshot refers to them (ducklake_delete_orphaned_files removes them)",
-          null);
-    }
+    target.deleteUncommitted(files, session, "a failed write to " + target.table);
   }
 
   @Override

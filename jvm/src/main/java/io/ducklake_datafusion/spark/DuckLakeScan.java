@@ -57,7 +57,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   private final DuckLakeTable table;
   private final StructType readSchema;
   private final Filter[] pushed;
-  private final Plan plan;
+  private final ObjectNode request;
+  private Plan plan; // made on first use: a stream of the table never needs the batch plan
 
   /**
    * The planner's answer for one (snapshot, columns, filters) and what the reads need of it,
@@ -125,13 +126,21 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     // Which ABFS modes this Hadoop has (a Blob endpoint needs 3.4.2+): the planner reads
     // the files Spark's connector cannot reach exactly instead.
     request.put("hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
-    String key = request.toString() + readSettings();
-    Plan found = table.plan(key);
-    if (found == null || !found.localFilesUnchanged()) {
-      found = new Plan(table.catalog().call(request), table.name());
-      table.keepPlan(key, found);
+    this.request = request;
+  }
+
+  /** The planner's plan of this scan, asked once (or reused from the table's). */
+  private synchronized Plan plan() {
+    if (plan == null) {
+      String key = request.toString() + readSettings();
+      Plan found = table.plan(key);
+      if (found == null || !found.localFilesUnchanged()) {
+        found = new Plan(table.catalog().call(request), table.name());
+        table.keepPlan(key, found);
+      }
+      plan = found;
     }
-    this.plan = found;
+    return plan;
   }
 
   /** The session settings a plan's reads depend on (part of its cache key). */
@@ -171,6 +180,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public String description() {
+    Plan plan = plan();
     StringBuilder text = new StringBuilder("DuckLake ");
     text.append(table.name()).append(" snapshot ").append(plan.header.path("snapshot").asLong());
     text.append(" [files: ").append(plan.header.path("files_spark").asLong()).append(" read by Spark");
@@ -214,6 +224,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public Statistics estimateStatistics() {
+    Plan plan = plan();
     final long bytes = plan.header.path("bytes").asLong();
     final long rows = plan.header.path("rows").asLong();
     return new Statistics() {
@@ -231,6 +242,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public InputPartition[] planInputPartitions() {
+    Plan plan = plan();
     synchronized (plan) {
       if (plan.partitions == null) {
         build();
@@ -241,6 +253,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
+    Plan plan = plan();
     synchronized (plan) {
       if (plan.factory == null) {
         build();
@@ -250,7 +263,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   }
 
   private void build() {
-    build(plan, table, readSchema, pushed);
+    build(plan(), table, readSchema, pushed);
   }
 
   /**

@@ -51,33 +51,22 @@ final class DuckLakeStreamingWrite implements StreamingWrite {
     try {
       committed = committer.commit(epochId, files);
     } catch (PlannerProcess.Refused e) {
-      deleteOrSay(files, e); // nothing was committed
+      try { // nothing was committed
+        target.deleteUncommitted(files, session, "a refused micro-batch of " + target.table);
+      } catch (DuckLakeException orphans) {
+        e.addSuppressed(orphans);
+      }
       throw e;
     }
-    if (!committed) {
-      deleteOrSay(files, null); // a replayed batch: its rows are in the lake already
+    if (!committed) { // a replayed batch: its rows are in the lake already
+      target.deleteUncommitted(files, session, "a replayed micro-batch of " + target.table);
     }
   }
 
   @Override
   public void abort(long epochId, WriterCommitMessage[] messages) {
-    deleteOrSay(WrittenFile.of(messages), null);
-  }
-
-  private void deleteOrSay(List<WrittenFile> files, RuntimeException failure) {
-    List<String> left = target.delete(files, session);
-    if (!left.isEmpty()) {
-      DuckLakeException orphans =
-          new DuckLakeException(
-              ErrorNames.STORAGE,
-              "files of an uncommitted micro-batch of " + target.table + " could not be deleted: "
-                  + left + "; no snapshot refers to them (ducklake_delete_orphaned_files removes them)",
-              null);
-      if (failure == null) {
-        throw orphans;
-      }
-      failure.addSuppressed(orphans);
-    }
+    target.deleteUncommitted(
+        WrittenFile.of(messages), session, "a failed micro-batch of " + target.table);
   }
 
   @Override

@@ -109,13 +109,6 @@ final class StagedDuckLakeTable implements StagedTable, SupportsWrite {
     if (target == null || files == null || outcomeUnknown) {
       return;
     }
-    List<String> left = target.delete(files, SparkSession.active());
-    if (!left.isEmpty()) {
-      throw new DuckLakeException(
-          ErrorNames.STORAGE,
-          "a failed CREATE TABLE AS of " + name() + " could not delete its files " + left
-              + "; no snapshot refers to them (ducklake_delete_orphaned_files removes them)",
-          null);
-    }
+    target.deleteUncommitted(files, SparkSession.active(), "a failed CREATE TABLE AS of " + name());
   }
 }

@@ -86,12 +86,22 @@ final class WriteTarget {
     }
   }
 
-  /** Delete written files; the ones left behind. */
-  List<String> delete(List<WrittenFile> files, SparkSession session) {
+  /**
+   * Delete the files of a write that did not commit (no snapshot refers to them), or say
+   * which could not be deleted. {@code write} names it: "a failed write to lake.main.t".
+   */
+  void deleteUncommitted(List<WrittenFile> files, SparkSession session, String write) {
     List<Path> paths = new ArrayList<>();
     for (WrittenFile file : files) {
       paths.add(new Path(directory + file.path));
     }
-    return DuckLakeDataWriter.delete(paths, hadoop(session));
+    List<String> left = DuckLakeDataWriter.delete(paths, hadoop(session));
+    if (!left.isEmpty()) {
+      throw new DuckLakeException(
+          ErrorNames.STORAGE,
+          write + " could not delete its files " + left
+              + "; no snapshot refers to them (ducklake_delete_orphaned_files removes them)",
+          null);
+    }
   }
 }
