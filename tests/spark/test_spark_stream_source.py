@@ -466,3 +466,31 @@ def test_the_readme_streaming_pipeline_runs(spark, make_lake, catalog, tmp_path)
         lake.reference("SELECT * FROM lake.main.orders_clean"),
         lake.reference("SELECT * FROM lake.main.orders WHERE amount > 0"),
     )
+
+
+def test_added_columns_are_left_out_and_renames_stop_the_stream(
+    spark, make_lake, catalog, tmp_path
+):
+    """A column added while a stream runs is left out of it (the stream goes on, new files
+    read by Spark's reader); a renamed column stops it, naming the change."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    start = lake.snapshot_id() + 1
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'a' FROM range(5) r(i)")
+    lake.detach()
+    name = catalog(lake)
+    reader = spark.readStream.option("startingVersion", str(start)).table(f"{name}.main.t")
+    _drain(reader, tmp_path / "out", tmp_path / "checkpoint")
+    lake.sql("ALTER TABLE lake.main.t ADD COLUMN extra INTEGER DEFAULT 7")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'b', i FROM range(10, 15) r(i)")
+    lake.detach()
+    _drain(reader, tmp_path / "out", tmp_path / "checkpoint")
+    assert_same_rows(
+        _arrow(spark.read.parquet(str(tmp_path / "out"))),
+        lake.reference("SELECT id, s FROM lake.main.t"),
+    )
+    lake.sql("ALTER TABLE lake.main.t RENAME COLUMN s TO s2")
+    lake.sql("INSERT INTO lake.main.t SELECT i, 'c', i FROM range(20, 25) r(i)")
+    lake.detach()
+    with pytest.raises(Exception, match="columns changed.*renamed, dropped or retyped"):
+        _drain(reader, tmp_path / "out", tmp_path / "checkpoint")

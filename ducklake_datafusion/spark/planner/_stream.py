@@ -28,8 +28,8 @@ core's ``plan_changes``, exact on every lake).
   ``_commit_snapshot_id``, ``_commit_timestamp`` and ``_rowid`` (the feed's ``rowid``, which
   pairs an update's pre- and post-image), all computed here.
 
-The rows have the stream's schema (the table's at its start); a snapshot that changed the
-columns stops the stream, named.
+The rows have the stream's schema (the table's at its start). Columns added since are left
+out and the stream goes on; a renamed, dropped or retyped column stops it, named.
 """
 
 from __future__ import annotations
@@ -166,13 +166,12 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     after, through = int(request["after"]), int(request["through"])
     label = f"table {namespace}.{name}"
     table = lake.table_at(namespace, name, SnapshotRef(snapshot_id=through))
-    _check_columns(table, str(request["schema"]), after, through, label)
+    columns = _stream_columns(table, str(request["schema"]), after, through, label)
     if after == BEFORE_THE_TABLE:
-        return _initial(lake, table, request)
+        return _initial(lake, table, columns, request)
     if request.get("mode", "inserts") == "changes":
-        return _changes(
-            lake, plan_changes(lake, namespace, name, None, through, after=after), table
-        )
+        changes = plan_changes(lake, namespace, name, None, through, after=after)
+        return _changes(lake, changes, columns)
     skip = bool(request.get("skip_change_commits"))
     inserts = plan_inserts(lake, namespace, name, after, through)
     plan, scans = inserts.changes, inserts.appended
@@ -184,8 +183,8 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
             "inserted rows cannot carry; set the read option skipChangeCommits=true to leave "
             "such snapshots out, or read the change feed (readChangeFeed=true)"
         )
-    names = [c.name for c in table.columns]
-    target, _ = feed_target(spark_schema(table.columns))
+    names = [c.name for c in columns]
+    target, _ = feed_target(spark_schema(columns))
     pieces = []
     if feed is not None:
         keep = pc.equal(feed.column("change_type"), "insert")
@@ -219,12 +218,13 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
     return header, [_one_export(exports), arrow_stream(rows)]
 
 
-def _initial(lake: Lake, table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]]:
+def _initial(lake: Lake, table: LakeTable, columns, request: Mapping) -> tuple[dict, list[bytes]]:
     """The first micro-batch of a stream that starts with the table's rows: the table at
     the batch's end as a scan (``_scan``), or, for the change feed, as inserts of that
     snapshot."""
     if request.get("mode", "inserts") != "changes":
-        return scan_response(table, {**request, "columns": None, "filters": None})
+        names = [c.name for c in columns]
+        return scan_response(table, {**request, "columns": names, "filters": None})
     rows = execute_plan(table.scan_plan(), with_row_ids=True)
     n = rows.num_rows
     with lake.backend.session() as session:
@@ -234,25 +234,29 @@ def _initial(lake: Lake, table: LakeTable, request: Mapping) -> tuple[dict, list
             pa.array([table.snapshot_id] * n, pa.int64()),
             rows.column(ROW_ID).cast(pa.int64()),
             pa.array(["insert"] * n, pa.string()),
-            *(rows.column(c.name) for c in table.columns),
+            *(rows.column(c.name) for c in columns),
         ],
-        names=["snapshot_id", "rowid", "change_type", *(c.name for c in table.columns)],
+        names=["snapshot_id", "rowid", "change_type", *(c.name for c in columns)],
     )
-    return _changes_answer(feed, table, times, table.snapshot_id)
+    return _changes_answer(feed, columns, times, table.snapshot_id)
 
 
-def _check_columns(table: LakeTable, declared: str, after: int, through: int, label: str):
+def _stream_columns(table: LakeTable, declared: str, after: int, through: int, label: str):
+    """The table's columns the stream reads: the ones it started with, which must still
+    lead the table's, same names and types (columns added since are left out: the stream
+    goes on); anything else stops the stream, named."""
     expected = StructType.fromJson(json.loads(declared))
+    expected = [(f.name, f.dataType) for f in expected.fields if f.name not in _CHANGE_NAMES]
     now = spark_schema(table.columns)
-    expected = StructType([f for f in expected.fields if f.name not in _CHANGE_NAMES])
-    if [(f.name, f.dataType) for f in now.fields] != [
-        (f.name, f.dataType) for f in expected.fields
-    ]:
+    if [(f.name, f.dataType) for f in now.fields][: len(expected)] != expected:
+        started = ", ".join(f"{name} {kind.simpleString()}" for name, kind in expected)
         raise UnsupportedFeatureError(
             f"{label}: its columns changed between snapshots {after} and {through} "
-            f"({expected.simpleString()} -> {now.simpleString()}); a stream keeps the schema "
-            "it started with: start the stream again (a new checkpoint) to read the new columns"
+            f"(the stream's: {started}; now: {now.simpleString()}); a stream goes on past "
+            "added columns but not renamed, dropped or retyped ones: start it again (a new "
+            "checkpoint) to read the table's new columns"
         )
+    return table.columns[: len(expected)]
 
 
 _CHANGE_NAMES = frozenset(f.name for f in STREAM_CHANGE_FIELDS)
@@ -279,20 +283,20 @@ def _one_export(exports: list) -> bytes:
     return export_bytes(dataclasses.replace(exports[0], files=merged))
 
 
-def _changes(lake: Lake, plan, table: LakeTable) -> tuple[dict, list[bytes]]:
+def _changes(lake: Lake, plan, columns) -> tuple[dict, list[bytes]]:
     """Every change of the range, with the commit columns."""
     feed = pa.concat_tables([step_feed(plan, step) for step in plan.steps]) if plan.steps else None
     times = {}
     if feed is not None and feed.num_rows:
         with lake.backend.session() as session:
             times = {r.snapshot_id: r.snapshot_time for r in list_snapshot_records(session)}
-    return _changes_answer(feed, table, times, plan.last)
+    return _changes_answer(feed, columns, times, plan.last)
 
 
-def _changes_answer(feed, table: LakeTable, times: dict, last: int) -> tuple[dict, list[bytes]]:
+def _changes_answer(feed, columns, times: dict, last: int) -> tuple[dict, list[bytes]]:
     """Feed rows (``table_changes``' columns) as the stream's: the table's columns, then
     the change columns."""
-    schema = StructType([*spark_schema(table.columns).fields, *STREAM_CHANGE_FIELDS])
+    schema = StructType([*spark_schema(columns).fields, *STREAM_CHANGE_FIELDS])
     target, _ = feed_target(schema)
     if feed is None or feed.num_rows == 0:
         rows = target.empty_table()
@@ -301,9 +305,9 @@ def _changes_answer(feed, table: LakeTable, times: dict, last: int) -> tuple[dic
         commit_times = pa.array(
             [times.get(s) for s in snapshots.to_pylist()], pa.timestamp("us", tz="UTC")
         )
-        columns = [feed.column(c.name) for c in table.columns]
-        columns += [feed.column("change_type"), snapshots, commit_times, feed.column("rowid")]
-        rows = to_spark_table(pa.Table.from_arrays(columns, names=target.names), target)
+        arrays = [feed.column(c.name) for c in columns]
+        arrays += [feed.column("change_type"), snapshots, commit_times, feed.column("rowid")]
+        rows = to_spark_table(pa.Table.from_arrays(arrays, names=target.names), target)
     header = {
         "snapshot": last,
         "files_spark": 0,
