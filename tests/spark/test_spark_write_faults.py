@@ -1,0 +1,95 @@
+"""Faults while Spark writes to the lake: each row registered once or not at all.
+
+Each case runs a Spark job of its own (``support/spark_write_job.py``, a session each:
+``local[2,4]`` retries a failed task) against a lake DuckDB reads back: a retried task,
+a speculative copy, a cancelled job, the catalog locked at commit, a concurrent DuckDB
+append and a concurrent overwrite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import support
+from support.lakes import assert_same_rows
+from test_spark_writes import _data_files
+
+pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.spark
+
+
+JOB = Path(support.__file__).with_name("spark_write_job.py")
+
+
+def _faulty_write(lake, tmp_path, case: str, jar: str) -> str | None:
+    """Run ``spark_write_job`` for ``case``; the write's error text, or None."""
+    out = tmp_path / case
+    out.mkdir()
+    spec = {"case": case, "metadata": lake.reader_args()["metadata"], "jar": jar, "out": str(out)}
+    (out / "spec.json").write_text(json.dumps(spec))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, str(JOB), str(out / "spec.json")],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads((out / "result.json").read_text())["error"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["retry", "speculation", "cancel", "locked", "concurrent_append", "concurrent_overwrite"],
+)
+def test_faults_register_each_row_once_or_not_at_all(make_lake, tmp_path, spark_package_jar, case):
+    """A retried task, a speculative copy: every row exactly once, and no file but the
+    committed ones. A cancelled job, a catalog locked at commit, an overwrite that another
+    commit overtook: no new row and no file left behind, the error typed. A concurrent
+    DuckDB append: both commits kept."""
+    if spark_package_jar is None:
+        pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    lake.sql("INSERT INTO lake.main.t VALUES (100000, 'before')")
+    lake.detach()
+    before = lake.reference("SELECT * FROM lake.main.t")
+    error = _faulty_write(lake, tmp_path, case, spark_package_jar)
+    after = lake.reference("SELECT * FROM lake.main.t")
+    listed = {
+        os.path.basename(p)
+        for p in lake.reference("SELECT data_file FROM ducklake_list_files('lake', 't')")
+        .column(0)
+        .to_pylist()
+    }
+    assert {os.path.basename(p) for p in _data_files(lake)} == listed, "no file left behind"
+    spark_rows = pa.table(
+        {"id": pa.array(range(4000), pa.int64()), "s": [f"spark{i}" for i in range(4000)]}
+    )
+    duckdb_row = pa.table({"id": pa.array([-1], pa.int64()), "s": ["duckdb"]})
+    if case in ("retry", "speculation"):
+        assert error is None
+        assert_same_rows(after, pa.concat_tables([before, spark_rows]))
+    elif case == "concurrent_append":
+        assert error is None
+        assert_same_rows(after, pa.concat_tables([before, duckdb_row, spark_rows]))
+    else:
+        assert error is not None
+        expected = {
+            "cancel": "cancel",
+            "locked": "CatalogLockedError",
+            "concurrent_overwrite": "CommitConflictError",
+        }[case]
+        assert expected.lower() in error.lower(), error
+        if case == "concurrent_overwrite":
+            before = pa.concat_tables([before, duckdb_row])
+        assert_same_rows(after, before)
