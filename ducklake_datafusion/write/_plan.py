@@ -110,11 +110,7 @@ def append_plan(
     require_writable(lake)
     with lake.backend.session() as session:
         settings = metadata.read_settings(session, lake.description)
-        snapshot = (
-            at_snapshot
-            if at_snapshot is not None
-            else metadata.latest_snapshot(session).snapshot_id
-        )
+        snapshot = _base_snapshot(session, at_snapshot)
         entry = require_table(session, lake.description, snapshot, schema, table)
         columns = build_column_tree(metadata.read_columns(session, entry.table_id, snapshot))
         description = f"{lake.description}: table {entry.schema_name}.{entry.table_name}"
@@ -133,6 +129,13 @@ def append_plan(
         options=options or CommitOptions(),
     )
     return WritePlan(request, directory, tuple(columns), target_size, spec)
+
+
+def _base_snapshot(session, at_snapshot: int | None) -> int:
+    """The snapshot a write is based on: the one it began at, or the latest."""
+    if at_snapshot is not None:
+        return at_snapshot
+    return metadata.latest_snapshot(session).snapshot_id
 
 
 def create_plan(
@@ -160,11 +163,7 @@ def create_plan(
     path = f"{table}/" if _PLAIN_NAME.match(table) else f"{table_uuid}/"
     with lake.backend.session() as session:
         settings = metadata.read_settings(session, lake.description)
-        latest = (
-            at_snapshot
-            if at_snapshot is not None
-            else metadata.latest_snapshot(session).snapshot_id
-        )
+        latest = _base_snapshot(session, at_snapshot)
         schemas = {s.schema_name: s for s in metadata.list_schemas(session, latest)}
         entry = schemas.get(schema)
         if entry is None:
