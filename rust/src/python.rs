@@ -94,9 +94,8 @@ impl PyLakeProvider {
         let bounds = match bounds {
             Some(bounds) => {
                 contract::check_bounds(&table, &bounds.0, &schema, files.len())?;
-                let bounds = to_views(&bounds.0).map_err(|e| {
-                    ContractError::new_err(format!("the bounds of {table}: {e}"))
-                })?;
+                let bounds = to_views(&bounds.0)
+                    .map_err(|e| ContractError::new_err(format!("the bounds of {table}: {e}")))?;
                 FileBounds::new(&bounds, &views, &counts)
             }
             None => FileBounds::unbounded(&counts),

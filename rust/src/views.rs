@@ -107,8 +107,17 @@ mod tests {
     fn batches_keep_every_value() {
         let batch = RecordBatch::try_from_iter(vec![
             ("k", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
-            ("s", Arc::new(StringArray::from(vec![Some("a long string, not inlined"), None]))),
-            ("b", Arc::new(BinaryArray::from(vec![Some(&b"\xff\x00"[..]), Some(b"")]))),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![
+                    Some("a long string, not inlined"),
+                    None,
+                ])),
+            ),
+            (
+                "b",
+                Arc::new(BinaryArray::from(vec![Some(&b"\xff\x00"[..]), Some(b"")])),
+            ),
             (
                 "l",
                 Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
