@@ -65,8 +65,7 @@ def test_a_table_of_nested_strings_keeps_its_types(make_lake):
     assert types["tags"] == pa.list_(pa.string())
     check(
         lake,
-        "SELECT t.k, t.s, n.tags FROM lake.main.t t JOIN lake.main.n n ON t.s = n.s "
-        "WHERE t.k < 40",
+        "SELECT t.k, t.s, n.tags FROM lake.main.t t JOIN lake.main.n n ON t.s = n.s WHERE t.k < 40",
     )
 
 
@@ -139,4 +138,7 @@ def test_inserted_strings_from_a_native_table_read_back(make_lake):
     ctx.sql("INSERT INTO lake.main.copy VALUES (9000, 'typed here', NULL, 0.5)").collect()
     sql = "SELECT * FROM lake.main.copy"
     assert_same_rows(ours(lake, sql), lake.reference(sql))
-    check(lake, "SELECT c.k, c.s = t.s AS same FROM lake.main.copy c LEFT JOIN lake.main.t t USING (k)")
+    check(
+        lake,
+        "SELECT c.k, c.s = t.s AS same FROM lake.main.copy c LEFT JOIN lake.main.t t USING (k)",
+    )
