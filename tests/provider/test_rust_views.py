@@ -142,3 +142,19 @@ def test_inserted_strings_from_a_native_table_read_back(make_lake):
         lake,
         "SELECT c.k, c.s = t.s AS same FROM lake.main.copy c LEFT JOIN lake.main.t t USING (k)",
     )
+
+
+def test_a_table_created_from_a_native_table_has_the_lake_types(make_lake):
+    """``CREATE TABLE ... AS`` of view-typed columns writes VARCHAR and BLOB columns."""
+    lake = _strings_lake(make_lake)
+    _ctx(lake).sql("CREATE TABLE lake.main.c2 AS SELECT * FROM lake.main.t WHERE k < 100").collect()
+    types = lake.reference(
+        "SELECT column_name AS c, data_type AS t FROM information_schema.columns "
+        "WHERE table_catalog = 'lake' AND table_name = 'c2' ORDER BY ordinal_position"
+    ).to_pylist()
+    assert [(r["c"], r["t"]) for r in types][:3] == [
+        ("k", "BIGINT"),
+        ("s", "VARCHAR"),
+        ("b", "BLOB"),
+    ]
+    check(lake, "SELECT * FROM lake.main.c2")
