@@ -15,10 +15,11 @@
 //! metrics (the Parquet scan's) on the guard's line.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use arrow::datatypes::SchemaRef;
@@ -54,6 +55,10 @@ pub struct GuardExec {
     name: String,
     input: Arc<dyn ExecutionPlan>,
     crossing: Option<Arc<dyn Handover>>,
+    /// The inner plan's statistics, per partition (`None`: the whole plan), walked once:
+    /// the caller's optimizer asks a scan's statistics a dozen times while planning one
+    /// query, each time across the FFI. The inner plan never changes, so neither do they.
+    statistics: Arc<Mutex<HashMap<Option<usize>, Arc<Statistics>>>>,
 }
 
 impl GuardExec {
@@ -67,6 +72,7 @@ impl GuardExec {
             name: format!("{name}: {summary}"),
             input,
             crossing: None,
+            statistics: Default::default(),
         }
     }
 
@@ -75,14 +81,18 @@ impl GuardExec {
             name: self.name.clone(),
             input,
             crossing: self.crossing.clone(),
+            statistics: Default::default(),
         }
     }
 
-    /// The guard as it crosses to the caller (`crossing::for_the_caller`).
+    /// The guard as it crosses to the caller (`crossing::for_the_caller`): the same inner
+    /// plan, so the same statistics.
     pub fn with_crossing(&self, crossing: Arc<dyn Handover>) -> Self {
         Self {
+            name: self.name.clone(),
+            input: Arc::clone(&self.input),
             crossing: Some(crossing),
-            ..self.with_input(Arc::clone(&self.input))
+            statistics: Arc::clone(&self.statistics),
         }
     }
 
@@ -232,7 +242,20 @@ impl ExecutionPlan for GuardExec {
         _input_stats: &[Arc<Statistics>],
         args: &StatisticsArgs,
     ) -> Result<Arc<Statistics>> {
-        StatisticsContext::new().compute(self.input.as_ref(), args)
+        let partition = args.partition();
+        if let Some(known) = self
+            .statistics
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&partition).cloned())
+        {
+            return Ok(known);
+        }
+        let computed = StatisticsContext::new().compute(self.input.as_ref(), args)?;
+        if let Ok(mut known) = self.statistics.lock() {
+            known.insert(partition, Arc::clone(&computed));
+        }
+        Ok(computed)
     }
 }
 
@@ -262,5 +285,29 @@ impl Stream for GuardStream {
 impl RecordBatchStream for GuardStream {
     fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::common::stats::Precision;
+
+    #[test]
+    fn statistics_are_walked_once_per_partition_and_kept_by_the_crossing_form() {
+        let guard = GuardExec::new("t".into(), crate::parquet_scan::count_only(5).unwrap());
+        let whole = StatisticsArgs::new();
+        let first = guard.statistics_from_inputs(&[], &whole).unwrap();
+        assert_eq!(first.num_rows, Precision::Exact(5));
+        let again = guard.statistics_from_inputs(&[], &whole).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let part = StatisticsArgs::new().with_partition(Some(0));
+        let partition = guard.statistics_from_inputs(&[], &part).unwrap();
+        assert!(!Arc::ptr_eq(&first, &partition));
+        assert_eq!(partition.num_rows, Precision::Exact(5));
+        // a new inner plan has statistics of its own
+        let other = guard.with_input(crate::parquet_scan::count_only(7).unwrap());
+        let rows = other.statistics_from_inputs(&[], &whole).unwrap().num_rows;
+        assert_eq!(rows, Precision::Exact(7));
     }
 }

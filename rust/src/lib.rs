@@ -23,7 +23,8 @@
 //! - across the boundary at run time: `guard` (panics become errors, `EXPLAIN` names the
 //!   scan), `crossing` (a scan's partitions executed across the boundary without
 //!   converting the session's functions), `task_context` (the session's functions,
-//!   converted for decoding filters once per set of names).
+//!   converted for decoding filters once per set of names), `views` (string and binary
+//!   columns as view types, as DataFusion's own Parquet table has them).
 
 mod checks;
 mod contract;
@@ -48,6 +49,7 @@ mod sink;
 mod statistics;
 mod stores;
 mod task_context;
+mod views;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;

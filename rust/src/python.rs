@@ -34,6 +34,7 @@ use crate::provider::LakeProvider;
 use crate::pruning::FileBounds;
 use crate::sink::{LakeInsertExec, LakeSink};
 use crate::task_context::CachedTaskContext;
+use crate::views::{in_schema, to_views, view_schema};
 use datafusion::common::not_impl_err;
 use datafusion::logical_expr::dml::InsertOp;
 
@@ -87,11 +88,15 @@ impl PyLakeProvider {
             snapshot,
             inlined,
         } = crate::plan::read_plan(&plan, &paths)?;
+        // checked in the table's own types, held as DataFusion's Parquet table has them
+        let views = view_schema(&schema);
         let counts: Vec<u64> = files.iter().map(|f| f.record_count).collect();
         let bounds = match bounds {
             Some(bounds) => {
                 contract::check_bounds(&table, &bounds.0, &schema, files.len())?;
-                FileBounds::new(&bounds.0, &schema, &counts)
+                let bounds = to_views(&bounds.0)
+                    .map_err(|e| ContractError::new_err(format!("the bounds of {table}: {e}")))?;
+                FileBounds::new(&bounds, &views, &counts)
             }
             None => FileBounds::unbounded(&counts),
         };
@@ -100,8 +105,7 @@ impl PyLakeProvider {
         for batch in inlined.into_iter().chain(rows.0) {
             contract::check_rows(&what, &batch, &schema)?;
             batches.push(
-                batch
-                    .with_schema(Arc::clone(&schema))
+                in_schema(&batch, Arc::clone(&views))
                     .map_err(|e| ContractError::new_err(format!("{what}: {e}")))?,
             );
         }
@@ -120,6 +124,8 @@ impl PyLakeProvider {
                     return Err(ContractError::new_err(format!("{what}: must be one row")));
                 }
                 contract::check_schema(&what, &defaults.schema(), &schema)?;
+                let defaults = to_views(&defaults)
+                    .map_err(|e| ContractError::new_err(format!("{what}: {e}")))?;
                 for (field, array) in defaults.schema().fields().iter().zip(defaults.columns()) {
                     let value = ScalarValue::try_from_array(array, 0).map_err(|e| {
                         PyValueError::new_err(format!("default of {}: {e}", field.name()))
@@ -136,9 +142,9 @@ impl PyLakeProvider {
             None => None,
         };
         let local = storage.get("kind").map(String::as_str).unwrap_or("local") == "local";
-        let parquet = ParquetScan::new(table, Arc::clone(&schema), store, adapter, snapshot, local);
+        let parquet = ParquetScan::new(table, Arc::clone(&views), store, adapter, snapshot, local);
         let mut provider = LakeProvider::new(
-            schema,
+            views,
             files,
             bounds,
             batches,
@@ -251,7 +257,7 @@ impl PyLazyProvider {
         Self {
             inner: Arc::new(LazyProvider::new(
                 table,
-                Arc::new(schema.0),
+                view_schema(&schema.0),
                 resolver,
                 resolved,
             )),
