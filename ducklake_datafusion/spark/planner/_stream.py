@@ -21,9 +21,10 @@ core's ``plan_changes``, exact on every lake).
 * ``mode`` ``inserts`` (the default): the rows those snapshots inserted (``plan_inserts``).
   Snapshots that only added data files are read as scans: their files go to Spark's
   Parquet reader (deletes of the same snapshot applied inside it), or are read here where
-  Spark's reader is not exact. Every other snapshot's rows come from the state comparison. A snapshot that also
-  deleted or updated rows is an error naming it (a stream of inserts would silently keep
-  rows the lake no longer has), or, with ``skip_change_commits``, left out whole.
+  Spark's reader is not exact. Every other snapshot's rows come from the state comparison.
+  A snapshot that also deleted or updated rows is an error naming it (a stream of inserts
+  would silently keep rows the lake no longer has), or, with ``skip_change_commits``, left
+  out whole.
 * ``mode`` ``changes``: every change, the table's columns then ``_change_type``,
   ``_commit_snapshot_id``, ``_commit_timestamp`` and ``_rowid`` (the feed's ``rowid``, which
   pairs an update's pre- and post-image), all computed here.
@@ -181,7 +182,7 @@ def stream_rows_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes
         raise UnsupportedFeatureError(
             f"{label}: snapshot {changed[0]} deleted or updated rows, which a stream of "
             "inserted rows cannot carry; set the read option skipChangeCommits=true to leave "
-            "such snapshots out, or read the change feed (readChangeFeed=true)"
+            f"such snapshots out, or stream the change feed (the table {namespace}.{name}.changes)"
         )
     names = [c.name for c in columns]
     target, _ = feed_target(spark_schema(columns))

@@ -34,13 +34,12 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * micro-batch (a scan), then reads the snapshots after it, as Delta's streams do. Options:
  * {@code startingVersion} (a snapshot id: its changes and later ones; {@code latest}: only the
  * snapshots after the latest) or {@code startingTimestamp} (the first snapshot at or after it);
- * admission control with {@code
- * maxSnapshotsPerTrigger}, {@code maxFilesPerTrigger} (new data files) and {@code
- * maxBytesPerTrigger} (their bytes; {@code 1g} and such), at least one snapshot per
- * micro-batch, and {@code Trigger.AvailableNow} reads up to the snapshot that was latest when
- * the query started, in as many batches; {@code skipChangeCommits} (a snapshot that deletes or
- * updates rows fails a stream of inserts naming it, unless this is true: then the snapshot is
- * left out whole, as Delta's option does).
+ * admission control with {@code maxSnapshotsPerTrigger}, {@code maxFilesPerTrigger} (new data
+ * files) and {@code maxBytesPerTrigger} (their bytes; {@code 1g} and such), at least one
+ * snapshot per micro-batch, and {@code Trigger.AvailableNow} reads up to the snapshot that was
+ * latest when the query started, in as many batches; {@code skipChangeCommits} (a snapshot
+ * that deletes or updates rows fails a stream of inserts naming it, unless this is true: then
+ * the snapshot is left out whole, as Delta's option does).
  */
 final class DuckLakeMicroBatchStream
     implements MicroBatchStream, SupportsAdmissionControl, SupportsTriggerAvailableNow {
