@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -398,7 +399,7 @@ def read_change_states(
     end: object,
     *,
     after: int | None = None,
-    compare=None,
+    compare: Callable[[int], bool] | None = None,
 ) -> ChangeStates:
     """The bounds, columns and compared states of a change feed (see :func:`plan_changes`),
     in ``session``. ``compare``: which snapshots' steps to compare (a predicate on the
