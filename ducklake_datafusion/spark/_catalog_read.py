@@ -135,6 +135,36 @@ def catalog_frame(spark, parsed: SourceOptions):
     return frame
 
 
+def runtime_identifier(
+    spark,
+    caller: str,
+    metadata: str,
+    table: str,
+    *,
+    data_path: str | None,
+    metadata_schema: str | None,
+    storage_options,
+    suffix: tuple[str, ...] = (),
+) -> str:
+    """The quoted Spark identifier of ``schema.table`` (``table``: ``main``) in this
+    session's catalog of the lake, configured now if need be (``runtime_catalog``);
+    ``suffix`` names a table beneath it (``changes``)."""
+    from ..pathres import StorageOptions
+
+    schema_name, _, table_name = table.rpartition(".")
+    parsed = SourceOptions(
+        metadata=metadata,
+        schema_name=schema_name or "main",
+        table_name=table_name,
+        data_path=data_path,
+        metadata_schema=metadata_schema,
+        storage=StorageOptions.from_user(storage_options),
+    )
+    catalog = runtime_catalog(spark, parsed, caller)
+    names = (catalog, parsed.schema_name, parsed.table_name, *suffix)
+    return ".".join(_quoted(n) for n in names)
+
+
 def runtime_catalog(spark, parsed: SourceOptions, caller: str = "write_table") -> str:
     """The name of this session's catalog of ``parsed``'s lake, configured now if need be
     (``write_table``'s and ``read_stream``'s way in: they have no other path, so a problem

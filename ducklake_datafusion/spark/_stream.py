@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import InvalidOptionError
-from ..pathres import StorageOptions
-from ._catalog_read import runtime_catalog
-from ._core import SourceOptions
+from ._catalog_read import runtime_identifier
 
 __all__ = ["read_stream"]
 
@@ -64,24 +62,19 @@ def read_stream(
         raise InvalidOptionError(
             f"read_stream option(s) {unknown}; options are {', '.join(sorted(_OPTIONS))}"
         )
-    schema_name, _, table_name = table.rpartition(".")
-    parsed = SourceOptions(
-        metadata=metadata,
-        schema_name=schema_name or "main",
-        table_name=table_name,
+    ident = runtime_identifier(
+        spark,
+        "read_stream",
+        metadata,
+        table,
         data_path=data_path,
         metadata_schema=metadata_schema,
-        storage=StorageOptions.from_user(storage_options),
+        storage_options=storage_options,
+        suffix=("changes",) if changes else (),
     )
-    catalog = runtime_catalog(spark, parsed, "read_stream")
-    names = [catalog, parsed.schema_name, parsed.table_name] + (["changes"] if changes else [])
     reader = spark.readStream
     for key, value in options.items():
         if value is not None:
             text = str(value).lower() if isinstance(value, bool) else str(value)
             reader = reader.option(_OPTIONS[key], text)
-    return reader.table(".".join(_quoted(n) for n in names))
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return reader.table(ident)

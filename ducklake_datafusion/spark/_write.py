@@ -12,9 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidOptionError
-from ..pathres import StorageOptions
-from ._catalog_read import runtime_catalog
-from ._core import SourceOptions
+from ._catalog_read import runtime_identifier
 
 __all__ = ["write_table"]
 
@@ -62,17 +60,15 @@ def write_table(
             "write_table partitioned_by= applies to mode='create' (an existing table keeps "
             "its partitioning)"
         )
-    schema_name, _, table_name = table.rpartition(".")
-    parsed = SourceOptions(
-        metadata=metadata,
-        schema_name=schema_name or "main",
-        table_name=table_name,
+    ident = runtime_identifier(
+        frame.sparkSession,
+        "write_table",
+        metadata,
+        table,
         data_path=data_path,
         metadata_schema=metadata_schema,
-        storage=StorageOptions.from_user(storage_options),
+        storage_options=storage_options,
     )
-    catalog = runtime_catalog(frame.sparkSession, parsed)
-    ident = ".".join(_quoted(n) for n in (catalog, parsed.schema_name, parsed.table_name))
     writer = frame.writeTo(ident)
     for key, value in (
         ("author", author),
@@ -91,10 +87,6 @@ def write_table(
         if partitioned_by:
             writer = writer.partitionedBy(*(_transform(key) for key in partitioned_by))
         writer.create()
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _transform(key: str):
