@@ -122,6 +122,11 @@ def test_a_rewritten_file_on_s3_is_never_read_as_the_catalog_s(s3a, make_lake, s
         _read(s3a, lake).collect()
     text = f"{type(info.value).__name__}: {info.value}"
     if not has_data_source() and deletes_by == "join":
-        assert "UnsupportedFeatureError" in text and "differ" in text, text
+        # refused for the listing's length, or for the footer found where the catalog's
+        # length puts it: both our typed refusals naming the file; which check fires first
+        # varied (the footer's, once, on pyspark 3.5 with three test processes)
+        assert ("UnsupportedFeatureError" in text and "differ" in text) or (
+            "DataFileCorruptError" in text
+        ), text
         return
     assert "DataFileCorruptError" in text or "StorageError" in text, text
