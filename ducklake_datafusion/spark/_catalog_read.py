@@ -165,7 +165,7 @@ def runtime_identifier(
     return ".".join(_quoted(n) for n in names)
 
 
-def runtime_catalog(spark, parsed: SourceOptions, caller: str = "write_table") -> str:
+def runtime_catalog(spark, parsed: SourceOptions, caller: str) -> str:
     """The name of this session's catalog of ``parsed``'s lake, configured now if need be
     (``write_table``'s and ``read_stream``'s way in: they have no other path, so a problem
     is raised, not logged)."""
