@@ -47,6 +47,8 @@ class _ScanReport(TypedDict):
     files_kept: int
     files_with_deletes: int
     rows_skipped: int
+    files_read_whole: int
+    rows_dropped: int
     filters: int
     partitions: int
     from_catalog: bool

@@ -1,6 +1,7 @@
 //! One live data file of a snapshot, as the plan describes it and as DataFusion opens it.
 //!
-//! Plain facts (path, sizes, record count, deleted positions as a row selection) that the
+//! Plain facts (path, sizes, record count, deleted positions as a row selection or as
+//! live rows) that the
 //! plan reader (`plan`) makes and every part of the scan reads: pruning and statistics by
 //! index, partitioning by weight, the Parquet scan by `partitioned_file`. It sits below
 //! them all, so none of them needs the provider to name a file.
@@ -12,7 +13,7 @@ use datafusion_datasource_parquet::ParquetRowSelection;
 use object_store::path::Path;
 
 use crate::checks::Expected;
-use crate::deletes::RowGroupSelections;
+use crate::deletes::{LiveRows, RowGroupSelections};
 
 /// One live data file.
 #[derive(Debug, Clone)]
@@ -26,6 +27,10 @@ pub struct LakeFile {
     /// Rows deleted at the snapshot (the selection skips them).
     pub deleted: u64,
     pub selection: Option<Arc<ParquetRowSelection>>,
+    /// The rows left, when the deletes are scattered (`deletes::scattered`): the file is
+    /// decoded whole and its deleted rows dropped after decoding (`drop_deleted`), instead
+    /// of skipped by `selection` (then `None`).
+    pub live: Option<Arc<LiveRows>>,
     /// `selection` split into the file's row groups, once it has been opened.
     pub row_groups: RowGroupSelections,
 }

@@ -20,6 +20,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_adapter::{
     DefaultPhysicalExprAdapterFactory, PhysicalExprAdapter, PhysicalExprAdapterFactory,
 };
+use parquet::arrow::is_virtual_column;
 
 const FIELD_ID_KEY: &str = "PARQUET:field_id";
 
@@ -63,6 +64,9 @@ impl PhysicalExprAdapterFactory for FieldIdAdapterFactory {
             .map(|(i, f)| {
                 let name = match field_id(f).and_then(|id| by_id.get(&id)) {
                     Some(name) => (*name).clone(),
+                    // a virtual column (a row's position, `drop_deleted`) is no column of
+                    // the file: DataFusion appends it by name, which it keeps
+                    None if is_virtual_column(f) => f.name().clone(),
                     None => format!("_ducklake_unmapped_{i}"),
                 };
                 f.as_ref().clone().with_name(name)

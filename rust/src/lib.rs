@@ -16,7 +16,8 @@
 //! - the scan: `parquet_scan` (DataFusion's Parquet scan over the kept files), `file` (one
 //!   live data file), `pruning` (catalog bounds as pruning statistics), `statistics` (the
 //!   catalog's facts as the optimizer's statistics), `partitions` (files in partitions,
-//!   large ones split into byte ranges), `deletes` (deleted positions as row selections),
+//!   large ones split into byte ranges), `deletes` (deleted positions as row selections
+//!   or live rows), `drop_deleted` (scattered deleted rows dropped after decoding),
 //!   `layouts` (older file layouts mapped by field id), `checks` (files re-checked against
 //!   the catalog when opened, local files read in place), `report` (what a scan did),
 //!   `murmur` (the `bucket(N)` partition hash);
@@ -30,6 +31,7 @@ mod checks;
 mod contract;
 mod crossing;
 mod deletes;
+mod drop_deleted;
 mod errors;
 mod exact;
 mod file;

@@ -15,6 +15,7 @@ use datafusion::common::{Result, ScalarValue, Statistics};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::physical_plan::{FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
 use datafusion::execution::cache::cache_manager::FileMetadataCache;
 use datafusion::execution::cache::default_cache::DefaultCache;
 use datafusion::execution::object_store::ObjectStoreUrl;
@@ -31,6 +32,7 @@ use object_store::local::LocalFileSystem;
 use object_store::ObjectStore;
 
 use crate::checks::CheckedReaderFactory;
+use crate::drop_deleted::{file_field, position_field, DropDeletedExec};
 use crate::file::{partitioned_file, LakeFile};
 use crate::partitions::{file_groups, Splitting};
 use crate::report::ScanReport;
@@ -132,13 +134,22 @@ impl ParquetScan {
             enabled: optimizer.repartition_file_scans,
             min_size: optimizer.repartition_file_min_size as u64,
         };
+        // files with scattered deletes are decoded whole, each row with its file and
+        // position, and their deleted rows dropped after decoding (`drop_deleted`)
+        let read_whole = kept.files.iter().any(|f| f.live.is_some());
         let groups = file_groups(
             kept.files,
             kept.stats,
             partitions,
             splitting,
             &self.scan_schema,
-            partitioned_file,
+            |index, file| {
+                let mut part = partitioned_file(file);
+                if read_whole {
+                    part.partition_values = vec![ScalarValue::UInt32(Some(index as u32))];
+                }
+                part
+            },
         );
         report.partitions = groups.len();
         report.ranges = groups
@@ -154,7 +165,15 @@ impl ParquetScan {
             options.reorder_filters = true;
         }
         report.decoder_filters = options.pushdown_filters && kept.predicate.is_some();
-        let mut source = ParquetSource::new(Arc::clone(&self.scan_schema))
+        let table_schema = if read_whole {
+            TableSchema::builder(Arc::clone(&self.scan_schema))
+                .with_table_partition_cols(vec![file_field()])
+                .with_virtual_columns(vec![position_field()])
+                .build()
+        } else {
+            TableSchema::from(Arc::clone(&self.scan_schema))
+        };
+        let mut source = ParquetSource::new(table_schema)
             .with_table_parquet_options(TableParquetOptions {
                 global: options,
                 ..Default::default()
@@ -180,18 +199,27 @@ impl ParquetScan {
         if self.snapshot.is_some() {
             indices.push(self.schema.fields().len());
         }
+        if read_whole {
+            let columns = self.scan_schema.fields().len();
+            indices.extend([columns, columns + 1]);
+        }
         let config = FileScanConfigBuilder::new(self.store_url.clone(), Arc::new(source))
             .with_file_groups(groups)
             .with_statistics(table_stats)
             .with_projection_indices(Some(indices))?
-            .with_limit(if self.snapshot.is_some() {
+            // a limit counts decoded rows: not when some are dropped above the scan
+            .with_limit(if self.snapshot.is_some() || read_whole {
                 None
             } else {
                 kept.limit
             })
             .with_expr_adapter(self.adapter.clone())
             .build();
-        let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+        let mut scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
+        if read_whole {
+            let live = kept.files.iter().map(|f| f.live.clone()).collect();
+            scan = Arc::new(DropDeletedExec::try_new(scan, live, self.table.clone())?);
+        }
         match self.snapshot {
             Some(snapshot) => self.drop_later_rows(scan, snapshot, &wanted),
             None => Ok(scan),

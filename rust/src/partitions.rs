@@ -99,7 +99,7 @@ pub fn balanced(pieces: &[Piece], count: usize) -> Vec<Vec<Piece>> {
     groups
 }
 
-/// The file groups of a scan of `files`: `part(file)` makes a file's `PartitionedFile`,
+/// The file groups of a scan of `files`: `part(i, file)` makes `files[i]`'s `PartitionedFile`,
 /// `stats[i]` is file i's statistics; a group of whole files carries their sum.
 pub fn file_groups(
     files: &[&LakeFile],
@@ -107,7 +107,7 @@ pub fn file_groups(
     partitions: usize,
     splitting: Splitting,
     schema: &arrow::datatypes::Schema,
-    part: impl Fn(&LakeFile) -> PartitionedFile,
+    part: impl Fn(usize, &LakeFile) -> PartitionedFile,
 ) -> Vec<FileGroup> {
     let sizes: Vec<(u64, u64)> = files.iter().map(|f| (f.weight(), f.size)).collect();
     let pieces = pieces(&sizes, partitions, splitting);
@@ -118,7 +118,7 @@ pub fn file_groups(
             let parts: Vec<PartitionedFile> = group
                 .iter()
                 .map(|piece| {
-                    let file = part(files[piece.file]);
+                    let file = part(piece.file, files[piece.file]);
                     match piece.range {
                         Some((start, end)) => file.with_range(start as i64, end as i64),
                         None => file.with_statistics(Arc::clone(&stats[piece.file])),

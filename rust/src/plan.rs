@@ -21,7 +21,7 @@ use datafusion_datasource_parquet::ParquetRowSelection;
 use object_store::path::Path;
 
 use crate::contract::{check_schema, nonnegative, violation, Violation};
-use crate::deletes::row_selection;
+use crate::deletes::{row_selection, scattered, LiveRows};
 use crate::file::LakeFile;
 
 /// The export's form version (`read/_export.py`: `PLAN_VERSION`; the jar's `PlannedFiles`).
@@ -213,6 +213,7 @@ fn lake_file(
         record_count,
         deleted: 0,
         selection: None,
+        live: None,
         row_groups: Default::default(),
     };
     if !deleted.is_null(row) {
@@ -231,7 +232,18 @@ fn lake_file(
                 )
             })?;
             file.deleted = positions.len() as u64;
-            file.selection = Some(Arc::new(ParquetRowSelection::new(selection)));
+            if scattered(&selection, record_count) {
+                let live = LiveRows::new(positions.values(), record_count).map_err(|e| {
+                    violation(
+                        what,
+                        Some("deleted"),
+                        format!("deleted rows of {}: {e}", file.path),
+                    )
+                })?;
+                file.live = Some(Arc::new(live));
+            } else {
+                file.selection = Some(Arc::new(ParquetRowSelection::new(selection)));
+            }
         }
     }
     Ok(file)

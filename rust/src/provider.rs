@@ -195,12 +195,18 @@ impl LakeProvider {
         let kept: Vec<&LakeFile> = kept_indices.iter().map(|&i| &self.files[i]).collect();
         let point_lookup = self.bounds.point_lookup(filters, &kept_indices);
         report.files_kept += kept.len();
-        report.files_with_deletes = kept.iter().filter(|f| f.selection.is_some()).count();
+        report.files_with_deletes = kept.iter().filter(|f| f.deleted > 0).count();
         report.files_split = kept
             .iter()
             .filter(|f| f.selection.is_some() && f.row_groups.get().is_some())
             .count();
-        report.rows_skipped = kept.iter().map(|f| f.deleted).sum();
+        let (whole, selected): (Vec<&&LakeFile>, Vec<&&LakeFile>) = kept
+            .iter()
+            .filter(|f| f.deleted > 0)
+            .partition(|f| f.live.is_some());
+        report.rows_skipped = selected.iter().map(|f| f.deleted).sum();
+        report.files_read_whole = whole.len();
+        report.rows_dropped = whole.iter().map(|f| f.deleted).sum();
 
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !kept.is_empty() {

@@ -217,6 +217,8 @@ fn report_dict<'py>(
         out.set_item("files_kept", report.files_kept)?;
         out.set_item("files_with_deletes", report.files_with_deletes)?;
         out.set_item("rows_skipped", report.rows_skipped)?;
+        out.set_item("files_read_whole", report.files_read_whole)?;
+        out.set_item("rows_dropped", report.rows_dropped)?;
         out.set_item("filters", report.filters)?;
         out.set_item("partitions", report.partitions)?;
         out.set_item("from_catalog", report.from_catalog)?;

@@ -8,6 +8,10 @@ pub struct ScanReport {
     pub files_kept: usize,
     pub files_with_deletes: usize,
     pub rows_skipped: u64,
+    /// Kept files with scattered deletes, decoded whole (`drop_deleted`).
+    pub files_read_whole: usize,
+    /// Their deleted rows, dropped after decoding.
+    pub rows_dropped: u64,
     pub filters: usize,
     pub partitions: usize,
     pub from_catalog: bool,
@@ -28,12 +32,20 @@ impl ScanReport {
             return "count from the catalog, no file read".to_string();
         }
         format!(
-            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}{}{}",
+            "files {} of {} ({} pruned by catalog statistics), {} with deletes, {} deleted rows skipped by row selections{}{}{}{}",
             self.files_kept,
             self.files_total,
             self.files_total - self.files_kept,
             self.files_with_deletes,
             self.rows_skipped,
+            if self.files_read_whole > 0 {
+                format!(
+                    ", {} dropped after decoding {} files whole",
+                    self.rows_dropped, self.files_read_whole
+                )
+            } else {
+                String::new()
+            },
             if self.files_read_exactly > 0 {
                 format!(", {} read by the exact reader", self.files_read_exactly)
             } else {

@@ -101,6 +101,7 @@ mod tests {
             record_count: records,
             deleted,
             selection: None,
+            live: None,
             row_groups: Default::default(),
         }
     }

@@ -42,7 +42,8 @@ def _provider(lake, name="t"):
 @pytest.fixture
 def ranged_lake(make_lake):
     """Eight files of 1,000 rows with disjoint key ranges (row groups of 100), deletes in
-    three of them."""
+    four of them: scattered in three (every 9th row: decoded whole, deleted rows dropped
+    after decoding) and one block of 251 rows in the fourth (skipped by a row selection)."""
     lake = make_lake(inline_limit=0)
     lake.sql("CALL lake.set_option('parquet_row_group_size', '100')")
     lake.sql("CREATE TABLE lake.main.t (k BIGINT, g INTEGER, s VARCHAR, x DOUBLE)")
@@ -101,19 +102,27 @@ def test_count_star_comes_from_the_catalog(ranged_lake):
     assert_same_rows(got, ranged_lake.reference("SELECT count(*) AS n FROM lake.main.t"))
 
 
-def test_deleted_rows_are_skipped_by_row_selections(ranged_lake):
+def test_deleted_rows_are_skipped_by_row_selections_or_dropped_after_decoding(ranged_lake):
+    """A block of deleted rows is skipped by a row selection; rows deleted every few rows
+    (``deletes::scattered``) are decoded and dropped, which costs less than following
+    their selection run by run. Either way the answer is DuckDB's."""
     from datafusion.catalog import Table
 
     provider = _provider(ranged_lake)
     ctx = SessionContext()
     ctx.register_table("t", Table(provider, ctx))
-    ctx.sql("SELECT sum(x) FROM t").to_arrow_table()
+    got = ctx.sql("SELECT max(k) AS s, count(x) AS n FROM t").to_arrow_table()
+    assert_same_rows(
+        got, ranged_lake.reference("SELECT max(k) AS s, count(x) AS n FROM lake.main.t")
+    )
     report = provider.last_scan()
     assert report["files_with_deletes"] == 4
+    assert report["files_read_whole"] == 3
+    assert report["rows_skipped"] == 251  # k BETWEEN 5100 AND 5350
     deleted = ranged_lake.reference(
         "SELECT count(*) AS n FROM range(8000) r(k) WHERE k NOT IN (SELECT k FROM lake.main.t)"
     )
-    assert report["rows_skipped"] == deleted.column("n")[0].as_py()
+    assert report["rows_skipped"] + report["rows_dropped"] == deleted.column("n")[0].as_py()
 
 
 @pytest.mark.parametrize("pushdown", [False, True])
@@ -142,7 +151,9 @@ def test_selections_split_into_row_groups_on_first_open_are_reused(ranged_lake, 
             assert_same_rows(got, want)
     ctx.sql(sql).to_arrow_table()
     report = provider.last_scan()
-    assert report["files_split"] == report["files_with_deletes"] == 4
+    # the three files with scattered deletes are read whole: only the fourth has a split
+    assert report["files_with_deletes"] == 4
+    assert report["files_split"] == 1
     assert_same_rows(first, ranged_lake.reference("SELECT k, s, x FROM lake.main.t"))
 
 
@@ -283,6 +294,9 @@ QUERIES = [
     "SELECT * FROM lake.main.t WHERE k = 2003",
     "SELECT * FROM lake.main.t WHERE k = 5349",
     "SELECT k, s FROM lake.main.t WHERE k IN (4, 13, 2003, 5351, 7999)",
+    # a limit reaches the scan: rows dropped after decoding must not count towards it
+    "SELECT count(*) AS n FROM (SELECT k FROM lake.main.t WHERE k < 3000 LIMIT 500)",
+    "SELECT k FROM lake.main.t WHERE k < 3000 ORDER BY k LIMIT 7",
 ]
 
 
