@@ -16,7 +16,9 @@ there and checked by the extension on arrival), made from the engine-neutral pla
   sorted deleted positions (``read/_deletes``: every live delete file with per-position
   snapshots, inlined deletes, deletion vectors; each delete file decoded once per
   process), which the provider turns into Parquet row selections, so deleted rows are
-  never decoded;
+  never decoded, or, when they are scattered (runs under 96 rows on average), into a
+  bitmap of live rows: the file is decoded whole and its deleted rows dropped
+  (``rust/src/drop_deleted.rs``), which costs less than following such a selection;
 * for a whole snapshot (``_build``), per file and column, the bounds ``scan/_pruning``
   considers safe (truncated string maxima, NaN and TIMESTAMPTZ partitions already left
   out), with which ``scan()`` prunes files by the query's filters: no file-count limit;
