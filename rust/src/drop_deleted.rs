@@ -248,3 +248,88 @@ impl Dropping {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, UInt32Array};
+    use datafusion::datasource::memory::MemorySourceConfig;
+    use futures::TryStreamExt;
+
+    /// Batches of `(k, file, position)`: `k` is `100 * file + position`.
+    fn input(batches: &[(u32, Vec<i64>)]) -> Arc<dyn ExecutionPlan> {
+        let schema = Arc::new(Schema::new(vec![
+            Arc::new(Field::new("k", DataType::Int64, false)),
+            file_field(),
+            position_field(),
+        ]));
+        let batches: Vec<RecordBatch> = batches
+            .iter()
+            .map(|(file, positions)| {
+                let keys: Vec<i64> = positions.iter().map(|p| 100 * *file as i64 + p).collect();
+                RecordBatch::try_new(
+                    Arc::clone(&schema),
+                    vec![
+                        Arc::new(Int64Array::from(keys)),
+                        Arc::new(UInt32Array::from(vec![*file; positions.len()])),
+                        Arc::new(Int64Array::from(positions.clone())),
+                    ],
+                )
+                .unwrap()
+            })
+            .collect();
+        MemorySourceConfig::try_new_exec(&[batches], schema, None).unwrap()
+    }
+
+    fn run(exec: DropDeletedExec) -> Result<Vec<i64>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let stream = exec.execute(0, Arc::new(TaskContext::default()))?;
+        let batches: Vec<RecordBatch> = runtime.block_on(stream.try_collect())?;
+        Ok(batches
+            .iter()
+            .flat_map(|b| {
+                assert_eq!(
+                    b.num_columns(),
+                    1,
+                    "the file and position columns are dropped"
+                );
+                b.column(0).as_primitive::<Int64Type>().values().to_vec()
+            })
+            .collect())
+    }
+
+    #[test]
+    fn deleted_rows_of_each_file_are_dropped_by_position() {
+        let live = vec![
+            Some(Arc::new(LiveRows::new(&[1, 3], 6).unwrap())),
+            None, // a file without deletes passes through
+            Some(Arc::new(LiveRows::new(&[0, 1, 2], 3).unwrap())),
+        ];
+        let plan = input(&[
+            (0, vec![0, 1, 2]),
+            (1, vec![0, 1]),
+            (0, vec![3, 5]),    // a gap: position 4 was pruned below
+            (2, vec![0, 1, 2]), // every row deleted: no batch
+        ]);
+        let exec = DropDeletedExec::try_new(plan, live, "t".into()).unwrap();
+        assert_eq!(exec.schema().fields().len(), 1);
+        assert_eq!(run(exec).unwrap(), vec![0, 2, 100, 101, 5]);
+    }
+
+    #[test]
+    fn a_batch_off_its_file_is_an_error_never_a_wrong_row() {
+        let live = || vec![Some(Arc::new(LiveRows::new(&[1], 4).unwrap()))];
+        // a position outside the file
+        let plan = input(&[(0, vec![2, 3, 4])]);
+        assert!(run(DropDeletedExec::try_new(plan, live(), "t".into()).unwrap()).is_err());
+        // a file index the scan does not have
+        let plan = input(&[(1, vec![0])]);
+        assert!(run(DropDeletedExec::try_new(plan, live(), "t".into()).unwrap()).is_err());
+        // an input without the two columns is refused when planned
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let bare = MemorySourceConfig::try_new_exec(&[vec![]], schema, None).unwrap();
+        assert!(DropDeletedExec::try_new(bare, live(), "t".into()).is_err());
+    }
+}
