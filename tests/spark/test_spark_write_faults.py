@@ -33,6 +33,7 @@ def _faulty_write(lake, tmp_path, case: str, jar: str) -> str | None:
     out = tmp_path / case
     out.mkdir()
     spec = {"case": case, "metadata": lake.reader_args()["metadata"], "jar": jar, "out": str(out)}
+    spec["data_path"] = str(lake.data_path)
     (out / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run(

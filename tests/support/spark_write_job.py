@@ -84,10 +84,16 @@ def _faulty(case: str, metadata: str, marks: str):
     return udf(act, "bigint")
 
 
+def _parquet_files(folder: Path) -> set[Path]:
+    return set(folder.rglob("*.parquet"))
+
+
 def main(path: str) -> None:
     spec = json.loads(Path(path).read_text())
     case, out = spec["case"], Path(spec["out"])
     spark = _session(spec["jar"], spec["metadata"], case == "speculation")
+    data = Path(spec["data_path"])
+    before = _parquet_files(data)
     spark.sparkContext.setLogLevel("FATAL")
     act = _faulty(case, spec["metadata"], str(out))
     rows = (
@@ -127,8 +133,15 @@ def main(path: str) -> None:
     if lock is not None:
         lock.close()
     # killed attempts' aborts run after the job ends: a cancelled task's Python worker is
-    # killed first, which took over 2 s on a loaded CI machine (its file was then left)
-    time.sleep(10 if case == "cancel" else 2)
+    # killed first, which took over 2 s on a loaded CI machine, and a fixed 10 s was not
+    # always enough either. A cancelled job commits nothing, so its aborts are done when
+    # the table's folder holds the files it held before (the test then checks that it
+    # does: a file an abort never deleted fails it).
+    time.sleep(2)
+    if case == "cancel":
+        deadline = time.monotonic() + 90
+        while _parquet_files(data) != before and time.monotonic() < deadline:
+            time.sleep(0.2)
     (out / "result.json").write_text(json.dumps({"error": error}))
     spark.stop()
 
