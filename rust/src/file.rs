@@ -1,10 +1,10 @@
 //! One live data file of a snapshot, as the plan describes it and as DataFusion opens it.
 //!
 //! Plain facts (path, sizes, record count, deleted positions as a row selection or as
-//! live rows) that the
-//! plan reader (`plan`) makes and every part of the scan reads: pruning and statistics by
-//! index, partitioning by weight, the Parquet scan by `partitioned_file`. It sits below
-//! them all, so none of them needs the provider to name a file.
+//! live rows) that the plan reader (`plan`) makes and every part of the scan reads:
+//! pruning and statistics by index, partitioning by weight, the Parquet scan by
+//! `partitioned_file`. It sits below them all, so none of them needs the provider to name
+//! a file.
 
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ pub struct LakeFile {
     pub size: u64,
     pub footer_size: Option<u64>,
     pub record_count: u64,
-    /// Rows deleted at the snapshot (the selection skips them).
+    /// Rows deleted at the snapshot (`selection` skips them, or `live` drops them).
     pub deleted: u64,
     pub selection: Option<Arc<ParquetRowSelection>>,
     /// The rows left, when the deletes are scattered (`deletes::scattered`): the file is
