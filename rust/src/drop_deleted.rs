@@ -240,8 +240,10 @@ impl Dropping {
         }
     }
 
+    /// Never expected (the reader numbers every row it decodes): an execution error, so
+    /// that the query fails with this message rather than returning a wrong row.
     fn error(&self, what: &str) -> DataFusionError {
-        DataFusionError::Internal(format!(
+        DataFusionError::Execution(format!(
             "reading {}: a batch of a file with deletes came with {what}",
             self.table
         ))
