@@ -25,9 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..catalog import ColumnSpec, FileColumnStats, NewDataFile
+from ..errors import InternalError
 from ..pathres import filesystem_for, join_path, parse_location, translate_storage_error
+from ._footer_stats import FooterSink
 from ._partitions import PartitionSpec, split
 from ._stats import ColumnBounds, measure
+from ._thrift import ThriftError
 from ._types import dictionary_columns, file_schema, leaf_columns
 
 __all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile", "uuid7"]
@@ -229,8 +232,10 @@ class _OpenFile:
             self.stream = self.filesystem.open_output_stream(self.path)
         except OSError as exc:
             raise _storage_error(exc, self.url, self.owner) from exc
+        # the footer passes through a sink that can edit it (``_footer_stats``)
+        self.sink = FooterSink(self.stream)
         self.writer = pq.ParquetWriter(
-            self.stream,
+            self.sink,
             owner.schema,
             compression="snappy",
             use_dictionary=owner.dictionary,
@@ -240,6 +245,8 @@ class _OpenFile:
             write_page_index=False,
         )
         self.rows = 0
+        self.row_groups = 0
+        self.nan_leaves: set[int] = set()  # the float leaves NaN was written to
         self.bounds = [ColumnBounds(spec) for _, spec in owner.leaves]
 
     def write(self, group: pa.Table, measured: list) -> None:
@@ -249,8 +256,11 @@ class _OpenFile:
         except OSError as exc:
             raise _storage_error(exc, self.url, self.owner) from exc
         self.rows += group.num_rows
-        for bounds, group_bounds in zip(self.bounds, measured):
+        for leaf, (bounds, group_bounds) in enumerate(zip(self.bounds, measured)):
             bounds.add(group_bounds)
+            if group_bounds[1]:
+                self.nan_leaves.add(leaf)
+        self.row_groups += 1
 
     def size(self) -> int:
         return self.stream.tell()
@@ -260,12 +270,27 @@ class _OpenFile:
             # every row group is on the stream already: what close() adds is the footer
             # (its Thrift metadata, a 4-byte length and the magic)
             footer_start = self.stream.tell()
+            self.sink.hold_footer()
             self.writer.close()
+            try:
+                self.sink.release_footer(self._chunks_without_bounds())
+            except ThriftError as exc:
+                raise InternalError(
+                    f"{self.owner.description}: the footer pyarrow wrote for data file "
+                    f"{self.url} cannot be edited ({exc}); nothing was committed"
+                ) from exc
             size = self.stream.tell()
             self.stream.close()
         except OSError as exc:
             raise _storage_error(exc, self.url, self.owner) from exc
-        metadata = self.writer.writer.metadata  # the file footer, known once closed
+        # the file footer, known once closed (its statistics as pyarrow wrote them, before
+        # the edit: only its counts and sizes are read here)
+        metadata = self.writer.writer.metadata
+        if metadata.num_row_groups != self.row_groups:
+            raise InternalError(
+                f"{self.owner.description}: data file {self.url} has "
+                f"{metadata.num_row_groups} row groups, {self.row_groups} were written"
+            )
         columns = []
         for index, ((_path, spec), bounds) in enumerate(zip(self.owner.leaves, self.bounds)):
             values = nulls = chunk_bytes = 0
@@ -302,6 +327,19 @@ class _OpenFile:
                 partition_values=self.values,
             ),
         )
+
+    def _chunks_without_bounds(self) -> list[tuple[int, int]]:
+        """The chunks ``(row group, leaf)`` whose min/max the footer leaves out: every
+        chunk of a float leaf that NaN was written to, in any row group of the file.
+
+        Only the NaN chunks themselves would do for DuckDB, but DataFusion's reader also
+        prunes whole files by bounds it merges over their row groups, where a chunk
+        without bounds counts as none: a file whose NaN chunk lost its bounds while the
+        next chunk of the column kept 5.0 / 6.0 is skipped for ``f > 1990`` (measured,
+        datafusion 55). So a float column holding NaN anywhere in a file has no min/max
+        in that file; every other column, and every float column without NaN, keeps
+        its own."""
+        return [(g, leaf) for leaf in sorted(self.nan_leaves) for g in range(self.row_groups)]
 
     def abandon(self) -> None:
         try:
