@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 # 2 cores. PYTEST_WORKERS=0 runs it in this process (for pdb).
 PYTEST_WORKERS ?= 2
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/ducklake-datafusion/cargo-target
-RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml rust/Cargo.lock
+RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/build.rs rust/Cargo.toml rust/Cargo.lock
 JVM_SOURCES := $(wildcard jvm/src/*/java/io/ducklake_datafusion/spark/*.java) jvm/build.sh
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml | head -1)
 
@@ -26,22 +26,49 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml | head -
 
 venv: $(VENV)/.built
 
+# The wheel's tools (maturin, zig, auditwheel; pinned in .ci/wheel.txt) in a venv of their own,
+# so no build needs a C cross toolchain from the system (every Rust build uses them, below).
+WHEEL_VENV ?= $(HOME)/.cache/ducklake-datafusion/wheel-venv
+$(WHEEL_VENV)/.installed: .ci/wheel.txt
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q --disable-pip-version-check -r .ci/wheel.txt
+	touch $@
+
 # A current pip builds pyspark as a wheel (Debian 12's pip 23.0 falls back to setup.py install).
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 
+# One build of the Rust extension serves every consumer: the editable install, the wheel
+# and the Rust unit tests compile DataFusion's crates once per machine, all with the wheel's
+# toolchain (maturin with zig for glibc 2.17, an explicit --target, the wheel venv's maturin
+# and python) into one target directory. .ci/zig-cargo/cargo, first on maturin's PATH,
+# writes down the environment maturin gives cargo, for make rust-test (.ci/zig_env.sh).
+HOST_TARGET := $(shell uname -m)-unknown-linux-gnu
+ZIG_MATURIN = PATH="$(CURDIR)/.ci/zig-cargo:$(WHEEL_VENV)/bin:$$PATH" $(WHEEL_VENV)/bin/maturin
+ZIG_FLAGS = --zig --compatibility manylinux2014 --interpreter $(WHEEL_VENV)/bin/python
+EDITABLE_OUT := $(CARGO_TARGET_DIR)/editable-wheel
+
+# The editable wheel (the package's Python code where it is, the extension built into it),
+# as pip's editable install builds it but with the wheel's toolchain.
+define build_editable
+	rm -rf $(EDITABLE_OUT)
+	$(ZIG_MATURIN) pep517 build-wheel --editable -q $(ZIG_FLAGS) --target $(HOST_TARGET) \
+		--out $(EDITABLE_OUT)
+endef
+
 # Reinstall only when the dependencies may have changed (this also builds the extension).
-$(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -q --disable-pip-version-check 'maturin>=1.8,<2'
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+$(VENV)/.installed: pyproject.toml $(WHEEL_VENV)/.installed | $(PY)
+	$(build_editable)
+	$(PY) -m pip install -q --disable-pip-version-check "$$(ls $(EDITABLE_OUT)/*.whl)[test]"
 	touch $@
 
 # Rebuild the extension (incrementally) when its sources changed, and the Spark jar for the
 # venv's pyspark (jvm/build.sh: javac against pyspark's own jars, ~2 s).
 $(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES) $(JVM_SOURCES)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install -q --disable-pip-version-check \
-		--no-deps --no-build-isolation -e .
+	$(build_editable)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
+		$(EDITABLE_OUT)/*.whl
 	jvm/build.sh $(PY)
 	touch $@
 
@@ -55,29 +82,19 @@ jars:
 	for s in 2.12 2.13; do cp jvm/scala-$$s/target/ducklake-spark_$$s-$(VERSION).jar \
 		ducklake_datafusion/spark/jars/ducklake-spark_$$s.jar; done
 
-# The wheel's tools (maturin, zig, auditwheel; pinned in .ci/wheel.txt) in a venv of their own,
-# so building a wheel needs neither the test venv nor a C cross toolchain from the system.
-WHEEL_VENV ?= $(HOME)/.cache/ducklake-datafusion/wheel-venv
-$(WHEEL_VENV)/.installed: .ci/wheel.txt
-	$(PYTHON) -m venv $(WHEEL_VENV)
-	$(WHEEL_VENV)/bin/python -m pip install -q --disable-pip-version-check -r .ci/wheel.txt
-	touch $@
-
 # The abi3 wheel (the Rust extension and both jars) into dist/, tagged manylinux2014 (glibc
 # 2.17): zig compiles the C dependencies (zstd, liblzma, ring) against glibc 2.17's headers and
 # links against its symbol versions, where the system's gcc and glibc would tag it with the
-# build machine's glibc (2.34+ for pthread alone), which older Linuxes' pip refuses. maturin's
-# --zig always passes cargo an explicit --target, so the wheel's crates build in
-# CARGO_TARGET_DIR/<target>/release, apart from the editable install's (a cold build of their
-# own once per machine; later ones rebuild only our crate). .ci/wheel_audit.py checks the tag.
+# build machine's glibc (2.34+ for pthread alone), which older Linuxes' pip refuses. For this
+# machine's target the crates are the editable install's (the same flags, the same
+# CARGO_TARGET_DIR/<target>/release): after make venv, cargo has nothing left to compile.
+# .ci/wheel_audit.py checks the tag.
 # WHEEL_TARGETS: the Rust targets to build, this machine's architecture by default.
 WHEEL_TARGETS ?= $(shell uname -m)-unknown-linux-gnu
 WHEEL_NAME = dist/ducklake_datafusion-$(VERSION)-cp310-abi3-manylinux2014_$(1).manylinux_2_17_$(1).whl
 wheel: jars $(WHEEL_VENV)/.installed
 	for t in $(WHEEL_TARGETS); do \
-		PATH="$(WHEEL_VENV)/bin:$$PATH" $(WHEEL_VENV)/bin/maturin build -q --release \
-			--zig --compatibility manylinux2014 --target $$t \
-			--interpreter $(WHEEL_VENV)/bin/python --out dist || exit 1; \
+		$(ZIG_MATURIN) build -q --release $(ZIG_FLAGS) --target $$t --out dist || exit 1; \
 	done
 	$(WHEEL_VENV)/bin/python .ci/wheel_audit.py \
 		$(foreach t,$(WHEEL_TARGETS),$(call WHEEL_NAME,$(firstword $(subst -, ,$(t)))))
@@ -112,10 +129,12 @@ V11_TESTS := tests/catalog/test_incremental.py tests/catalog/test_file_cut.py \
 test-v11: venv
 	DUCKLAKE_TEST_FORMAT=1.1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(V11_TESTS)
 
-# The Rust unit tests (rust/Cargo.toml says why PYO3_PYTHON): DataFusion's crates come
-# from the release build in CARGO_TARGET_DIR; pyo3 and our crate build once more.
+# The Rust unit tests (rust/Cargo.toml says why PYO3_PYTHON), in the environment of the
+# editable install's build (.ci/zig_env.sh): DataFusion's crates come from it; pyo3 and
+# our crate build once more (they link libpython here).
 rust-test: venv
-	cd rust && PYO3_PYTHON="$(CURDIR)/$(PY)" cargo test -q --release --lib
+	cd rust && PYO3_PYTHON="$(CURDIR)/$(PY)" ../.ci/zig_env.sh \
+		cargo test -q --release --lib --target $(HOST_TARGET)
 
 demo: venv
 	$(PY) examples/demo.py
