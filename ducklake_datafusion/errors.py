@@ -229,7 +229,21 @@ def typed(exc: BaseException) -> DuckLakeError | None:
         if isinstance(found, type) and issubclass(found, DuckLakeError):
             with contextlib.suppress(ValueError, SyntaxError):
                 return found(ast.literal_eval(match.group(2)))
+    if _UUID_BYTES_INTO_TEXT in text:
+        return UnsupportedTypeError(
+            f"{text.strip()}: a UUID column read from Parquet is 16 bytes "
+            "(FixedSizeBinary(16)), and DataFusion has no cast from it to the text a lake's "
+            "UUID column is in DataFusion; insert encode(column, 'hex') instead (the lake "
+            "stores it as the same UUID), or append the Arrow data with table.append(...), "
+            "which takes the 16 bytes as they are"
+        )
     return None
+
+
+# DataFusion's planning error for an INSERT of 16-byte UUIDs (a Parquet file's UUID column)
+# into a lake's UUID column, which DataFusion sees as text: no error of ours, but the fix
+# is ours to say (typed() makes it an UnsupportedTypeError that says how to cast).
+_UUID_BYTES_INTO_TEXT = "Cannot automatically convert FixedSizeBinary(16) to Utf8"
 
 
 @contextlib.contextmanager

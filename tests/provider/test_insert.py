@@ -251,3 +251,30 @@ def test_the_exact_readers_errors_are_ours(sql_lake):
         os.remove(path.as_py())
     with pytest.raises(errors.DataFileMissingError), errors.raised_as_ours():
         ctx.sql("SELECT * FROM lake.main.t").collect()
+
+
+def test_insert_of_a_parquet_files_uuids(make_lake, tmp_path):
+    """A Parquet file DuckDB wrote with a UUID column holds 16 bytes per value, which
+    DataFusion cannot cast to the text a lake's UUID column is in DataFusion: the INSERT
+    fails in DataFusion's planning, typed as ours with the cast to use; with that cast the
+    lake holds the file's UUIDs, as DuckDB reads them; ``append`` takes the bytes as they
+    are."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (u UUID, i INTEGER)")
+    source = str(tmp_path / "uuids.parquet")
+    lake.sql(f"COPY (SELECT uuid() AS u, i::INTEGER AS i FROM range(5) r(i)) TO '{source}'")
+    lake.detach()
+    expected = lake.reference(f"SELECT * FROM read_parquet('{source}')")
+    ctx = _ctx(lake)
+    ctx.register_parquet("src", source)
+    refused = pytest.raises(errors.UnsupportedTypeError, match=r"encode\(column, 'hex'\)")
+    with refused, errors.raised_as_ours():
+        ctx.sql("INSERT INTO lake.main.t SELECT * FROM src").collect()
+    assert lake.reference("SELECT count(*) AS n FROM lake.main.t").to_pylist() == [{"n": 0}]
+
+    ctx.sql("INSERT INTO lake.main.t SELECT encode(u, 'hex'), i FROM src").collect()
+    assert_same_rows(duckdb_reads(lake, "SELECT * FROM lake.main.t"), expected)
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    table.append(ctx.table("src").to_arrow_table())  # FixedSizeBinary(16), as read
+    doubled = pa.concat_tables([expected, expected])
+    assert_same_rows(duckdb_reads(lake, "SELECT * FROM lake.main.t"), doubled)
