@@ -129,14 +129,6 @@ def duckdb_counts(con, source: str, name: str, predicates_, sql_type: str) -> li
     return [n for _, n in rows]
 
 
-def _datafusion_value(value, kind: pa.DataType):
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-        return pa.scalar(value if isinstance(value, str) else str(value), kind)
-    if isinstance(value, float) and pa.types.is_integer(kind):
-        return pa.scalar(value, pa.float64())
-    return pa.scalar(value, kind)
-
-
 def datafusion_counts(ctx, source: str, name: str, predicates_) -> list[int]:
     """DataFusion's count of each predicate over ``source``, one scan each."""
     kind = ctx.sql(f"SELECT * FROM {source} LIMIT 0").schema().field(name).type
@@ -146,7 +138,7 @@ def datafusion_counts(ctx, source: str, name: str, predicates_) -> list[int]:
             where = f'"{name}" {op}'
         else:
             where = f'"{name}" {op} $v{index}'
-            params[f"v{index}"] = _datafusion_value(value, kind)
+            params[f"v{index}"] = pa.scalar(value, kind)  # the column's own type
         parts.append(f"SELECT {index} AS k, count(*) AS n FROM {source} WHERE {where}")
     sql = " UNION ALL ".join(parts) + " ORDER BY k"
     return [row["n"] for row in ctx.sql(sql, param_values=params).to_pylist()]
