@@ -32,6 +32,7 @@ __all__ = [
     "CatalogNotFoundError",
     "CatalogReadOnlyError",
     "CommitConflictError",
+    "CommitStateUnknownError",
     "DataFileCorruptError",
     "DataFileError",
     "DataFileMissingError",
@@ -97,6 +98,14 @@ class CommitConflictError(DuckLakeError):
     """Another writer changed what this commit depends on (the table was dropped, altered
     or replaced) after the write began. Nothing was committed; the message names the
     table and both snapshots. Re-run the write against the lake as it is now."""
+
+
+class CommitStateUnknownError(CatalogError):
+    """The catalog database was asked to ``COMMIT`` and its answer was lost (the
+    connection broke): the snapshot may or may not exist. The files the write made are
+    kept, named in the message, since a committed snapshot may refer to them; look at the
+    table's latest snapshot before writing again (``ducklake_delete_orphaned_files``
+    removes them if nothing refers to them)."""
 
 
 class SnapshotNotFoundError(DuckLakeError):

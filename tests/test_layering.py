@@ -45,7 +45,8 @@ LAYERS = {
     "pathres": BASE,
     "scan": BASE | {"catalog", "pathres"},
     "read": BASE | {"catalog", "pathres", "scan"},
-    "write": BASE | {"catalog", "pathres", "scan", "extension"},
+    # (a row change reads the delete files it replaces with the readers' own checks)
+    "write": BASE | {"catalog", "pathres", "scan", "read", "extension"},
     "provider": BASE | {"catalog", "pathres", "scan", "read", "write", "extension"},
     "spark": BASE | {"catalog", "pathres", "scan", "read", "write"},
     # the Rust extension (its stub names the DataFusion adapter's ProviderSpec): the

@@ -11,7 +11,7 @@ from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
 from ._change_tokens import ROW_CHANGE_KINDS, ChangeToken, split_quoted_names
 from ._comments import table_column_comments, view_column_comments
-from ._commit import commit
+from ._commit import AlreadyCommitted, commit, transaction_of
 from ._commit_request import (
     CommitOptions,
     FileColumnStats,
@@ -19,6 +19,23 @@ from ._commit_request import (
     NewDataFile,
     NewTable,
     TableCommit,
+)
+from ._transaction import (
+    AddDataFiles,
+    CreateTable,
+    EndDataFiles,
+    EndInlinedRows,
+    EndPartitions,
+    EndTableRows,
+    FilesUnchanged,
+    NewDeleteFile,
+    NotCommittedBefore,
+    RowsUnchanged,
+    SetDeleteFile,
+    SnapshotMoved,
+    TableRef,
+    TableUnchanged,
+    Transaction,
 )
 from ._file_cut import CUT_TYPES, BeganCut, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
@@ -50,27 +67,43 @@ __all__ = [
     "CUT_TYPES",
     "INLINED_SYSTEM_COLUMNS",
     "ROW_CHANGE_KINDS",
+    "AddDataFiles",
+    "AlreadyCommitted",
     "BeganCut",
     "ChangeToken",
     "ColumnBound",
     "ColumnEntry",
     "ColumnSpec",
     "CommitOptions",
+    "CreateTable",
     "DataFileEntry",
     "DeletedCut",
+    "EndDataFiles",
+    "EndInlinedRows",
+    "EndPartitions",
+    "EndTableRows",
     "FileColumnStats",
+    "FilesUnchanged",
     "MetadataBackend",
     "MetadataSession",
     "NameMappingNode",
     "NewColumn",
     "NewDataFile",
+    "NewDeleteFile",
     "NewTable",
+    "NotCommittedBefore",
+    "RowsUnchanged",
+    "SetDeleteFile",
+    "SnapshotMoved",
     "SnapshotInfo",
     "SnapshotRecord",
     "StatsCut",
     "TableCommit",
     "TableEntry",
     "TableFiles",
+    "TableRef",
+    "TableUnchanged",
+    "Transaction",
     "ViewEntry",
     "arrow_schema",
     "arrow_type_for",
@@ -86,5 +119,6 @@ __all__ = [
     "table_by_id",
     "table_column_comments",
     "table_sizes",
+    "transaction_of",
     "view_column_comments",
 ]

@@ -1,28 +1,30 @@
-"""The commit protocol: data files (and a new table) become one new snapshot, atomically.
+"""The commit protocol: a :class:`Transaction` becomes one new snapshot, atomically.
 
-Every writer of this package (Python appends, DataFusion's ``INSERT INTO``, ``CREATE TABLE
-AS``) ends here with a :class:`TableCommit`: the table, the snapshot the write began at,
-and the facts of the files it wrote. :func:`commit` then runs one transaction on the
-catalog database that adds, as DuckDB's writer adds them for the same data:
+Every writer of this package (Python appends, deletes and updates, DataFusion's ``INSERT
+INTO``, ``CREATE TABLE AS``, Spark's batch and streaming writes) ends here with a
+``Transaction``: the snapshot its plan was read at, its actions and its requirements
+(``_transaction``). :func:`commit` runs one transaction on the catalog database that
+first checks the requirements against every commit since the base snapshot
+(``_conflicts``), then adds, as DuckDB's writer adds them for the same change:
 
 1. the ``ducklake_snapshot`` row (id = latest + 1; ``schema_version`` and
-   ``next_catalog_id`` advanced by a new table, ``next_file_id`` by the files), inserted
-   first: it is where concurrent commits collide (the primary key);
-2. for a new table, its ``ducklake_table``, ``ducklake_column`` and
-   ``ducklake_schema_versions`` rows;
-3. for an overwrite, ``end_snapshot`` on every live data file and inlined row of the table;
-4. a ``ducklake_data_file`` row per file (``row_id_start`` from the table's
-   ``next_row_id``) and a ``ducklake_file_column_stats`` row per file and leaf column;
-5. ``ducklake_table_stats`` (record count, next row id, bytes) and
-   ``ducklake_table_column_stats`` (bounds widened to take the new files in: ``_bounds``);
-6. ``ducklake_snapshot_changes`` (``created_table:"s"."t"``, ``inserted_into_table:<id>``,
-   ``deleted_from_table:<id>``, and the caller's author, message and extra info).
+   ``next_catalog_id`` advanced by a new table, ``next_file_id`` by the data and delete
+   files), inserted first: it is where concurrent commits collide (the primary key);
+2. each action's rows, in order (``_commit_rows``): a new table's ``ducklake_table``,
+   ``ducklake_column``, ``ducklake_schema_versions`` and partition rows; ended files and
+   inlined rows; ``ducklake_delete_file`` rows (a replaced one removed and its file
+   scheduled in ``ducklake_files_scheduled_for_deletion``); ``ducklake_data_file`` and
+   ``ducklake_file_column_stats`` rows, ``ducklake_table_stats`` and the widened
+   ``ducklake_table_column_stats``;
+3. ``ducklake_snapshot_changes`` (``created_table:"s"."t"``, ``inserted_into_table:<id>``,
+   ``deleted_from_table:<id>``: DuckDB's spellings only, and the caller's author, message
+   and extra info).
 
-A commit that loses the race for the snapshot id starts over on the lake as it now is; it
-goes ahead only if nothing it depends on changed since the write began (the table still
-there with the same id, columns and partitioning; for an overwrite, no other change to its
-rows), else :class:`CommitConflictError` names the table and both snapshots. A failed
-transaction leaves the catalog as it was: the caller deletes the files it wrote.
+A commit that loses the race for the snapshot id starts over on the lake as it now is and
+checks the requirements again; a broken one is a :class:`CommitConflictError` naming the
+table and both snapshots. A failed transaction leaves the catalog as it was: the caller
+deletes the files it wrote. A transaction whose ``COMMIT`` was sent but not answered may
+have committed (``CommitStateUnknownError``): its files must stay.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from ..errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
-from ._change_tokens import parse_changes_made
 from ._commit_request import TableCommit
 from ._commit_rows import (
     add_file_rows,
@@ -47,43 +48,89 @@ from ._commit_rows import (
     end_partition_rows,
     insert_row,
 )
+from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
+from ._conflicts import AlreadyCommitted, check_requirements
 from ._names import find_table, list_schemas
 from ._settings import read_settings
+from ._transaction import (
+    AddDataFiles,
+    CreateTable,
+    EndDataFiles,
+    EndInlinedRows,
+    EndPartitions,
+    EndTableRows,
+    RowsUnchanged,
+    SetDeleteFile,
+    SnapshotMoved,
+    TableRef,
+    TableUnchanged,
+    Transaction,
+)
 from ._writers import SnapshotRace
 
-__all__ = ["commit"]
+__all__ = ["AlreadyCommitted", "commit", "transaction_of"]
 
 MAX_ATTEMPTS = 12
 
 
-def commit(backend, request: TableCommit) -> int:
-    """Commit ``request`` as one new snapshot and return its id.
+def commit(backend, transaction: Transaction | TableCommit) -> int:
+    """Commit ``transaction`` as one new snapshot and return its id.
 
     With nothing to change (an append of no rows), nothing is committed and the latest
-    snapshot id is returned.
+    snapshot id is returned. A :class:`TableCommit` (one table's write, as a write plan
+    describes it) is committed as :func:`transaction_of` it.
 
     Raises:
-        CommitConflictError: the table changed since ``base_snapshot`` (dropped, replaced,
-            altered; for an overwrite, any change to its rows), or the race for a snapshot
-            id was lost ``MAX_ATTEMPTS`` times.
+        CommitConflictError: a requirement broke since ``base_snapshot`` (the table
+            dropped, replaced, altered; for an overwrite, any change to its rows; for a
+            delete, another change to the same data file), or the race for a snapshot id
+            was lost ``MAX_ATTEMPTS`` times.
+        AlreadyCommitted: a ``NotCommittedBefore`` marker was found (its snapshot).
         TableExistsError: the table to create exists.
+        CommitStateUnknownError: the catalog's ``COMMIT`` went unanswered.
         CatalogError and its subclasses: the catalog database failed; nothing committed.
     """
+    if isinstance(transaction, TableCommit):
+        transaction = transaction_of(transaction)
     for attempt in range(MAX_ATTEMPTS):
         try:
             with backend.write_session() as session:
-                return _commit_once(session, request, backend.description)
+                return _commit_once(session, transaction, backend.description)
         except SnapshotRace:
             # another commit took the id: wait a little (jittered, growing), start over
             time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
+    names = ", ".join(t.name for t in transaction.tables())
     raise CommitConflictError(
-        f"{backend.description}: the commit to table {_name(request)} lost the race for a "
+        f"{backend.description}: the commit to table {names} lost the race for a "
         f"snapshot id {MAX_ATTEMPTS} times to other writers; nothing was committed, write again"
     )
 
 
-def _name(request: TableCommit) -> str:
-    return f"{request.schema_name}.{request.table_name}"
+def transaction_of(request: TableCommit) -> Transaction:
+    """One table's write (a write plan's request) as the actions and requirements it is:
+    create the table, or require it unchanged; for an overwrite, require its rows
+    unchanged and end them (all, or the replaced partitions'); add the files."""
+    table = TableRef(request.schema_name, request.table_name, request.table_id)
+    actions: list = []
+    requirements: list = []
+    if request.new_table is not None:
+        actions.append(CreateTable(table, request.new_table))
+    else:
+        requirements.append(TableUnchanged(table))
+    if request.overwrite:
+        if request.new_table is None:
+            requirements.append(RowsUnchanged(table))
+        if request.replace_partitions is not None:
+            partitions = tuple(request.replace_partitions)
+            actions.append(EndPartitions(table, request.partition_id, partitions))
+        else:
+            actions.append(EndTableRows(table))
+    actions.append(
+        AddDataFiles(table, request.files, request.column_types, request.partition_id)
+    )
+    return Transaction(
+        request.base_snapshot, tuple(actions), tuple(requirements), request.options
+    )
 
 
 def quoted(name: str) -> str:
@@ -91,7 +138,26 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _commit_once(session, request: TableCommit, description: str) -> int:
+class _Changes:
+    """``changes_made`` as it accumulates: created tables first, then per table
+    ``inserted_into_table`` before ``deleted_from_table`` (DuckDB's order), and
+    ``inlined_delete`` for rows ended in the catalog (DuckDB's token for those)."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.inserted: dict[int, None] = {}
+        self.deleted: dict[int, None] = {}
+        self.inlined_deleted: dict[int, None] = {}
+
+    def text(self) -> str:
+        tokens = list(self.created)
+        tokens += [f"inserted_into_table:{t}" for t in self.inserted]
+        tokens += [f"deleted_from_table:{t}" for t in self.deleted]
+        tokens += [f"inlined_delete:{t}" for t in self.inlined_deleted]
+        return ",".join(tokens)
+
+
+def _commit_once(session, transaction: Transaction, description: str) -> int:
     settings = read_settings(session, description)
     if settings.get("encrypted", "false").lower() == "true":
         raise UnsupportedFeatureError(
@@ -103,30 +169,38 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
         "ducklake_snapshot WHERE snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)"
     )
     latest_id, schema_version, next_catalog_id, next_file_id = (int(v) for v in latest)
-    replaces_nothing = request.replace_partitions is not None and not request.replace_partitions
-    if (
-        request.new_table is None
-        and not request.files
-        and (not request.overwrite or replaces_nothing)
-    ):
+    if transaction.changes_nothing():
         return latest_id
+    table_ids = check_requirements(session, transaction, latest_id, description)
     new_id = latest_id + 1
-    changes: list[str] = []
-    if request.new_table is not None:
-        schema_id = _schema_for_new_table(session, request, latest_id, description)
-        table_id = next_catalog_id
-        next_catalog_id += 1
-        schema_version += 1
-        partition_id = None
-        if request.new_table.partitioned_by:
-            partition_id = next_catalog_id  # specs take their ids from the same counter
+    if transaction.snapshot_id is not None and new_id != transaction.snapshot_id:
+        raise SnapshotMoved(new_id)
+    changes = _Changes()
+    created: dict[TableRef, tuple[int, int, int | None]] = {}  # table id, schema, partition
+    for action in transaction.actions:
+        if isinstance(action, CreateTable):
+            schema_id = _schema_for_new_table(session, action.table, latest_id, description)
+            table_id = next_catalog_id
             next_catalog_id += 1
-        changes.append(f"created_table:{quoted(request.schema_name)}.{quoted(request.table_name)}")
-    else:
-        table_id = _check_unchanged(session, request, latest_id, description)
-        partition_id = request.partition_id
+            schema_version += 1
+            partition_id = None
+            if action.new_table.partitioned_by:
+                partition_id = next_catalog_id  # specs take their ids from the same counter
+                next_catalog_id += 1
+            created[action.table] = (table_id, schema_id, partition_id)
+            table_ids[action.table] = table_id
+            changes.created.append(
+                f"created_table:{quoted(action.table.schema_name)}."
+                f"{quoted(action.table.table_name)}"
+            )
+        elif action.table not in table_ids:
+            table_ids[action.table] = _resolve(session, action.table, latest_id, description)
     first_file_id = next_file_id
-    next_file_id += len(request.files)
+    next_file_id += sum(
+        len(a.files) if isinstance(a, AddDataFiles) else 1
+        for a in transaction.actions
+        if isinstance(a, (AddDataFiles, SetDeleteFile))
+    )
     # The race point first: a concurrent commit of the same id fails here (or waits here
     # for the other transaction, then fails), before anything else is written.
     insert_row(
@@ -141,51 +215,86 @@ def _commit_once(session, request: TableCommit, description: str) -> int:
         },
         race_point=True,
     )
-    if request.new_table is not None:
-        create_table_rows(
-            session, request.new_table, table_id, schema_id, request, new_id, schema_version
-        )
-        if partition_id is not None:
-            create_partitioning_rows(session, request.new_table, table_id, partition_id, new_id)
-    if request.files:
-        changes.append(f"inserted_into_table:{table_id}")
-    if request.overwrite and request.replace_partitions is not None:
-        what = f"{description}: table {_name(request)}"
-        replaced = set(request.replace_partitions)
-        if end_partition_rows(session, table_id, new_id, partition_id, replaced, what):
-            changes.append(f"deleted_from_table:{table_id}")
-    elif request.overwrite:
-        end_live_rows(session, table_id, new_id)
-        changes.append(f"deleted_from_table:{table_id}")
-    add_file_rows(session, request, table_id, new_id, first_file_id, partition_id)
+    file_id = first_file_id
+    for action in transaction.actions:
+        table_id = table_ids[action.table]
+        what = f"{description}: table {action.table.name}"
+        if isinstance(action, CreateTable):
+            _, schema_id, partition_id = created[action.table]
+            create_table_rows(
+                session, action.new_table, action.table, table_id, schema_id, new_id,
+                schema_version,
+            )
+            if partition_id is not None:
+                create_partitioning_rows(session, action.new_table, table_id, partition_id, new_id)
+        elif isinstance(action, EndTableRows):
+            end_live_rows(session, table_id, new_id)
+            changes.deleted[table_id] = None
+        elif isinstance(action, EndPartitions):
+            partition_id = action.partition_id
+            if action.table in created:
+                partition_id = created[action.table][2]
+            if end_partition_rows(
+                session, table_id, new_id, partition_id, set(action.partitions), what
+            ):
+                changes.deleted[table_id] = None
+        elif isinstance(action, EndDataFiles):
+            end_data_files(session, table_id, new_id, action.data_file_ids, what)
+            changes.deleted[table_id] = None
+        elif isinstance(action, EndInlinedRows):
+            end_inlined_rows(session, table_id, new_id, action.row_ids, what)
+            changes.inlined_deleted[table_id] = None
+        elif isinstance(action, SetDeleteFile):
+            add_delete_file_rows(session, action, table_id, new_id, file_id, what)
+            file_id += 1
+            changes.deleted[table_id] = None
+        elif isinstance(action, AddDataFiles):
+            partition_id = action.partition_id
+            if action.table in created:
+                partition_id = created[action.table][2]
+            add_file_rows(session, action, table_id, new_id, file_id, partition_id)
+            file_id += len(action.files)
+            if action.files:
+                changes.inserted[table_id] = None
     insert_row(
         session,
         "ducklake_snapshot_changes",
         {
             "snapshot_id": new_id,
-            "changes_made": ",".join(changes),
-            "author": request.options.author,
-            "commit_message": request.options.commit_message,
-            "commit_extra_info": request.options.commit_extra_info,
+            "changes_made": changes.text(),
+            "author": transaction.options.author,
+            "commit_message": transaction.options.commit_message,
+            "commit_extra_info": transaction.options.commit_extra_info,
         },
     )
     return new_id
 
 
-def _schema_for_new_table(session, request: TableCommit, latest: int, description: str) -> int:
+def _resolve(session, table: TableRef, latest: int, description: str) -> int:
+    """The id of a table an action names without a requirement on it."""
+    entry = find_table(session, latest, table.schema_name, table.table_name)
+    if entry is None or (table.table_id is not None and entry.table_id != table.table_id):
+        raise CommitConflictError(
+            f"{description}: table {table.name} is not the table this write planned against "
+            f"at snapshot {latest}; nothing was committed, write again"
+        )
+    return entry.table_id
+
+
+def _schema_for_new_table(session, table: TableRef, latest: int, description: str) -> int:
     schemas = {s.schema_name: s for s in list_schemas(session, latest)}
-    schema = schemas.get(request.schema_name)
+    schema = schemas.get(table.schema_name)
     if schema is None:
         raise TableNotFoundError(
-            f"{description}: schema {request.schema_name!r} does not exist at snapshot "
-            f"{latest}, so table {_name(request)} cannot be created there; create the schema "
+            f"{description}: schema {table.schema_name!r} does not exist at snapshot "
+            f"{latest}, so table {table.name} cannot be created there; create the schema "
             "in DuckDB first (CREATE SCHEMA)"
         )
-    if find_table(session, latest, request.schema_name, request.table_name) is not None or (
-        _view_exists(session, latest, schema.schema_id, request.table_name)
+    if find_table(session, latest, table.schema_name, table.table_name) is not None or (
+        _view_exists(session, latest, schema.schema_id, table.table_name)
     ):
         raise TableExistsError(
-            f"{description}: table {_name(request)} already exists at snapshot {latest}; "
+            f"{description}: table {table.name} already exists at snapshot {latest}; "
             "append to it, or choose another name"
         )
     return schema.schema_id
@@ -198,46 +307,3 @@ def _view_exists(session, snapshot: int, schema_id: int, name: str) -> bool:
         [schema_id, name, snapshot, snapshot],
     )
     return int(rows[0][0]) > 0
-
-
-def _check_unchanged(session, request: TableCommit, latest: int, description: str) -> int:
-    """The table's id at ``latest``, if nothing the write depends on changed since it
-    began; else a :class:`CommitConflictError` naming the table and both snapshots."""
-    base = request.base_snapshot
-
-    def conflict(what: str) -> CommitConflictError:
-        return CommitConflictError(
-            f"{description}: table {_name(request)} {what} after snapshot {base}, where this "
-            f"write began (the lake is now at snapshot {latest}); nothing was committed, "
-            "write again against the table as it is now"
-        )
-
-    entry = find_table(session, latest, request.schema_name, request.table_name)
-    if entry is None:
-        raise conflict("was dropped or renamed")
-    if entry.table_id != request.table_id:
-        raise conflict("was replaced by another table of the same name")
-    if latest == base:
-        return entry.table_id
-    changed = session.rows(
-        "SELECT count(*) FROM ducklake_column WHERE table_id = ? AND "
-        "(begin_snapshot > ? OR end_snapshot > ?)",
-        [entry.table_id, base, base],
-    )
-    if int(changed[0][0]):
-        raise conflict("had its columns altered")
-    if session.has_table("ducklake_partition_info"):
-        changed = session.rows(
-            "SELECT count(*) FROM ducklake_partition_info WHERE table_id = ? AND "
-            "(begin_snapshot > ? OR end_snapshot > ?)",
-            [entry.table_id, base, base],
-        )
-        if int(changed[0][0]):
-            raise conflict("was partitioned anew")
-    if request.overwrite:
-        for (text,) in session.rows(
-            "SELECT changes_made FROM ducklake_snapshot_changes WHERE snapshot_id > ?", [base]
-        ):
-            if any(t.table_id() == entry.table_id for t in parse_changes_made(text)):
-                raise conflict("had rows changed by another commit (an overwrite would lose them)")
-    return entry.table_id

@@ -1,9 +1,10 @@
 """The catalog rows of a commit, written in its transaction (``_commit`` decides which).
 
-One function per kind of change: a new table's ``ducklake_table``, ``ducklake_column``,
-``ducklake_schema_versions`` and partition rows; an overwrite's ended files and inlined
-rows; the files' ``ducklake_data_file``, ``ducklake_file_partition_value`` and
-``ducklake_file_column_stats`` rows, and the table statistics widened to take them in.
+One function per kind of action (``_transaction``): a new table's ``ducklake_table``,
+``ducklake_column``, ``ducklake_schema_versions`` and partition rows; an overwrite's ended
+files and inlined rows; the files' ``ducklake_data_file``, ``ducklake_file_partition_value``
+and ``ducklake_file_column_stats`` rows, and the table statistics widened to take them in.
+A delete's rows are ``_delete_rows``'.
 Each insert leaves out the columns an older catalog lacks (:func:`insert_row`), so 1.0
 and 1.1 catalogs are each written in their own form.
 """
@@ -14,7 +15,8 @@ from collections.abc import Mapping
 
 from ..errors import UnsupportedFeatureError
 from ._bounds import widen
-from ._commit_request import NewTable, TableCommit
+from ._commit_request import NewTable
+from ._transaction import AddDataFiles, TableRef
 
 __all__ = [
     "add_file_rows",
@@ -22,7 +24,9 @@ __all__ = [
     "create_table_rows",
     "end_live_rows",
     "end_partition_rows",
+    "columns_of",
     "insert_row",
+    "is_inlined_table_name",
 ]
 
 INLINED_DATA_PREFIX = "ducklake_inlined_data_"
@@ -71,9 +75,9 @@ def columns_of(session, table: str) -> tuple[str, ...]:
 def create_table_rows(
     session,
     table: NewTable,
+    ref: TableRef,
     table_id: int,
     schema_id: int,
-    request: TableCommit,
     snapshot: int,
     schema_version: int,
 ) -> None:
@@ -86,7 +90,7 @@ def create_table_rows(
             "begin_snapshot": snapshot,
             "end_snapshot": None,
             "schema_id": schema_id,
-            "table_name": request.table_name,
+            "table_name": ref.table_name,
             "path": table.path,
             "path_is_relative": True,
         },
@@ -134,7 +138,7 @@ def end_live_rows(session, table_id: int, snapshot: int) -> None:
     for (name,) in session.rows(
         "SELECT table_name FROM ducklake_inlined_data_tables WHERE table_id = ?", [table_id]
     ):
-        if not _is_inlined_table_name(name, table_id) or not session.has_table(name):
+        if not is_inlined_table_name(name, table_id) or not session.has_table(name):
             continue
         # DuckLake 1.1 prefixes the inlined tables' system columns with _ducklake_
         end = "end_snapshot"
@@ -159,7 +163,7 @@ def end_partition_rows(
     for (name,) in session.rows(
         "SELECT table_name FROM ducklake_inlined_data_tables WHERE table_id = ?", [table_id]
     ):
-        if not _is_inlined_table_name(name, table_id) or not session.has_table(name):
+        if not is_inlined_table_name(name, table_id) or not session.has_table(name):
             continue
         end = (
             "_ducklake_end_snapshot"
@@ -204,7 +208,7 @@ def end_partition_rows(
     return len(ended)
 
 
-def _is_inlined_table_name(name: str, table_id: int) -> bool:
+def is_inlined_table_name(name: str, table_id: int) -> bool:
     """Whether ``name`` is an inlined-data table of ``table_id`` (it is formatted into SQL)."""
     rest = name.removeprefix(f"{INLINED_DATA_PREFIX}{table_id}_")
     return rest != name and rest.isdigit()
@@ -239,7 +243,7 @@ def create_partitioning_rows(
 
 def add_file_rows(
     session,
-    request: TableCommit,
+    request: AddDataFiles,
     table_id: int,
     snapshot: int,
     first_file_id: int,
@@ -337,7 +341,7 @@ def _storable(session, bound: str | None) -> str | None:
     return None
 
 
-def _widen_column_stats(session, request: TableCommit, table_id: int) -> None:
+def _widen_column_stats(session, request: AddDataFiles, table_id: int) -> None:
     # DuckLake 1.1 says whether each bound is a value (not a cut one): kept when it has it
     exact = "min_is_exact" in columns_of(session, "ducklake_table_column_stats")
     held = {

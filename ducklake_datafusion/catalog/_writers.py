@@ -28,7 +28,12 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 
-from ..errors import CatalogError, CatalogLockedError, CatalogReadOnlyError
+from ..errors import (
+    CatalogError,
+    CatalogLockedError,
+    CatalogReadOnlyError,
+    CommitStateUnknownError,
+)
 from ._rows import conform_to, rows_to_arrow
 from ._session import SessionBase
 
@@ -42,6 +47,27 @@ __all__ = [
 ]
 
 LOCK_WAIT_SECONDS = 30.0
+
+
+def commit_unknown(description: str, exc: BaseException) -> CommitStateUnknownError:
+    """The error of a ``COMMIT`` whose answer was lost with the connection."""
+    return CommitStateUnknownError(
+        f"{description}: the connection failed while the catalog database committed "
+        f"({exc}); the snapshot may or may not exist, so this write's files were kept: "
+        "look at the table's latest snapshot before writing again"
+    )
+
+
+def send_commit(commit, description: str, lost) -> None:
+    """Run the database's ``commit()``: an error for which ``lost(exc)`` holds (the
+    connection broke, so the answer never came) is :class:`CommitStateUnknownError`; every
+    other error is the database's refusal, after which nothing was committed."""
+    try:
+        commit()
+    except Exception as exc:
+        if lost(exc):
+            raise commit_unknown(description, exc) from exc
+        raise
 
 
 class SnapshotRace(Exception):
@@ -84,6 +110,10 @@ class WriteSession(SessionBase):
 
 def _utc_naive(value: _dt.datetime) -> _dt.datetime:
     return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+
+
+def _never_lost(exc: BaseException) -> bool:
+    return False
 
 
 # -- DuckDB files -----------------------------------------------------------------------------
@@ -155,7 +185,8 @@ def duckdb_writer(path: str, description: str, schema: str | None) -> Iterator[W
         session = _DuckDBWriteSession(connection, description, name)
         try:
             yield session
-            connection.execute("COMMIT")
+            # a file of this machine: a failed COMMIT is DuckDB's refusal, never a lost answer
+            send_commit(lambda: connection.execute("COMMIT"), description, _never_lost)
         except BaseException:
             try:
                 connection.execute("ROLLBACK")
@@ -232,7 +263,7 @@ def sqlite_writer(path: str, description: str) -> Iterator[WriteSession]:
             raise _sqlite_error(exc, description) from exc
         try:
             yield _SQLiteWriteSession(connection, description)
-            connection.execute("COMMIT")
+            send_commit(lambda: connection.execute("COMMIT"), description, _never_lost)
         except BaseException:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
@@ -295,10 +326,13 @@ def postgres_writer(connect, description: str, read_sql) -> Iterator[WriteSessio
     try:
         try:
             yield _PostgresWriteSession(connection, description, read_sql)
-            connection.commit()
         except BaseException:
             connection.rollback()
             raise
+        try:
+            send_commit(connection.commit, description, lambda exc: connection.broken)
+        except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
+            raise SnapshotRace(str(exc)) from exc
     except psycopg.Error as exc:
         raise _postgres_error(exc, description) from exc
     finally:
@@ -310,6 +344,17 @@ def postgres_writer(connect, description: str, read_sql) -> Iterator[WriteSessio
 _DUPLICATE_KEY = 1062
 _DEADLOCK = (1213, 1205)
 _READ_ONLY = (1142, 1290, 1792)
+# the client's own codes for a connection that broke (gone away, lost, closed)
+_CONNECTION_LOST = (0, 2006, 2013, 2055)
+
+
+def _mysql_connection_lost(exc: BaseException) -> bool:
+    import pymysql
+
+    if isinstance(exc, pymysql.err.InterfaceError):
+        return True
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    return isinstance(exc, pymysql.err.OperationalError) and code in _CONNECTION_LOST
 
 
 class _MySQLWriteSession(WriteSession):
@@ -368,12 +413,17 @@ def mysql_writer(connect, description: str, read_sql, translate_sql) -> Iterator
             with connection.cursor() as cursor:
                 cursor.execute("START TRANSACTION")
             yield _MySQLWriteSession(connection, description, read_sql, translate_sql)
-            connection.commit()
         except BaseException:
             try:
                 connection.rollback()
             except pymysql.MySQLError:
                 pass
+            raise
+        try:
+            send_commit(connection.commit, description, _mysql_connection_lost)
+        except pymysql.MySQLError as exc:
+            if exc.args and exc.args[0] in _DEADLOCK:
+                raise SnapshotRace(str(exc)) from exc
             raise
     except pymysql.MySQLError as exc:
         raise _mysql_error(exc, description) from exc

@@ -99,6 +99,31 @@ class DuckLakeTable(LakeTable):
         new snapshot; returns its id. Earlier snapshots keep their rows (time travel)."""
         return self._write(data, True, author, commit_message, commit_extra_info)
 
+    def delete(
+        self,
+        where=None,
+        *,
+        ctx=None,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ):
+        """Delete the rows for which ``where`` holds, as one new snapshot; returns a
+        ``ChangeResult`` (``snapshot_id``, ``deleted``).
+
+        ``where``: DataFusion SQL over the table's columns (``"id IN (SELECT id FROM
+        gone)"``: run in ``ctx``, a ``datafusion.SessionContext``, when given, so its tables
+        and functions may be used), a ``pyarrow.compute`` expression, or ``None`` (every
+        row). The rows are those of the latest snapshot; a data file that loses all its
+        rows is ended, the others get delete files as DuckDB writes them. A change to the
+        same rows committed meanwhile makes the delete run again on the new snapshot.
+        """
+        from ..catalog import CommitOptions
+        from ._row_statements import delete_rows
+
+        options = CommitOptions(author, commit_message, commit_extra_info)
+        return delete_rows(self, where, ctx=ctx, options=options)
+
     def _write(self, data, overwrite, author, commit_message, commit_extra_info) -> int:
         from ..catalog import CommitOptions
         from ..write import append

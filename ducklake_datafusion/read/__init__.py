@@ -25,12 +25,24 @@ from ._export import (
 from ._file_checks import check_data_file, files_unchanged, reads_by_name
 from ._footers import parsed_fragment, require_regular_file
 from ._layouts import FileLayout, file_layout
-from ._reader import PARQUET_FORMAT, ROW_ID, deleted_positions_of, read_data_file, read_error
+from ._deletes import delete_file_positions
+from ._reader import (
+    FILE_ID,
+    PARQUET_FORMAT,
+    POSITION,
+    ROW_ID,
+    deleted_positions_of,
+    open_file,
+    read_data_file,
+    read_error,
+)
 
 __all__ = [
+    "FILE_ID",
     "PARQUET_FORMAT",
     "PLAN_SCHEMA",
     "PLAN_VERSION",
+    "POSITION",
     "ROW_ID",
     "CheckedFile",
     "FileLayout",
@@ -41,6 +53,7 @@ __all__ = [
     "check_data_file",
     "checked_file",
     "count_rows",
+    "delete_file_positions",
     "deleted_positions_of",
     "differing_rows",
     "execute_plan",
@@ -50,6 +63,7 @@ __all__ = [
     "file_layout",
     "files_unchanged",
     "import_plan",
+    "open_file",
     "parsed_fragment",
     "plan_changes",
     "plan_export",

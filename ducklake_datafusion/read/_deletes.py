@@ -31,7 +31,7 @@ from ..pathres import translate_storage_error
 from ..scan import DeleteFile, DeleteSource
 from ._encrypted import read_encrypted_bytes
 
-__all__ = ["deleted_positions", "keep_mask"]
+__all__ = ["delete_file_positions", "deleted_positions", "keep_mask"]
 
 SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
 _DV_MAGIC = b"\xd1\xd3\x39\x64"
@@ -85,6 +85,15 @@ def deleted_positions(
         positions, snapshots = _decoded(delete_file, open_file, what, record_count)
         parts.append(positions if snapshots is None else positions[snapshots <= snapshot])
     return _sorted_unique(parts)
+
+
+def delete_file_positions(
+    delete_file: DeleteFile, open_file, what: str, record_count: int | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """One delete file's positions and each one's snapshot (``None``: the file has no
+    per-position snapshots; all are its ``begin_snapshot``'s), checked as every read checks
+    them: what a delete that replaces it with a cumulative file starts from."""
+    return _decoded(delete_file, open_file, what, record_count)
 
 
 def _decoded(delete_file: DeleteFile, open_file, what: str, record_count: int | None):

@@ -24,7 +24,15 @@ from ..scan import (
     refusal,
     to_expression,
 )
-from ._reader import ROW_ID, ReadRequest, deleted_rows, read_data_file, scan_clean_files
+from ._reader import (
+    FILE_ID,
+    POSITION,
+    ROW_ID,
+    ReadRequest,
+    deleted_rows,
+    read_data_file,
+    scan_clean_files,
+)
 
 __all__ = ["execute_plan", "execute_tasks", "read_request"]
 
@@ -66,6 +74,7 @@ def read_request(
     filter: Filter | None = None,
     *,
     with_row_ids: bool = False,
+    with_positions: bool = False,
 ) -> ReadRequest:
     """Resolve output columns and filter columns against the plan's table columns.
 
@@ -96,7 +105,8 @@ def read_request(
         filter=expression,
         filter_columns=filter_names,
         storage=plan.storage,
-        with_row_ids=with_row_ids,
+        with_row_ids=with_row_ids or with_positions,
+        with_positions=with_positions,
         table_columns=plan.columns,
     )
 
@@ -115,6 +125,7 @@ def execute_tasks(
     if not request.output and request.filter is None and not request.with_row_ids:
         tasks = yield from _counted_from_catalog(tasks, request)
     fast_ok = not request.with_row_ids and all(_fast_type(c.type_name) for c in request.columns)
+    fast_ok = fast_ok and not request.with_positions
     clean: dict[tuple[str, str], list[DataFileTask]] = {}
     others: list[ScanTask] = []
     for task in tasks:
@@ -167,6 +178,10 @@ def _inlined_batches(task: InlinedRowsTask, request: ReadRequest) -> Iterator[pa
         rows = rows.filter(request.filter)
     names = list(request.output) + ([ROW_ID] if request.with_row_ids else [])
     rows = rows.select(names)
+    if request.with_positions:  # a row of the catalog has no data file, no position
+        for name in (POSITION, FILE_ID):
+            rows = rows.append_column(name, pa.nulls(rows.num_rows, pa.int64()))
+        names += [POSITION, FILE_ID]
     if rows.num_rows == 0:
         return
     if not names:

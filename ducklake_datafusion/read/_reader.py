@@ -22,7 +22,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyarrow import acero
 
-from ..errors import DataFileCorruptError, DataFileError, DuckLakeError
+from ..errors import (
+    DataFileCorruptError,
+    DataFileError,
+    DuckLakeError,
+    UnsupportedFeatureError,
+)
 from ..pathres import StorageOptions, filesystem_for, parse_location, translate_storage_error
 from ..scan import DataFileTask, FileRef, field_id
 from ._deletes import deleted_positions, keep_mask
@@ -30,9 +35,11 @@ from ._encrypted import read_encrypted_file
 from ._file_checks import check_data_file, reads_by_name
 from ._file_columns import FileColumns, file_columns, physical_fields
 from ._footers import parsed_fragment, require_regular_file
-from ._request import ROW_ID, ReadRequest
+from ._request import FILE_ID, POSITION, ROW_ID, ReadRequest
 
 __all__ = [
+    "FILE_ID",
+    "POSITION",
     "ROW_ID",
     "ReadRequest",
     "deleted_rows",
@@ -144,7 +151,16 @@ def read_data_file(
     """Stream one data file with deletes, snapshot filtering and schema mapping applied."""
     what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
     try:
-        yield from _read(task, request, what, positions)
+        if not request.with_positions:
+            yield from _read(task, request, what, positions)
+            return
+        if task.encryption_key is not None:
+            raise UnsupportedFeatureError(
+                f"{what} is encrypted; rows of encrypted lakes are changed with DuckDB only"
+            )
+        for batch in _read(task, request, what, positions):
+            file_ids = pa.array(np.full(batch.num_rows, task.data_file_id, dtype=np.int64))
+            yield batch.append_column(FILE_ID, file_ids)
     except Exception as exc:
         raise read_error(exc, what) from exc
 
@@ -210,6 +226,9 @@ def _read_row_group(parquet, rg: int, offset: int, layout: FileColumns, deleted)
         if request.with_row_ids:
             arrays.append(layout.row_ids(batch, offset, length))
             names_out.append(ROW_ID)
+        if request.with_positions:
+            arrays.append(pa.array(np.arange(offset, offset + length, dtype=np.int64)))
+            names_out.append(POSITION)
         out = pa.RecordBatch.from_arrays(arrays, names=names_out) if arrays else _empty(length)
         if mask is not None:
             out = out.filter(pa.array(mask))
@@ -257,6 +276,8 @@ def _read_row_group_late(parquet, rg: int, offset: int, layout: FileColumns, del
         columns = {name: a.take(keep) for name, a in columns.items()}
     taken = _second_pass(parquet, rg, offset, layout, rest, keep.to_numpy(), length)
     columns.update(taken)
+    if request.with_positions:
+        columns[POSITION] = pa.array(offset + keep.to_numpy().astype(np.int64))
     names = _output_names(request)
     if not names:
         yield _empty(len(keep))
@@ -323,7 +344,11 @@ def _evaluate(table: pa.Table, expression: pc.Expression, length: int) -> pa.Chu
 
 
 def _output_names(request: ReadRequest) -> list[str]:
-    return list(request.output) + ([ROW_ID] if request.with_row_ids else [])
+    return (
+        list(request.output)
+        + ([ROW_ID] if request.with_row_ids else [])
+        + ([POSITION] if request.with_positions else [])
+    )
 
 
 def _empty(length: int) -> pa.RecordBatch:

@@ -7,6 +7,9 @@
 * :mod:`._plan`: where a write goes and its commit request, read once when it starts.
 * :mod:`._footers`: a file another engine wrote (Spark), described from its footer.
 * :mod:`._append`: plan, write, commit (``catalog.commit``); delete the files if not.
+* :mod:`._delete_files`: positional delete files as DuckDB writes them.
+* :mod:`._row_changes`: rows deleted and added per table, as one snapshot's actions.
+* :mod:`._cleanup`: what a failed write does with its files (the one rule).
 
 The engines (``provider/`` for DataFusion, the Python API) only hand batches here;
 Spark's executors write files themselves and hand their footers to ``commit_files``.
@@ -18,16 +21,20 @@ from ._footers import data_file_from_footer
 from ._partitions import CALENDAR, EPOCH
 from ._partitions import split as split_partitions
 from ._plan import WritePlan, append_plan, commit_files, create_plan
+from ._row_changes import ChangeResult, TableChange, commit_changes
 from ._types import columns_for_schema, file_schema
 
 __all__ = [
     "TEMPORAL_TRANSFORMS",
+    "ChangeResult",
     "DataFileWriter",
+    "TableChange",
     "WritePlan",
     "WrittenFile",
     "append",
     "append_plan",
     "columns_for_schema",
+    "commit_changes",
     "commit_files",
     "create_plan",
     "create_table",

@@ -6,8 +6,8 @@ are what every entry point calls: ``DuckLakeCatalog.create_table``,
 TABLE AS``. Each plans the write from the latest snapshot (``_plan``), streams the data into
 Parquet files (``_files``), and hands the files' facts to the catalog's commit protocol
 (``catalog.commit``): one new snapshot, or none at all. Whatever fails
-after files were written (the data, storage, the catalog, a conflict) deletes them again;
-a file that cannot be deleted is named in the error as an orphan.
+after files were written (the data, storage, the catalog, a conflict) deletes them again,
+unless the commit's outcome is unknown (``_cleanup``).
 
 Small appends are written as files too, never inlined into the catalog (both are valid
 DuckLake; DuckDB inlines them when its ``data_inlining_row_limit`` allows).
@@ -21,8 +21,8 @@ from dataclasses import replace
 import pyarrow as pa
 
 from ..catalog import CommitOptions, commit
-from ..errors import DuckLakeError
 from ..scan import Lake
+from ._cleanup import after_failed_commit
 from ._files import ROW_GROUP_ROWS, DataFileWriter
 from ._input import as_arrow, batches_of
 from ._plan import WritePlan, append_plan, create_plan
@@ -107,12 +107,7 @@ def _write_and_commit(lake: Lake, plan: WritePlan, data) -> int:
         request = replace(plan.request, files=tuple(f.data_file for f in written))
         return commit(lake.backend, request)
     except BaseException as exc:
-        orphans = writer.discard()
-        if orphans and isinstance(exc, DuckLakeError):
-            exc.add_note(
-                "these files were written but could not be deleted; no snapshot refers to "
-                "them (ducklake_delete_orphaned_files removes them): " + ", ".join(orphans)
-            )
+        after_failed_commit(exc, [f.url for f in writer.written], writer.discard)
         raise
 
 

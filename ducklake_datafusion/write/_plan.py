@@ -29,6 +29,7 @@ from ..catalog import (
     build_column_tree,
     commit,
     metadata,
+    transaction_of,
 )
 from ..errors import CatalogReadOnlyError, TableNotFoundError
 from ..pathres import join_path
@@ -195,9 +196,17 @@ def create_plan(
     return WritePlan(request, directory, tuple(columns), target_size, spec)
 
 
-def commit_files(lake: Lake, plan: WritePlan, files: Sequence[NewDataFile]) -> int:
-    """Commit ``files`` (written under ``plan.directory``) as the plan's one new snapshot."""
-    return commit(lake.backend, replace(plan.request, files=tuple(files)))
+def commit_files(
+    lake: Lake, plan: WritePlan, files: Sequence[NewDataFile], *, requirements=()
+) -> int:
+    """Commit ``files`` (written under ``plan.directory``) as the plan's one new snapshot;
+    ``requirements`` are checked with the plan's own (a streaming batch's marker)."""
+    transaction = transaction_of(replace(plan.request, files=tuple(files)))
+    if requirements:
+        transaction = replace(
+            transaction, requirements=transaction.requirements + tuple(requirements)
+        )
+    return commit(lake.backend, transaction)
 
 
 def _snapshot(session, at_snapshot: int | None) -> int:

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from ...catalog import CommitOptions
+from ...catalog import AlreadyCommitted, CommitOptions, NotCommittedBefore
 from ...errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
 from ...pathres import parse_location
 from ...scan import Lake
@@ -157,11 +157,11 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     batch (``stream``), none when that batch of that query was committed before."""
     stream = request.get("stream")
     options = _options(request)
+    requirements = ()
     if stream is not None:
         marker = stream_marker(str(stream["query_id"]), int(stream["batch_id"]))
-        committed = _snapshot_marked(lake, marker)
-        if committed is not None:
-            return {"snapshot": committed, "replayed": True}
+        # checked inside the commit's own transaction: a batch is committed at most once
+        requirements = (NotCommittedBefore(marker),)
         options = dataclasses.replace(
             options, commit_extra_info=_with_marker(marker, options.commit_extra_info)
         )
@@ -185,7 +185,10 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
         plan = dataclasses.replace(
             plan, request=dataclasses.replace(plan.request, replace_partitions=written)
         )
-    return {"snapshot": commit_files(lake, plan, files)}
+    try:
+        return {"snapshot": commit_files(lake, plan, files, requirements=requirements)}
+    except AlreadyCommitted as committed:
+        return {"snapshot": committed.snapshot, "replayed": True}
 
 
 def stream_marker(query_id: str, batch_id: int) -> str:
@@ -196,22 +199,6 @@ def stream_marker(query_id: str, batch_id: int) -> str:
 
 def _with_marker(marker: str, extra: str | None) -> str:
     return marker + ' "info": ' + json.dumps(extra) + "}"
-
-
-def _snapshot_marked(lake: Lake, marker: str) -> int | None:
-    """The snapshot whose extra info starts with ``marker``, if any (the streaming
-    snapshots found by a pattern with no escapes, whose wildcards may find more: the
-    marker is compared here)."""
-    with lake.backend.session() as session:
-        rows = session.rows(
-            "SELECT snapshot_id, commit_extra_info FROM ducklake_snapshot_changes "
-            "WHERE commit_extra_info LIKE ?",
-            ['{"spark_streaming_query_id": %'],
-        )
-    for snapshot, extra in rows:
-        if extra is not None and str(extra).startswith(marker):
-            return int(snapshot)
-    return None
 
 
 def _plan_again(lake: Lake, target: Mapping, options: CommitOptions) -> WritePlan:

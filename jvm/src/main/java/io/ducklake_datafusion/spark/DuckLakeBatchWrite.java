@@ -14,9 +14,9 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  *
  * <p>Spark's commit coordinator lets one attempt of each task commit, so each row is in
  * exactly one committed file however often a task was retried or run speculatively. When the
- * commit fails, {@link #abort} deletes the job's files, except when the planner could not be
- * heard after being asked to commit (its process or pipe failed): the snapshot may then exist,
- * and deleting its files would break it, so they stay, named in the error.
+ * commit fails, {@link #abort} deletes the job's files, except when the commit's outcome is
+ * unknown ({@link #outcomeUnknown}): the snapshot may then exist, and deleting its files would
+ * break it, so they stay, named in the error (the rule of {@code write/_cleanup.py}).
  */
 final class DuckLakeBatchWrite implements BatchWrite {
   /** What the driver does with the files of a successful job. */
@@ -50,12 +50,23 @@ final class DuckLakeBatchWrite implements BatchWrite {
     List<WrittenFile> files = WrittenFile.of(messages);
     try {
       committer.commit(files);
-    } catch (PlannerProcess.Refused e) {
-      throw e; // the planner ran the commit and raised: nothing was committed
     } catch (RuntimeException e) {
-      outcomeUnknown = true;
+      outcomeUnknown = outcomeUnknown(e);
       throw e;
     }
+  }
+
+  /**
+   * Whether a failed commit may still have happened: the planner could not be heard after
+   * being asked to commit (its process or pipe failed), or it says the catalog's COMMIT went
+   * unanswered ({@code CommitStateUnknownError}). A planner that ran the commit and raised
+   * anything else committed nothing.
+   */
+  static boolean outcomeUnknown(RuntimeException e) {
+    if (e instanceof PlannerProcess.Refused) {
+      return ErrorNames.COMMIT_STATE_UNKNOWN.equals(((PlannerProcess.Refused) e).errorClass());
+    }
+    return true;
   }
 
   @Override

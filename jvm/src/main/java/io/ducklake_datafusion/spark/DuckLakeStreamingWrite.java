@@ -16,7 +16,10 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
  *
  * <p>Exactly once across restarts: a query that dies after a batch's commit and before its
  * checkpoint runs the batch again when restarted; the planner finds the snapshot of that
- * query and batch, commits nothing, and the batch's new files are deleted here.
+ * query and batch, commits nothing, and the batch's new files are deleted here. A commit whose
+ * outcome is unknown (the planner died or could not be heard after being asked to commit, or
+ * the catalog's COMMIT went unanswered) keeps the epoch's files, as a batch write does: Spark
+ * aborts the epoch, and the restarted query finds the batch committed or writes it again.
  */
 final class DuckLakeStreamingWrite implements StreamingWrite {
   /** Commits one epoch's files; false when that epoch of the query was committed already. */
@@ -27,6 +30,9 @@ final class DuckLakeStreamingWrite implements StreamingWrite {
   private final WriteTarget target;
   private final Committer committer;
   private final SparkSession session;
+  /** Epochs whose commit may have happened: their files are never deleted. */
+  private final java.util.Set<Long> outcomeUnknown =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   DuckLakeStreamingWrite(WriteTarget target, Committer committer, SparkSession session) {
     this.target = target;
@@ -50,8 +56,12 @@ final class DuckLakeStreamingWrite implements StreamingWrite {
     boolean committed;
     try {
       committed = committer.commit(epochId, files);
-    } catch (PlannerProcess.Refused e) {
-      try { // nothing was committed
+    } catch (RuntimeException e) {
+      if (DuckLakeBatchWrite.outcomeUnknown(e)) {
+        outcomeUnknown.add(epochId);
+        throw e;
+      }
+      try { // the planner ran the commit and raised: nothing was committed
         target.deleteUncommitted(files, session, "a refused micro-batch of " + target.table);
       } catch (DuckLakeException orphans) {
         e.addSuppressed(orphans);
@@ -65,8 +75,17 @@ final class DuckLakeStreamingWrite implements StreamingWrite {
 
   @Override
   public void abort(long epochId, WriterCommitMessage[] messages) {
-    target.deleteUncommitted(
-        WrittenFile.of(messages), session, "a failed micro-batch of " + target.table);
+    List<WrittenFile> files = WrittenFile.of(messages);
+    if (outcomeUnknown.contains(epochId)) {
+      throw new DuckLakeException(
+          ErrorNames.DUCKLAKE,
+          "the commit of micro-batch " + epochId + " to " + target.table + " may or may not "
+              + "have happened (the planner failed while committing); its " + files.size()
+              + " files under " + target.directory + " were kept: the restarted query finds "
+              + "the batch committed, or writes it again",
+          null);
+    }
+    target.deleteUncommitted(files, session, "a failed micro-batch of " + target.table);
   }
 
   @Override

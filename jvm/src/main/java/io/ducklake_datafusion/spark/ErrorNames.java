@@ -35,6 +35,9 @@ public final class ErrorNames {
   /** I/O between the JVM and the planner failed. */
   public static final String STORAGE = "StorageError";
 
+  /** The catalog's COMMIT went unanswered: the snapshot may exist, so its files must stay. */
+  public static final String COMMIT_STATE_UNKNOWN = "CommitStateUnknownError";
+
   private static final String[] ALL = {
     DUCKLAKE,
     DATA_FILE_MISSING,
@@ -43,7 +46,8 @@ public final class ErrorNames {
     UNSUPPORTED_FEATURE,
     TABLE_NOT_FOUND,
     INVALID_OPTION,
-    STORAGE
+    STORAGE,
+    COMMIT_STATE_UNKNOWN
   };
 
   private ErrorNames() {}

@@ -96,10 +96,8 @@ final class StagedDuckLakeTable implements StagedTable, SupportsWrite {
     }
     try {
       catalog.commitWrite(target, files, options);
-    } catch (PlannerProcess.Refused e) {
-      throw e;
     } catch (RuntimeException e) {
-      outcomeUnknown = true;
+      outcomeUnknown = DuckLakeBatchWrite.outcomeUnknown(e);
       throw e;
     }
   }

@@ -1,0 +1,242 @@
+"""A commit as data: the actions one new snapshot takes, and what must still hold for it.
+
+Every writer of this package describes its commit as a :class:`Transaction`: the snapshot
+its plan was read at, a tuple of **actions** (create a table, add data files, give a data
+file a new delete file, end data files or inlined rows, end a table's or some partitions'
+rows) and a tuple of **requirements** (the table is still the one planned against; its
+rows did not change; these data files are still live with the delete files planned
+against). ``_commit`` applies the actions in one catalog transaction, after checking the
+requirements against what committed since the base snapshot (``_conflicts``), and again
+after every lost race for a snapshot id: a retry sees the lake as it now is.
+
+Actions and requirements name their table by :class:`TableRef`; a transaction may change
+several tables (one snapshot for all of them, as DuckDB's multi-table transactions make).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._commit_request import CommitOptions, NewDataFile, NewTable
+
+__all__ = [
+    "Action",
+    "AddDataFiles",
+    "CreateTable",
+    "EndDataFiles",
+    "EndInlinedRows",
+    "EndPartitions",
+    "EndTableRows",
+    "FilesUnchanged",
+    "NewDeleteFile",
+    "NotCommittedBefore",
+    "Requirement",
+    "RowsUnchanged",
+    "SetDeleteFile",
+    "SnapshotMoved",
+    "TableRef",
+    "TableUnchanged",
+    "Transaction",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """The table an action changes: by name, and by the id the plan resolved (``None``
+    for the table a :class:`CreateTable` of the same transaction creates)."""
+
+    schema_name: str
+    table_name: str
+    table_id: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.schema_name}.{self.table_name}"
+
+
+# -- actions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    """Create ``table`` (``ducklake_table``, its columns, schema version, partitioning)."""
+
+    table: TableRef
+    new_table: NewTable
+
+
+@dataclass(frozen=True, slots=True)
+class AddDataFiles:
+    """Add data files (their rows get row ids from the table's ``next_row_id``, unless a
+    file carries its rows' own ids: an update's new rows).
+
+    ``column_types``: the DuckLake type of every leaf column id (to widen the table's
+    statistics); ``partition_id``: the spec the files were split by (``None``:
+    unpartitioned, or the spec the transaction's :class:`CreateTable` makes)."""
+
+    table: TableRef
+    files: tuple[NewDataFile, ...]
+    column_types: Mapping[int, str]
+    partition_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EndTableRows:
+    """End every data file and inlined row of the table (an overwrite)."""
+
+    table: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class EndPartitions:
+    """End the data files of these partitions (a dynamic partition overwrite): each a
+    tuple of the table's key values in the catalog's text, as ``partition_values``."""
+
+    table: TableRef
+    partition_id: int | None
+    partitions: tuple[tuple[str | None, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NewDeleteFile:
+    """A positional delete file written for one data file: path relative to the table's
+    directory; ``begin_snapshot``/``partial_max`` the oldest and newest snapshot of its
+    positions when it carries each position's snapshot (a cumulative file), else
+    ``None`` (all of them this commit's)."""
+
+    path: str
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int
+    begin_snapshot: int | None = None
+    partial_max: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetDeleteFile:
+    """Give ``data_file_id`` the delete file ``delete_file``, replacing the ones it had
+    (``replaces``: their ``delete_file_id``s, whose rows are removed and whose files are
+    scheduled for deletion, as DuckDB replaces a delete file with a cumulative one)."""
+
+    table: TableRef
+    data_file_id: int
+    delete_file: NewDeleteFile
+    replaces: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EndDataFiles:
+    """End data files whose every row is deleted (``end_snapshot``; no delete file, as
+    DuckDB ends them). Their delete files stay: a snapshot before this one reads them."""
+
+    table: TableRef
+    data_file_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EndInlinedRows:
+    """End rows inlined in the catalog (``ducklake_inlined_data_<table>_<version>``) by
+    row id."""
+
+    table: TableRef
+    row_ids: tuple[int, ...]
+
+
+Action = (
+    CreateTable
+    | AddDataFiles
+    | EndTableRows
+    | EndPartitions
+    | SetDeleteFile
+    | EndDataFiles
+    | EndInlinedRows
+)
+
+
+# -- requirements -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TableUnchanged:
+    """The table is still there under its name and id, with the columns and partitioning
+    it had at the base snapshot (no one dropped, renamed, replaced or altered it)."""
+
+    table: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class RowsUnchanged:
+    """No commit since the base snapshot changed the table's rows (an overwrite, which
+    would lose them)."""
+
+    table: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class FilesUnchanged:
+    """Each ``(data_file_id, delete_file_ids)`` is still live with exactly those delete
+    files: no other commit deleted from, ended or compacted it since the base snapshot.
+    What a delete or update planned its positions against."""
+
+    table: TableRef
+    files: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NotCommittedBefore:
+    """No snapshot's ``commit_extra_info`` is ``marker`` or starts with it (a streaming
+    batch, committed at most once). Checked inside the commit's own transaction."""
+
+    marker: str
+
+
+Requirement = TableUnchanged | RowsUnchanged | FilesUnchanged | NotCommittedBefore
+
+
+class SnapshotMoved(Exception):
+    """The transaction's ``snapshot_id`` was taken (another commit came first): nothing
+    was committed; ``snapshot_id`` is the id the next attempt would get."""
+
+    def __init__(self, snapshot_id: int) -> None:
+        super().__init__(snapshot_id)
+        self.snapshot_id = snapshot_id
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """One new snapshot: ``actions`` applied in order if every requirement holds.
+
+    Attributes:
+        base_snapshot: the snapshot the plan was read at (requirements compare with it).
+        actions: what the snapshot changes.
+        requirements: what must still hold at commit time.
+        options: ``ducklake_snapshot_changes``' author, message and extra info.
+        snapshot_id: the id the snapshot must get, when files were written for it (a
+            cumulative delete file records its new positions' snapshot); another id is
+            :class:`SnapshotMoved`, and the writer writes those files again for it.
+    """
+
+    base_snapshot: int
+    actions: tuple[Action, ...]
+    requirements: tuple[Requirement, ...] = ()
+    options: CommitOptions = CommitOptions()
+    snapshot_id: int | None = None
+
+    def tables(self) -> tuple[TableRef, ...]:
+        """Every table the actions change, in first-named order."""
+        return tuple(dict.fromkeys(a.table for a in self.actions))
+
+    def changes_nothing(self) -> bool:
+        """An append of no rows (or an overwrite of no partitions): nothing to commit."""
+        for action in self.actions:
+            if isinstance(action, AddDataFiles) and not action.files:
+                continue
+            if isinstance(action, EndPartitions) and not action.partitions:
+                continue
+            if isinstance(action, (EndDataFiles, EndInlinedRows)) and not (
+                action.data_file_ids if isinstance(action, EndDataFiles) else action.row_ids
+            ):
+                continue
+            return False
+        return True

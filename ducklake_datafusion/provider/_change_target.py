@@ -1,0 +1,110 @@
+"""The rows a DELETE, UPDATE or MERGE may change, as a table DataFusion queries.
+
+A row change is planned as a query over the target table in the user's own session (their
+tables, functions and subqueries in the conditions), so the target must say where each of
+its rows lives: :class:`ChangeTarget` is the table at one snapshot with three more
+columns, ``rowid`` (DuckLake's row id), ``__ducklake_file_id`` and
+``__ducklake_position`` (the data file and the physical position in it; both null for a
+row inlined in the catalog). It is a ``pyarrow.dataset`` as ``_dataset`` describes the
+contract, planned once for the snapshot the change is based on: a filter DataFusion
+pushes prunes files by their statistics as a read does, and is applied exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from ..errors import _remembered
+from ..read import FILE_ID, POSITION, ROW_ID, execute_tasks, read_request
+from ..scan import ScanPlan, ScanTask
+from ._dataset import partition_count
+from ._pyarrow_filter import filter_of
+
+__all__ = ["LOCATION_COLUMNS", "ChangeTarget"]
+
+LOCATION_COLUMNS = (ROW_ID, FILE_ID, POSITION)
+_LOCATION_FIELDS = [pa.field(name, pa.int64()) for name in LOCATION_COLUMNS]
+
+
+class _Scanner:
+    def __init__(self, target: ChangeTarget, tasks, columns, filter) -> None:
+        self._target = target
+        self._tasks = tasks
+        table_schema = target.table.schema
+        names = list(columns) if columns is not None else list(target.schema.names)
+        found = filter_of(filter, table_schema) if isinstance(filter, pc.Expression) else None
+        self._unread = filter if filter is not None and found is None else None
+        if self._unread is not None:  # e.g. on rowid: every column read, filtered here
+            table_columns = list(table_schema.names)
+        else:
+            table_columns = [n for n in names if n in table_schema.names]
+        self._request = read_request(target.plan, table_columns, found, with_positions=True)
+        self._names = names
+        self.projected_schema = pa.schema([target.schema.field(n) for n in names])
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        with _remembered():  # DataFusion receives our errors as text: see errors.typed()
+            for batch in execute_tasks(self._target.plan, self._tasks, self._request):
+                if self._unread is not None:
+                    batch = pa.Table.from_batches([batch]).filter(self._unread)
+                    if batch.num_rows == 0:
+                        continue
+                    batch = batch.combine_chunks().to_batches()[0]
+                out = batch.select(self._names)
+                if not out.schema.equals(self.projected_schema):
+                    out = out.cast(self.projected_schema)
+                yield out
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
+
+
+class _Fragment:
+    def __init__(self, target: ChangeTarget, tasks: tuple[ScanTask, ...]) -> None:
+        self._target = target
+        self._tasks = tasks
+
+    def scanner(self, schema=None, columns=None, filter=None, batch_size=None, **_ignored):
+        return _Scanner(self._target, self._tasks, columns, filter)
+
+
+class ChangeTarget(ds.Dataset):
+    """The table ``table`` (a ``LakeTable`` at the change's base snapshot) with each row's
+    location, as a ``pyarrow.dataset`` DataFusion scans."""
+
+    def __init__(self, table) -> None:
+        self.table = table
+        self.plan: ScanPlan = table.scan_plan()
+        self._schema = pa.schema(list(table.schema) + _LOCATION_FIELDS)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def scanner(self, columns=None, filter=None, **_ignored):
+        return _Scanner(self, self.plan.tasks, columns, filter)
+
+    def get_fragments(self, filter: pc.Expression | None = None):
+        found = None if filter is None else filter_of(filter, self.table.schema)
+        tasks = self.plan.tasks
+        if found is not None:  # prune by statistics as a read would; the scanner filters
+            with _remembered():
+                tasks = self.table.scan_plan(filter=found).tasks
+        groups = self.plan.groups(partition_count()) if found is None else _groups(tasks)
+        return [_Fragment(self, group) for group in groups] or [_Fragment(self, ())]
+
+    def __repr__(self) -> str:
+        return f"ChangeTarget({self.table!r})"
+
+
+def _groups(tasks) -> list[tuple]:
+    from ..scan import balanced_groups
+
+    return balanced_groups(tasks, partition_count())
