@@ -195,12 +195,11 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             )
         elif action.table not in table_ids:
             table_ids[action.table] = _resolve(session, action.table, latest_id, description)
-    first_file_id = next_file_id
-    next_file_id += sum(
-        len(a.files) if isinstance(a, AddDataFiles) else 1
-        for a in transaction.actions
-        if isinstance(a, (AddDataFiles, SetDeleteFile))
-    )
+    # ids of the new data files first, then of the delete files (DuckDB's order)
+    data_file_id = next_file_id
+    next_file_id += sum(len(a.files) for a in transaction.actions if isinstance(a, AddDataFiles))
+    delete_file_id = next_file_id
+    next_file_id += sum(1 for a in transaction.actions if isinstance(a, SetDeleteFile))
     # The race point first: a concurrent commit of the same id fails here (or waits here
     # for the other transaction, then fails), before anything else is written.
     insert_row(
@@ -215,7 +214,6 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
         },
         race_point=True,
     )
-    file_id = first_file_id
     for action in transaction.actions:
         table_id = table_ids[action.table]
         what = f"{description}: table {action.table.name}"
@@ -245,15 +243,15 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             end_inlined_rows(session, table_id, new_id, action.row_ids, what)
             changes.inlined_deleted[table_id] = None
         elif isinstance(action, SetDeleteFile):
-            add_delete_file_rows(session, action, table_id, new_id, file_id, what)
-            file_id += 1
+            add_delete_file_rows(session, action, table_id, new_id, delete_file_id, what)
+            delete_file_id += 1
             changes.deleted[table_id] = None
         elif isinstance(action, AddDataFiles):
             partition_id = action.partition_id
             if action.table in created:
                 partition_id = created[action.table][2]
-            add_file_rows(session, action, table_id, new_id, file_id, partition_id)
-            file_id += len(action.files)
+            add_file_rows(session, action, table_id, new_id, data_file_id, partition_id)
+            data_file_id += len(action.files)
             if action.files:
                 changes.inserted[table_id] = None
     insert_row(

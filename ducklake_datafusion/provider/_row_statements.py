@@ -20,9 +20,10 @@ import pyarrow.compute as pc
 
 from ..catalog import CommitOptions
 from ..errors import CommitConflictError, InvalidOptionError, TableNotFoundError
+from ..read import ROW_ID
 from ._change_target import LOCATION_COLUMNS, ChangeTarget
 
-__all__ = ["REPLANS", "delete_rows", "locate"]
+__all__ = ["REPLANS", "delete_rows", "locate", "update_rows"]
 
 REPLANS = 4
 
@@ -45,16 +46,33 @@ def locate(table, where, ctx=None, *, alias: str | None = None) -> pa.Table:
             f"where for {table.name} must be SQL text or a pyarrow.compute.Expression, got "
             f"{type(where).__name__}"
         )
+    columns = ", ".join(_quoted(c) for c in LOCATION_COLUMNS)
+    return query_target(target, f"SELECT {columns} FROM {{target}} WHERE {where}", ctx, alias)
+
+
+def query_target(target: ChangeTarget, sql: str, ctx=None, alias: str | None = None) -> pa.Table:
+    """Run ``sql`` (``{target}`` standing for the target table, named as the table or
+    ``alias``) in ``ctx`` (else a new ``SessionContext``); DataFusion's errors typed."""
     from datafusion import SessionContext
 
+    from ..errors import typed
+
+    table = target.table
     session = ctx if ctx is not None else SessionContext()
     name = f"__ducklake_target_{uuid.uuid4().hex}"
     session.register_dataset(name, target)
+    shown = _quoted(alias or table.entry.table_name)
     try:
-        columns = ", ".join(_quoted(c) for c in LOCATION_COLUMNS)
-        shown = _quoted(alias or table.entry.table_name)
-        frame = session.sql(f"SELECT {columns} FROM {_quoted(name)} AS {shown} WHERE {where}")
-        return frame.to_arrow_table()
+        return session.sql(sql.format(target=f"{_quoted(name)} AS {shown}")).to_arrow_table()
+    except Exception as exc:
+        ours = typed(exc)
+        if ours is not None:
+            raise ours from exc
+        text = str(exc).replace(name, table.name)
+        raise InvalidOptionError(
+            f"{table.lake.description}: the statement on table {table.name} cannot be run "
+            f"({text}); check its column names, types and conditions"
+        ) from None
     finally:
         session.deregister_table(name)
 
@@ -84,6 +102,61 @@ def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None)
         return [change], lambda snapshot: ChangeResult(snapshot, deleted=change.deleted_count)
 
     return replanned(table, plan, options)
+
+
+def update_rows(table, assignments, where, *, ctx=None, options: CommitOptions | None = None):
+    """Set ``assignments`` (column -> SQL text or pyarrow expression, over the row's old
+    values) on the rows for which ``where`` holds, as one new snapshot: each row deleted
+    where it is and written anew with its row id (DuckDB's form of an update)."""
+    from ..write import ChangeResult, TableChange
+
+    def plan(latest):
+        change = TableChange(latest)
+        # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
+        # rows by position then numbers them alike)
+        rows = updated_rows(latest, assignments, where, ctx).sort_by(ROW_ID)
+        change.delete(rows.select(list(LOCATION_COLUMNS)))
+        updated = change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))
+        return [change], lambda snapshot: ChangeResult(snapshot, updated=updated)
+
+    return replanned(table, plan, options)
+
+
+def updated_rows(table, assignments, where, ctx=None) -> pa.Table:
+    """The rows ``where`` selects, with their locations and every column's new value."""
+    if not assignments:
+        raise InvalidOptionError(f"an update of {table.name} needs at least one column to set")
+    names = {name.lower(): name for name in table.schema.names}
+    wanted: dict[str, object] = {}
+    for column, value in assignments.items():
+        found = names.get(str(column).lower())
+        if found is None:
+            raise InvalidOptionError(
+                f"table {table.name} has no column {column!r} to set; its columns are "
+                f"{table.schema.names}"
+            )
+        wanted[found] = value
+    target = ChangeTarget(table)
+    if all(isinstance(v, str) for v in wanted.values()) and not isinstance(
+        where, pc.Expression
+    ):
+        select = [_quoted(c) for c in LOCATION_COLUMNS]
+        for name in table.schema.names:
+            value = wanted.get(name)
+            select.append(_quoted(name) if value is None else f"({value}) AS {_quoted(name)}")
+        condition = "" if where is None else f" WHERE {where}"
+        return query_target(target, f"SELECT {', '.join(select)} FROM {{target}}{condition}", ctx)
+    if isinstance(where, str) or any(isinstance(v, str) for v in wanted.values()):
+        raise InvalidOptionError(
+            f"an update of {table.name} takes either SQL text or pyarrow expressions, "
+            "not both"
+        )
+    import pyarrow.dataset as ds
+
+    rows = target.scanner(filter=where).to_table()
+    projection = {c: pc.field(c) for c in LOCATION_COLUMNS}
+    projection.update({n: wanted.get(n, pc.field(n)) for n in table.schema.names})
+    return ds.dataset(rows).to_table(columns=projection)
 
 
 def replanned(table, plan, options: CommitOptions | None):

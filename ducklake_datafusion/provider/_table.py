@@ -124,6 +124,31 @@ class DuckLakeTable(LakeTable):
         options = CommitOptions(author, commit_message, commit_extra_info)
         return delete_rows(self, where, ctx=ctx, options=options)
 
+    def update(
+        self,
+        set,
+        where=None,
+        *,
+        ctx=None,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ):
+        """Set columns of the rows for which ``where`` holds, as one new snapshot; returns
+        a ``ChangeResult`` (``snapshot_id``, ``updated``).
+
+        ``set``: column -> new value, DataFusion SQL over the row's old values (``{"price":
+        "price * 1.1"}``) or a ``pyarrow.compute`` expression; ``where`` as for
+        :meth:`delete`. Each row keeps its ``rowid``: it is deleted where it was and written
+        anew (in its new partition, if a key changed), as DuckDB updates rows, so the change
+        feed shows an ``update_preimage`` and ``update_postimage``.
+        """
+        from ..catalog import CommitOptions
+        from ._row_statements import update_rows
+
+        options = CommitOptions(author, commit_message, commit_extra_info)
+        return update_rows(self, set, where, ctx=ctx, options=options)
+
     def _write(self, data, overwrite, author, commit_message, commit_extra_info) -> int:
         from ..catalog import CommitOptions
         from ..write import append

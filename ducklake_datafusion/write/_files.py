@@ -33,11 +33,15 @@ from ._stats import ColumnBounds, measure
 from ._thrift import ThriftError
 from ._types import dictionary_columns, file_schema, leaf_columns
 
-__all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile", "uuid7"]
+__all__ = ["DEFAULT_TARGET_FILE_SIZE", "ROW_ID_FIELD", "DataFileWriter", "WrittenFile", "uuid7"]
 
 ROW_GROUP_ROWS = 122_880  # DuckDB's default row group size
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024  # DuckLake's default target_file_size
 IN_FLIGHT = 2  # row groups queued for the encoding thread (bounds the memory held)
+# An updated row's own row id, kept in its new file (DuckDB's column and field id).
+ROW_ID_FIELD = pa.field(
+    "_ducklake_internal_row_id", pa.int64(), metadata={b"PARQUET:field_id": b"2147483540"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,9 @@ class DataFileWriter:
         description: names the table in errors.
         partitioning: the table's partition spec (``_partitions``), or ``None``: each
             partition's rows then go to files of their own, in its directory.
+        with_row_ids: the rows carry their row ids in a last column
+            ``_ducklake_internal_row_id`` (field id 2147483540), as DuckDB writes an
+            update's new rows: the rows keep the ids of the rows they replace.
     """
 
     def __init__(
@@ -84,9 +91,13 @@ class DataFileWriter:
         target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         description: str,
         partitioning: PartitionSpec | None = None,
+        with_row_ids: bool = False,
     ) -> None:
         self.directory = directory
-        self.schema = file_schema(columns)
+        self.schema_of_table = file_schema(columns)  # what ``_types.conform`` casts rows to
+        self.schema = self.schema_of_table
+        if with_row_ids:
+            self.schema = self.schema.append(ROW_ID_FIELD)
         self.leaves = leaf_columns(columns)
         self.dictionary = dictionary_columns(columns)
         self.storage_options = storage_options

@@ -50,7 +50,11 @@ from ..scan import DataFileTask, LakeTable, table_directory
 from ._cleanup import after_failed_commit
 from ._delete_files import WrittenDeleteFile, write_delete_file
 from ._files import delete_files
-from ._plan import leaf_types, require_writable
+from ._files import DataFileWriter
+from ._input import batches_of
+from ._partitions import read_partition_spec
+from ._plan import _target_file_size, leaf_types, require_writable
+from ._types import conform
 
 __all__ = ["ChangeResult", "TableChange", "commit_changes"]
 
@@ -80,6 +84,11 @@ class TableChange:
         self.entries = {e.data_file_id: e for e in files.files}
         with table.lake.backend.session() as session:
             settings = metadata.read_settings(session, table.lake.description)
+            self.partitioning = read_partition_spec(
+                session, table.entry.table_id, table.snapshot_id, table.columns,
+                self.description,
+            )
+            self.target_file_size = _target_file_size(session, settings, table.entry.table_id)
         if settings.get("encrypted", "false").lower() == "true":
             raise UnsupportedFeatureError(
                 f"{table.lake.description} is an encrypted lake; this package does not write "
@@ -122,6 +131,36 @@ class TableChange:
             before = self.positions.get(file_id)
             merged = group if before is None else np.concatenate([before, group])
             self.positions[file_id] = np.unique(merged)
+
+    def add(self, rows, row_ids: pa.Array | None = None) -> int:
+        """Write ``rows`` (anything ``append`` takes) as new data files of the table, in
+        its partitions; with ``row_ids``, each row keeps that row id (an update's new
+        version of a row). Returns the rows written."""
+        writer = DataFileWriter(
+            self.directory,
+            self.table.columns,
+            self.table.lake.storage,
+            target_file_size=self.target_file_size,
+            description=self.description,
+            partitioning=self.partitioning,
+            with_row_ids=row_ids is not None,
+        )
+        count = 0
+        try:
+            offset = 0
+            for batch in batches_of(rows, self.description):
+                table = conform(pa.Table.from_batches([batch]), writer.schema_of_table, self.table.name)
+                if row_ids is not None:
+                    ids = row_ids.slice(offset, table.num_rows)
+                    table = table.append_column(writer.schema.field(-1), ids.cast(pa.int64()))
+                offset += table.num_rows
+                writer.write(table)
+                count += table.num_rows
+            self.added += writer.close()
+        except BaseException:
+            writer.discard()
+            raise
+        return count
 
     def actions(self, snapshot_id: int) -> tuple[list, list, bool]:
         """The actions and requirements of this change if it commits as ``snapshot_id``
@@ -179,7 +218,7 @@ class TableChange:
             actions.append(EndInlinedRows(self.ref, tuple(self.inlined_row_ids)))
         if self.added:
             column_types = leaf_types(self.table.columns)
-            partition_id = None
+            partition_id = self.partitioning.partition_id if self.partitioning else None
             actions.append(
                 AddDataFiles(
                     self.ref, tuple(f.data_file for f in self.added), column_types, partition_id
