@@ -18,7 +18,15 @@ from .scan import ScanPlan
 if TYPE_CHECKING:
     from .provider import DuckLakeCatalog, DuckLakeTable
 
-__all__ = ["DuckLakeCatalog", "DuckLakeError", "DuckLakeTable", "ScanPlan", "errors", "register"]
+__all__ = [
+    "DuckLakeCatalog",
+    "DuckLakeError",
+    "DuckLakeTable",
+    "ScanPlan",
+    "errors",
+    "register",
+    "sql",
+]
 __version__ = "0.1.0"
 
 
@@ -43,3 +51,18 @@ def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
     from .provider.functions import register as register_lake
 
     return register_lake(ctx, name, lake)
+
+
+def sql(ctx, statement: str, **commit_options):
+    """Run ``statement`` in the DataFusion session ``ctx``: ``DELETE FROM`` and ``UPDATE``
+    of a table of a lake registered there (:func:`register`) change its rows, as one
+    new snapshot, with the conditions evaluated by DataFusion in ``ctx``; any other
+    statement is ``ctx.sql(statement)``. Returns a DataFusion DataFrame (for a change: one
+    row, ``count`` and ``snapshot_id``). ``commit_options``: ``author``,
+    ``commit_message``, ``commit_extra_info``.
+
+    >>> ducklake_datafusion.sql(ctx, "DELETE FROM lake.main.t WHERE id IN (SELECT id FROM gone)")
+    """
+    from .provider import run_sql
+
+    return run_sql(ctx, statement, **commit_options)

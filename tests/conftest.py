@@ -211,7 +211,7 @@ def mysql():
 
 @pytest.fixture(params=ALL_SPECS, ids=lambda spec: spec.id)
 def lake_spec(request) -> LakeSpec:
-    """Every cell of the matrix: duckdb-local ... postgres-s3, sqlite-minio, duckdb-gcs, ..."""
+    """Every cell of the matrix (``lakes.ALL_SPECS``: each catalog and each store once)."""
     return request.param
 
 

@@ -92,19 +92,22 @@ def current(table):
     return latest
 
 
-def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None):
-    """Delete the rows of ``table`` for which ``where`` holds, as one new snapshot."""
+def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None, alias=None):
+    """Delete the rows of ``table`` for which ``where`` holds, as one new snapshot
+    (``alias``: the name ``where`` calls the table by; default its own)."""
     from ..write import ChangeResult, TableChange
 
     def plan(latest):
         change = TableChange(latest)
-        change.delete(locate(latest, where, ctx))
+        change.delete(locate(latest, where, ctx, alias=alias))
         return [change], lambda snapshot: ChangeResult(snapshot, deleted=change.deleted_count)
 
     return replanned(table, plan, options)
 
 
-def update_rows(table, assignments, where, *, ctx=None, options: CommitOptions | None = None):
+def update_rows(
+    table, assignments, where, *, ctx=None, options: CommitOptions | None = None, alias=None
+):
     """Set ``assignments`` (column -> SQL text or pyarrow expression, over the row's old
     values) on the rows for which ``where`` holds, as one new snapshot: each row deleted
     where it is and written anew with its row id (DuckDB's form of an update)."""
@@ -114,7 +117,7 @@ def update_rows(table, assignments, where, *, ctx=None, options: CommitOptions |
         change = TableChange(latest)
         # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
         # rows by position then numbers them alike)
-        rows = updated_rows(latest, assignments, where, ctx).sort_by(ROW_ID)
+        rows = updated_rows(latest, assignments, where, ctx, alias).sort_by(ROW_ID)
         change.delete(rows.select(list(LOCATION_COLUMNS)))
         updated = change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))
         return [change], lambda snapshot: ChangeResult(snapshot, updated=updated)
@@ -122,7 +125,7 @@ def update_rows(table, assignments, where, *, ctx=None, options: CommitOptions |
     return replanned(table, plan, options)
 
 
-def updated_rows(table, assignments, where, ctx=None) -> pa.Table:
+def updated_rows(table, assignments, where, ctx=None, alias=None) -> pa.Table:
     """The rows ``where`` selects, with their locations and every column's new value."""
     if not assignments:
         raise InvalidOptionError(f"an update of {table.name} needs at least one column to set")
@@ -145,7 +148,8 @@ def updated_rows(table, assignments, where, ctx=None) -> pa.Table:
             value = wanted.get(name)
             select.append(_quoted(name) if value is None else f"({value}) AS {_quoted(name)}")
         condition = "" if where is None else f" WHERE {where}"
-        return query_target(target, f"SELECT {', '.join(select)} FROM {{target}}{condition}", ctx)
+        sql = f"SELECT {', '.join(select)} FROM {{target}}{condition}"
+        return query_target(target, sql, ctx, alias)
     if isinstance(where, str) or any(isinstance(v, str) for v in wanted.values()):
         raise InvalidOptionError(
             f"an update of {table.name} takes either SQL text or pyarrow expressions, "

@@ -203,8 +203,11 @@ _UDTFS = {
 def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
     """``ducklake_datafusion.register``: ``lake`` in ``ctx`` under ``name``, with the table
     functions (which find the lake by this name). Returns the catalog."""
+    from ._dml_sql import remember_lake
+
     ctx.register_catalog_provider(name, lake)
     register_table_functions(ctx)
+    remember_lake(ctx, name, lake)  # for DELETE and UPDATE through ducklake_datafusion.sql
     return lake
 
 

@@ -100,10 +100,14 @@ class LakeSpec:
         return self.storage in ("s3", "minio")
 
 
-# Each catalog on local disk and S3 (moto); one catalog each on MinIO, GCS and Azure, which
-# the reader reaches through the same code as S3 (MinIO) or which no catalog changes.
+# Every catalog database and every store, each at least once: the catalog's code does not
+# depend on where the files are (the data path is text in every catalog), nor the stores'
+# code on the catalog, so the full cross product ran the same code twice (until 2026-12-02
+# it was ten cells: every catalog on local disk and on moto; sqlite-local, postgres-local,
+# duckdb-s3 and sqlite-s3 went, each catalog and store still being read in a cell below).
 ALL_SPECS = (
-    *(LakeSpec(c, s) for s in ("local", "s3") for c in ("duckdb", "sqlite", "postgres")),
+    LakeSpec("duckdb", "local"),
+    LakeSpec("postgres", "s3"),
     LakeSpec("sqlite", "minio"),
     LakeSpec("duckdb", "gcs"),
     LakeSpec("sqlite", "azure"),
