@@ -375,6 +375,13 @@ def abfs_spark(spark):
     return _connector_session(spark, "hadoop-azure", "ABFS")
 
 
+# The tests' JVMs run many short jobs on small data, where the JIT's second tier and a
+# parallel collector cost more than they gain (measured: docs/development.md, Times).
+TEST_JVM_OPTIONS = os.environ.get(
+    "DUCKLAKE_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One real local[2] SparkSession (UI off) for the whole run; building it costs ~8 s."""
@@ -410,6 +417,7 @@ def spark(tmp_path_factory):
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")  # results over 1 MB are fetched from it
         .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
+        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -41,7 +41,9 @@ from ducklake_datafusion.spark.parquet._mask_join import _ID_SHIFT, _ID_SQL, _ma
 
 pytestmark = pytest.mark.spark
 
-LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")]
+# (the planner reads every catalog database with the same code as DataFusion's path, which
+# reads SQLite catalogs in the lake matrix: Spark's side is the same for all of them)
+LOCAL_CATALOGS = [LakeSpec(c, "local") for c in ("duckdb", "postgres")]
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ Each writes ``result.json``: ``{"error": text or null}``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -37,6 +38,13 @@ def _session(jar: str, metadata: str, speculation: bool) -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # (as the tests' shared session: conftest.TEST_JVM_OPTIONS)
+        .config(
+            "spark.driver.extraJavaOptions",
+            os.environ.get(
+                "DUCKLAKE_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+            ),
+        )
         .config("spark.sql.catalog.lake", "io.ducklake_datafusion.spark.DuckLakeCatalog")
         .config("spark.sql.catalog.lake.metadata", metadata)
         .config("spark.sql.catalog.lake.python", sys.executable)
