@@ -1,4 +1,6 @@
-"""Build a small DuckLake lake with DuckDB (the reference writer), then query it from DataFusion.
+"""Build a small DuckLake lake with DuckDB (the reference writer), query it from DataFusion,
+change its rows through DataFusion (an insert, a delete, an update), and read the result
+back with DuckDB.
 
 Run with ``make demo``. The lake goes to ``./demo_lake`` (recreated each run).
 """
@@ -14,6 +16,7 @@ import duckdb
 import duckdb_extensions
 from datafusion import SessionContext
 
+import ducklake_datafusion
 from ducklake_datafusion import DuckLakeCatalog, register
 
 HERE = os.path.abspath("demo_lake")
@@ -67,9 +70,38 @@ def main() -> None:
     register(then, "lake", lake.at(snapshot=2))
     then.sql("SELECT count(*) AS orders FROM lake.main.orders").show()
 
+    change_rows(catalog)
+
     query = "SELECT region, count(*) AS n FROM lake.main.orders GROUP BY region ORDER BY region"
     print(f'\nthe same lake from the shell:\n$ ducklake-datafusion sql {catalog} "{query}"')
     subprocess.run([sys.executable, "-m", "ducklake_datafusion", "sql", catalog, query], check=True)
+
+
+def change_rows(catalog: str) -> None:
+    """An insert, a delete and an update through DataFusion, each one snapshot; DuckDB
+    reads the result as its own."""
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(catalog))
+    statements = [
+        "INSERT INTO lake.main.orders VALUES (2000000, 'east', DATE '2024-03-02', 7.50)",
+        "DELETE FROM lake.main.orders WHERE region = 'west' AND day < DATE '2024-01-08'",
+        "UPDATE lake.main.orders SET total = total * 2 WHERE id IN (1000000, 2000000)",
+    ]
+    print("\nchanging rows through DataFusion:")
+    for statement in statements:
+        print(f"> {statement}")
+        ducklake_datafusion.sql(ctx, statement).show()
+    con = duckdb.connect()
+    duckdb_extensions.import_extension("ducklake", con=con)
+    con.execute(f"ATTACH 'ducklake:{catalog}' AS lake (READ_ONLY)")
+    print("DuckDB reads the changed lake:")
+    print(
+        con.sql(
+            "SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY snapshot_id DESC LIMIT 3"
+        )
+    )
+    print(con.sql("SELECT id, region, total FROM lake.main.orders WHERE id >= 1000000 ORDER BY id"))
+    con.close()
 
 
 if __name__ == "__main__":
