@@ -50,6 +50,7 @@ __all__ = [
     "UnsupportedTypeError",
     "UnsupportedVersionError",
     "raised_as_ours",
+    "remembered_for_datafusion",
     "typed",
 ]
 
@@ -165,7 +166,7 @@ class MissingDependencyError(DuckLakeError, ImportError):
 
 # -- Getting our classes back ------------------------------------------------------------------
 #
-# The places where our errors leave for DataFusion (``_remembered``: the Rust scan's
+# The places where our errors leave for DataFusion (``remembered_for_datafusion``: the Rust scan's
 # resolver, the exact reader's fragments and batches, the table functions) note the last
 # few, keyed by the text ``ClassName: message`` that DataFusion's exception will carry, and
 # :func:`typed` finds the one an exception carries: the very object raised, with its
@@ -200,9 +201,10 @@ def _remember(error: DuckLakeError) -> None:
 
 
 @contextlib.contextmanager
-def _remembered() -> Iterator[None]:
-    """Around our code whose errors DataFusion receives: ours are remembered and raised
-    on unchanged."""
+def remembered_for_datafusion() -> Iterator[None]:
+    """Around our code whose errors DataFusion receives (a provider's scan, a table
+    function, an insert's writer): ours are remembered, so that :func:`typed` finds the
+    object DataFusion's exception quotes, and raised on unchanged."""
     try:
         yield
     except DuckLakeError as exc:

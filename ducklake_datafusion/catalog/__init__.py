@@ -20,23 +20,6 @@ from ._commit_request import (
     NewTable,
     TableCommit,
 )
-from ._transaction import (
-    AddDataFiles,
-    CreateTable,
-    EndDataFiles,
-    EndInlinedRows,
-    EndPartitions,
-    EndTableRows,
-    FilesUnchanged,
-    NewDeleteFile,
-    NotCommittedBefore,
-    RowsUnchanged,
-    SetDeleteFile,
-    SnapshotMoved,
-    TableRef,
-    TableUnchanged,
-    Transaction,
-)
 from ._file_cut import CUT_TYPES, BeganCut, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
 from ._history import (
@@ -55,6 +38,23 @@ from ._models import (
     ViewEntry,
 )
 from ._names import table_by_id
+from ._transaction import (
+    AddDataFiles,
+    CreateTable,
+    EndDataFiles,
+    EndInlinedRows,
+    EndPartitions,
+    EndTableRows,
+    FilesUnchanged,
+    NewDeleteFile,
+    NotCommittedBefore,
+    RowsUnchanged,
+    SetDeleteFile,
+    SnapshotMoved,
+    TableRef,
+    TableUnchanged,
+    Transaction,
+)
 from ._types import (
     ColumnSpec,
     arrow_schema,
@@ -94,8 +94,8 @@ __all__ = [
     "NotCommittedBefore",
     "RowsUnchanged",
     "SetDeleteFile",
-    "SnapshotMoved",
     "SnapshotInfo",
+    "SnapshotMoved",
     "SnapshotRecord",
     "StatsCut",
     "TableCommit",

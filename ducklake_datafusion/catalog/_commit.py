@@ -48,8 +48,8 @@ from ._commit_rows import (
     end_partition_rows,
     insert_row,
 )
-from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._conflicts import AlreadyCommitted, check_requirements
+from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._names import find_table, list_schemas
 from ._settings import read_settings
 from ._transaction import (
@@ -125,12 +125,8 @@ def transaction_of(request: TableCommit) -> Transaction:
             actions.append(EndPartitions(table, request.partition_id, partitions))
         else:
             actions.append(EndTableRows(table))
-    actions.append(
-        AddDataFiles(table, request.files, request.column_types, request.partition_id)
-    )
-    return Transaction(
-        request.base_snapshot, tuple(actions), tuple(requirements), request.options
-    )
+    actions.append(AddDataFiles(table, request.files, request.column_types, request.partition_id))
+    return Transaction(request.base_snapshot, tuple(actions), tuple(requirements), request.options)
 
 
 def quoted(name: str) -> str:
@@ -220,7 +216,12 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
         if isinstance(action, CreateTable):
             _, schema_id, partition_id = created[action.table]
             create_table_rows(
-                session, action.new_table, action.table, table_id, schema_id, new_id,
+                session,
+                action.new_table,
+                action.table,
+                table_id,
+                schema_id,
+                new_id,
                 schema_version,
             )
             if partition_id is not None:

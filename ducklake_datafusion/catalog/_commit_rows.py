@@ -20,11 +20,11 @@ from ._transaction import AddDataFiles, TableRef
 
 __all__ = [
     "add_file_rows",
+    "columns_of",
     "create_partitioning_rows",
     "create_table_rows",
     "end_live_rows",
     "end_partition_rows",
-    "columns_of",
     "insert_row",
     "is_inlined_table_name",
 ]

@@ -100,8 +100,9 @@ def add_delete_file_rows(
                 "ducklake_files_scheduled_for_deletion",
                 {
                     "data_file_id": delete_id,
-                    "path": _lake_relative(path, relative, table_path, table_rel, schema_path,
-                                           schema_rel),
+                    "path": _lake_relative(
+                        path, relative, table_path, table_rel, schema_path, schema_rel
+                    ),
                     "path_is_relative": bool(relative and table_rel and schema_rel),
                     "schedule_start": session.adapt(_dt.datetime.now(_dt.timezone.utc)),
                 },
@@ -113,7 +114,8 @@ def add_delete_file_rows(
         {
             "delete_file_id": delete_file_id,
             "table_id": table_id,
-            "begin_snapshot": delete.begin_snapshot if delete.begin_snapshot is not None
+            "begin_snapshot": delete.begin_snapshot
+            if delete.begin_snapshot is not None
             else snapshot,
             "end_snapshot": None,
             "data_file_id": action.data_file_id,

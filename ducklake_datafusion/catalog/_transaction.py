@@ -16,7 +16,7 @@ several tables (one snapshot for all of them, as DuckDB's multi-table transactio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._commit_request import CommitOptions, NewDataFile, NewTable
 
@@ -220,7 +220,7 @@ class Transaction:
     base_snapshot: int
     actions: tuple[Action, ...]
     requirements: tuple[Requirement, ...] = ()
-    options: CommitOptions = CommitOptions()
+    options: CommitOptions = field(default_factory=CommitOptions)
     snapshot_id: int | None = None
 
     def tables(self) -> tuple[TableRef, ...]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from ..errors import _remembered
+from ..errors import remembered_for_datafusion
 from ..read import FILE_ID, POSITION, ROW_ID, execute_tasks, read_request
 from ..scan import ScanPlan, ScanTask
 from ._dataset import partition_count
@@ -47,7 +47,9 @@ class _Scanner:
         self.projected_schema = pa.schema([target.schema.field(n) for n in names])
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        with _remembered():  # DataFusion receives our errors as text: see errors.typed()
+        with (
+            remembered_for_datafusion()
+        ):  # DataFusion receives our errors as text: see errors.typed()
             for batch in execute_tasks(self._target.plan, self._tasks, self._request):
                 if self._unread is not None:
                     batch = pa.Table.from_batches([batch]).filter(self._unread)
@@ -95,7 +97,7 @@ class ChangeTarget(ds.Dataset):
         found = None if filter is None else filter_of(filter, self.table.schema)
         tasks = self.plan.tasks
         if found is not None:  # prune by statistics as a read would; the scanner filters
-            with _remembered():
+            with remembered_for_datafusion():
                 tasks = self.table.scan_plan(filter=found).tasks
         groups = self.plan.groups(partition_count()) if found is None else _groups(tasks)
         return [_Fragment(self, group) for group in groups] or [_Fragment(self, ())]

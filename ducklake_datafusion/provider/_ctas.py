@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from ..errors import CatalogReadOnlyError, _remembered
+from ..errors import CatalogReadOnlyError, remembered_for_datafusion
 
 __all__ = ["create_from_datafusion"]
 
@@ -33,7 +33,7 @@ def create_from_datafusion(catalog, schema: str, name: str, table) -> None:
 
     def run() -> None:
         try:
-            with _remembered():  # DataFusion passes our errors on as text
+            with remembered_for_datafusion():  # DataFusion passes our errors on as text
                 frame = SessionContext().read_table(table)
                 create_table(catalog.lake, schema, name, frame)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread

@@ -92,9 +92,10 @@ def _keyword_at(text: str, word: str) -> int | None:
         return 0 <= index < len(text) and (text[index].isalnum() or text[index] in "_$")
 
     for index, _ in _top_level(text):
-        if text[index : index + size].lower() == word:
-            if not in_word(index - 1) and not in_word(index + size):
-                return index
+        if text[index : index + size].lower() == word and not (
+            in_word(index - 1) or in_word(index + size)
+        ):
+            return index
     return None
 
 
@@ -203,7 +204,11 @@ def sql(ctx, text: str, **commit_options):
         count = result.deleted
     else:
         result = update_rows(
-            table, dict(statement.assignments), statement.where, ctx=ctx, options=options,
+            table,
+            dict(statement.assignments),
+            statement.where,
+            ctx=ctx,
+            options=options,
             alias=statement.alias,
         )
         count = result.updated

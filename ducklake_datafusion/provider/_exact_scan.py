@@ -11,7 +11,7 @@ predicates Rust sends only prune files; DataFusion filters the rows again.
 
 from __future__ import annotations
 
-from ..errors import _remembered
+from ..errors import remembered_for_datafusion
 from ._dataset import DuckLakeScanner, partition_count
 from ._rust import extension
 from ._rust_lazy import predicate_filter
@@ -38,7 +38,7 @@ class ExactScan:
 
     def __call__(self, predicates, columns, limit) -> list[_PartitionReader]:
         filter = predicate_filter(predicates)
-        with _remembered():  # DataFusion receives our errors as text: see errors.typed()
+        with remembered_for_datafusion():  # DataFusion receives our errors as text: see errors.typed()
             plan = self._table.scan_plan(filter=filter)
         groups = plan.groups(partition_count()) or [()]
         return [_PartitionReader(plan, tasks, columns, filter) for tasks in groups]
@@ -54,6 +54,6 @@ class _PartitionReader:
         self._filter = filter
 
     def __call__(self):
-        with _remembered():
+        with remembered_for_datafusion():
             scanner = DuckLakeScanner(self._plan, self._tasks, self._columns, self._filter)
         return scanner.to_reader()

@@ -140,9 +140,7 @@ def updated_rows(table, assignments, where, ctx=None, alias=None) -> pa.Table:
             )
         wanted[found] = value
     target = ChangeTarget(table)
-    if all(isinstance(v, str) for v in wanted.values()) and not isinstance(
-        where, pc.Expression
-    ):
+    if all(isinstance(v, str) for v in wanted.values()) and not isinstance(where, pc.Expression):
         select = [_quoted(c) for c in LOCATION_COLUMNS]
         for name in table.schema.names:
             value = wanted.get(name)
@@ -152,8 +150,7 @@ def updated_rows(table, assignments, where, ctx=None, alias=None) -> pa.Table:
         return query_target(target, sql, ctx, alias)
     if isinstance(where, str) or any(isinstance(v, str) for v in wanted.values()):
         raise InvalidOptionError(
-            f"an update of {table.name} takes either SQL text or pyarrow expressions, "
-            "not both"
+            f"an update of {table.name} takes either SQL text or pyarrow expressions, not both"
         )
     import pyarrow.dataset as ds
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..catalog import metadata
-from ..errors import _remembered
+from ..errors import remembered_for_datafusion
 from ..read import catalog_count, execute_plan
 from ..scan import (
     And,
@@ -150,7 +150,7 @@ class Resolver:
 
     def __call__(self, predicates: list[Predicate], count_only: bool):
         # DataFusion receives our errors as text: remembered for errors.typed()
-        with _remembered():
+        with remembered_for_datafusion():
             return self._resolve(predicates, count_only)
 
     def _resolve(self, predicates: list[Predicate], count_only: bool):

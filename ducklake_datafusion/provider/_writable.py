@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from ..errors import _remembered
+from ..errors import remembered_for_datafusion
 
 __all__ = ["InsertWriter", "WritableProvider"]
 
@@ -32,7 +32,7 @@ class InsertWriter:
 
         counted = _Counted(reader)
         # DataFusion receives our errors as text: remembered for errors.typed()
-        with _remembered():
+        with remembered_for_datafusion():
             append(
                 self._table.lake,
                 self._table.entry.schema_name,

@@ -34,7 +34,7 @@ import functools
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from ..errors import InvalidOptionError, _remembered
+from ..errors import InvalidOptionError, remembered_for_datafusion
 from ..read import table_changes
 from ..scan import SnapshotRef, parse_snapshot_ref
 from ._catalog_provider import DuckLakeCatalog
@@ -225,7 +225,7 @@ def _remembering(function):
 
     @functools.wraps(function)
     def run(*exprs, session):
-        with _remembered():
+        with remembered_for_datafusion():
             return function(*exprs, session=session)
 
     return run

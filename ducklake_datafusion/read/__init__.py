@@ -11,6 +11,7 @@ from ._appends import InsertPlan, plan_inserts
 from ._changes import differing_rows, plan_changes, step_feed, table_changes
 from ._checked import CheckedFile, checked_file
 from ._count import catalog_count, count_rows
+from ._deletes import delete_file_positions
 from ._executor import execute_plan, execute_tasks, read_request
 from ._export import (
     PLAN_SCHEMA,
@@ -25,7 +26,6 @@ from ._export import (
 from ._file_checks import check_data_file, files_unchanged, reads_by_name
 from ._footers import parsed_fragment, require_regular_file
 from ._layouts import FileLayout, file_layout
-from ._deletes import delete_file_positions
 from ._reader import (
     FILE_ID,
     PARQUET_FORMAT,

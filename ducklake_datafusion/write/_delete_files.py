@@ -37,7 +37,10 @@ def _field(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
 
 
 PLAIN_SCHEMA = pa.schema(
-    [_field("file_path", pa.string(), FILE_PATH_FIELD_ID), _field("pos", pa.int64(), POSITION_FIELD_ID)]
+    [
+        _field("file_path", pa.string(), FILE_PATH_FIELD_ID),
+        _field("pos", pa.int64(), POSITION_FIELD_ID),
+    ]
 )
 WITH_SNAPSHOTS_SCHEMA = PLAIN_SCHEMA.append(
     _field("_ducklake_internal_snapshot_id", pa.int64(), SNAPSHOT_FIELD_ID)
@@ -80,9 +83,7 @@ def write_delete_file(
         schema = WITH_SNAPSHOTS_SCHEMA
     table = pa.Table.from_arrays(columns, schema=schema)
     sink = pa.BufferOutputStream()
-    pq.write_table(
-        table, sink, compression="snappy", store_schema=False, write_statistics=True
-    )
+    pq.write_table(table, sink, compression="snappy", store_schema=False, write_statistics=True)
     data = sink.getvalue()
     name = f"ducklake-{uuid7()}-delete.parquet"
     url = join_path(directory, name, True)

@@ -49,8 +49,7 @@ from ..read import FILE_ID, POSITION, ROW_ID, delete_file_positions, open_file
 from ..scan import DataFileTask, LakeTable, table_directory
 from ._cleanup import after_failed_commit
 from ._delete_files import WrittenDeleteFile, write_delete_file
-from ._files import delete_files
-from ._files import DataFileWriter
+from ._files import DataFileWriter, delete_files
 from ._input import batches_of
 from ._partitions import read_partition_spec
 from ._plan import _target_file_size, leaf_types, require_writable
@@ -85,7 +84,10 @@ class TableChange:
         with table.lake.backend.session() as session:
             settings = metadata.read_settings(session, table.lake.description)
             self.partitioning = read_partition_spec(
-                session, table.entry.table_id, table.snapshot_id, table.columns,
+                session,
+                table.entry.table_id,
+                table.snapshot_id,
+                table.columns,
                 self.description,
             )
             self.target_file_size = _target_file_size(session, settings, table.entry.table_id)
@@ -112,7 +114,7 @@ class TableChange:
         files = located.column(FILE_ID)
         inlined = pc.is_null(files)
         row_ids = located.column(ROW_ID).filter(inlined).to_numpy(zero_copy_only=False)
-        self.inlined_row_ids = sorted(set(self.inlined_row_ids) | set(int(r) for r in row_ids))
+        self.inlined_row_ids = sorted(set(self.inlined_row_ids) | {int(r) for r in row_ids})
         in_files = located.filter(pc.invert(inlined))
         if in_files.num_rows == 0:
             return
@@ -149,7 +151,9 @@ class TableChange:
         try:
             offset = 0
             for batch in batches_of(rows, self.description):
-                table = conform(pa.Table.from_batches([batch]), writer.schema_of_table, self.table.name)
+                table = conform(
+                    pa.Table.from_batches([batch]), writer.schema_of_table, self.table.name
+                )
                 if row_ids is not None:
                     ids = row_ids.slice(offset, table.num_rows)
                     table = table.append_column(writer.schema.field(-1), ids.cast(pa.int64()))
@@ -191,7 +195,11 @@ class TableChange:
                 written = self._plain.get(file_id)
                 if written is None:
                     written = write_delete_file(
-                        self.directory, self.table.lake.storage, _file_path(task), new, None,
+                        self.directory,
+                        self.table.lake.storage,
+                        _file_path(task),
+                        new,
+                        None,
                         self.description,
                     )
                     self._plain[file_id] = written
@@ -205,8 +213,12 @@ class TableChange:
                     [old_snapshots, np.full(len(new), snapshot_id, dtype=np.int64)]
                 )
                 written = write_delete_file(
-                    self.directory, self.table.lake.storage, _file_path(task), positions,
-                    snapshots, self.description,
+                    self.directory,
+                    self.table.lake.storage,
+                    _file_path(task),
+                    positions,
+                    snapshots,
+                    self.description,
                 )
                 self._cumulative[file_id] = written
                 self._cumulative_for = snapshot_id
@@ -242,7 +254,9 @@ class TableChange:
         positions, snapshots = [], []
         for source, entry in zip(sources, old_files):
             found, per_position = delete_file_positions(
-                source, lambda ref: open_file(ref, self.table.lake.storage), what,
+                source,
+                lambda ref: open_file(ref, self.table.lake.storage),
+                what,
                 task.record_count,
             )
             positions.append(np.asarray(found, np.int64))

@@ -24,8 +24,10 @@ STATEMENTS = [
     "DELETE FROM lake.main.t WHERE id IN (SELECT id FROM lake.main.t WHERE id % 13 = 0)",
     "UPDATE lake.main.t AS u SET v = u.v + 0.5, grp = 'x,' || grp WHERE u.id % 11 = 1",
     "DELETE FROM lake.main.t WHERE grp = 'g9';",
-    "UPDATE lake.main.t SET tags = [grp] WHERE id IN (SELECT id + 1 FROM lake.main.t "
-    "WHERE id % 97 = 0)",
+    (
+        "UPDATE lake.main.t SET tags = [grp] WHERE id IN (SELECT id + 1 FROM lake.main.t "
+        "WHERE id % 97 = 0)"
+    ),
 ]
 
 
@@ -53,9 +55,7 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
     done = ducklake_datafusion.sql(ctx, "DELETE FROM t WHERE id IN (SELECT id FROM gone)")
     assert done.to_arrow_table().column("count").to_pylist() == [3]
     assert_twins_agree(ours, theirs)
-    assert ducklake_datafusion.sql(ctx, "SELECT count(*) AS n FROM gone").to_pylist() == [
-        {"n": 4}
-    ]
+    assert ducklake_datafusion.sql(ctx, "SELECT count(*) AS n FROM gone").to_pylist() == [{"n": 4}]
     before = _catalog(ours)
     with pytest.raises(TableNotFoundError, match="missing"):
         ducklake_datafusion.sql(ctx, "DELETE FROM lake.main.missing WHERE true")

@@ -12,7 +12,14 @@ import pyarrow.compute as pc
 import pytest
 from support.lakes import LakeSpec
 from support.writes import META, duckdb_reads
-from test_deletes import SETUP, _catalog, _duckdb_after, _twins, assert_twins_agree
+from test_deletes import (
+    SETUP,
+    _catalog,
+    _duckdb_after,
+    _expired_twins_agree,
+    _twins,
+    assert_twins_agree,
+)
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import InvalidOptionError, UnsupportedTypeError
@@ -21,12 +28,18 @@ SPECS = [LakeSpec("duckdb", "local"), LakeSpec("postgres", "s3"), LakeSpec("sqli
 
 # (our set, DuckDB's SET, WHERE)
 CASES = {
-    "scattered": ({"v": "v * 10", "grp": "upper(grp)"}, "v = v * 10, grp = upper(grp)",
-                  "id % 9 = 2"),
+    "scattered": (
+        {"v": "v * 10", "grp": "upper(grp)"},
+        "v = v * 10, grp = upper(grp)",
+        "id % 9 = 2",
+    ),
     "nested": ({"tags": "[grp, 'new']"}, "tags = [grp, 'new']", "id BETWEEN 990 AND 1010"),
     "whole_file": ({"v": "NULL"}, "v = NULL", "grp = 'g9'"),
-    "to_null_from_subquery": ({"v": "v + 1"}, "v = v + 1",
-                              "id IN (SELECT id + 1 FROM lake.main.t WHERE id % 100 = 0)"),
+    "to_null_from_subquery": (
+        {"v": "v + 1"},
+        "v = v + 1",
+        "id IN (SELECT id + 1 FROM lake.main.t WHERE id % 100 = 0)",
+    ),
 }
 
 
@@ -43,19 +56,25 @@ def test_update_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     theirs.reader_args()
     ctx = SessionContext()
     register(ctx, "lake", DuckLakeCatalog(**ours.reader_args()))
-    result = DuckLakeCatalog(**ours.reader_args()).table("main", "t").update(
-        ours_set, where, ctx=ctx
+    result = (
+        DuckLakeCatalog(**ours.reader_args()).table("main", "t").update(ours_set, where, ctx=ctx)
     )
-    changed = duckdb_reads(
-        theirs, "SELECT count(*) FROM ducklake_table_changes('lake', 'main', 't', 6, 6) "
-        "WHERE change_type = 'update_postimage'"
-    ).column(0)[0].as_py()
+    changed = (
+        duckdb_reads(
+            theirs,
+            "SELECT count(*) FROM ducklake_table_changes('lake', 'main', 't', 6, 6) "
+            "WHERE change_type = 'update_postimage'",
+        )
+        .column(0)[0]
+        .as_py()
+    )
     assert result.updated == changed > 0
     assert_twins_agree(ours, theirs)
     if spec.storage == "local":
         for lake in (ours, theirs):
             _duckdb_after(lake)
         assert_twins_agree(ours, theirs, first=6)
+        _expired_twins_agree(ours, theirs)
 
 
 def test_updates_of_partition_keys_move_rows_and_updates_stack(make_lake):
@@ -78,7 +97,9 @@ def test_updates_of_partition_keys_move_rows_and_updates_stack(make_lake):
         table = DuckLakeCatalog(**ours.reader_args()).table("main", "t")
         table.update(ours_set, expression if expression is not None else where)
     assert_twins_agree(ours, theirs, file_ids=False)
-    values = f"SELECT partition_key_index, partition_value FROM {META}.ducklake_file_partition_value"
+    values = (
+        f"SELECT partition_key_index, partition_value FROM {META}.ducklake_file_partition_value"
+    )
     assert sorted(duckdb_reads(ours, values).to_pylist(), key=str) == sorted(
         duckdb_reads(theirs, values).to_pylist(), key=str
     )
