@@ -114,3 +114,73 @@ def test_complete_mode_replaces_the_rows_each_batch(spark, make_lake, catalog, t
         pa.table({"s": ["b0", "b1"], "n": pa.array([10, 4], pa.int64())}),
     )
     assert len(_streaming_snapshots(lake)) == 2
+
+
+# A planner that dies right after the catalog committed, the first time only: started by the
+# JVM through ``spark.sql.catalog.<name>.python`` as ``<python> -m <planner> ...``.
+_DYING_PLANNER = """#!{python}
+import os, runpy, sys
+from ducklake_datafusion.spark.planner import _write
+
+once = {once!r}
+real = _write.commit_files
+
+
+def commit_then_die(*args, **kwargs):
+    snapshot = real(*args, **kwargs)
+    if not os.path.exists(once):
+        open(once, "w").close()
+        os._exit(3)  # the snapshot is committed; its answer never reaches the JVM
+    return snapshot
+
+
+_write.commit_files = commit_then_die
+assert sys.argv[1] == "-m"
+sys.argv = [sys.argv[2], *sys.argv[3:]]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_planner_that_dies_after_committing_loses_no_batch(spark, make_lake, catalog, tmp_path):
+    """The planner dies after the catalog committed a micro-batch: Spark aborts the epoch,
+    which must keep the batch's files (the snapshot lists them); the restarted query finds
+    the batch committed and skips it. DuckDB reads every row once, every listed file exists.
+    (Before, the abort deleted the committed files and the batch's rows were lost.)"""
+    import os
+    import stat
+    import sys
+
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    wrapper = tmp_path / "dying-planner"
+    wrapper.write_text(_DYING_PLANNER.format(python=sys.executable, once=str(tmp_path / "died")))
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    name = catalog(lake, python=str(wrapper))
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+
+    def run():
+        query = (
+            spark.readStream.schema(SCHEMA)
+            .parquet(str(source))
+            .writeStream.option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .toTable(f"{name}.main.t")
+        )
+        try:
+            query.awaitTermination()
+        except Exception as exc:  # noqa: BLE001 - the first run fails with the planner
+            return str(exc)
+        return None if query.exception() is None else str(query.exception())
+
+    written = _drop(source, 0, 0, 10)
+    error = run()
+    assert error is not None  # (the abort's "were kept" is suppressed into Spark's error)
+    assert os.path.exists(tmp_path / "died")
+    after_crash = lake.reference("SELECT * FROM lake.main.t")
+    assert_same_rows(after_crash, written)  # committed, and its files are there to read
+    assert run() is None  # restarted: the batch is found committed
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), written)
+    assert [m["batch_id"] for m in _streaming_snapshots(lake)] == [0]
+    listed = lake.reference("SELECT count(*) AS n FROM ducklake_list_files('lake', 't')")
+    assert listed.column(0)[0].as_py() == sum(1 for _ in lake_files(lake))
