@@ -51,6 +51,20 @@ def test_sql_formats(lake, tmp_path):
     assert done.stdout.rstrip().endswith(f"{expected.num_rows} rows")
 
 
+def test_delete_and_update_statements_change_the_lake(lake):
+    """``sql`` runs DELETE and UPDATE through the row-change core; DuckDB reads the rows."""
+    done = run_cli("sql", lake.metadata, "DELETE FROM lake.main.t WHERE id % 3 = 0", "-f", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["count"] == 30
+    statement = "UPDATE lake.main.t SET s = upper(s) WHERE id IN (SELECT id FROM lake.main.t "
+    done = run_cli("sql", lake.metadata, statement + "WHERE id > 95)", "-f", "jsonl")
+    assert json.loads(done.stdout)["count"] == sum(1 for i in range(96, 100) if i % 3)
+    got = lake.reference("SELECT id, s FROM lake.main.t WHERE id > 90 ORDER BY id").to_pylist()
+    assert got == [
+        {"id": i, "s": ("X" if i > 95 else "x") + str(i)} for i in range(91, 100) if i % 3
+    ]
+
+
 def test_inspection_commands(lake):
     assert "| t " in run_cli("tables", lake.metadata).stdout
     snapshots = run_cli("snapshots", lake.metadata, "-f", "jsonl").stdout.splitlines()

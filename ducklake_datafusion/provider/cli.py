@@ -215,6 +215,7 @@ def _split_table(name: str) -> tuple[str, str]:
 def _run_sql(args) -> int:
     from datafusion import SessionConfig, SessionContext
 
+    from ._dml_sql import sql as run_sql
     from .functions import register
 
     lake = _lake(args)
@@ -226,7 +227,7 @@ def _run_sql(args) -> int:
         return _table_hint(text, lake, args.name)
 
     with _datafusion(hint):
-        frame = ctx.sql(args.query)
+        frame = run_sql(ctx, args.query)  # DELETE and UPDATE of a lake table too
         schema = frame.schema()
         stream = iter(frame.execute_stream())
     _write(args, schema, _with_progress(_batches(stream)))
