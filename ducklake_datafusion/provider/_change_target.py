@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 
 from ..errors import remembered_for_datafusion
 from ..read import FILE_ID, POSITION, ROW_ID, execute_tasks, read_request
-from ..scan import ScanPlan, ScanTask
+from ..scan import ScanPlan, ScanTask, balanced_groups
 from ._dataset import partition_count
 from ._pyarrow_filter import filter_of
 
@@ -81,9 +81,10 @@ class ChangeTarget(ds.Dataset):
     """The table ``table`` (a ``LakeTable`` at the change's base snapshot) with each row's
     location, as a ``pyarrow.dataset`` DataFusion scans."""
 
-    def __init__(self, table) -> None:
+    def __init__(self, table, plan: ScanPlan | None = None) -> None:
         self.table = table
-        self.plan: ScanPlan = table.scan_plan()
+        # the unpruned plan at the table's snapshot (the row change's own, when given)
+        self.plan: ScanPlan = plan if plan is not None else table.scan_plan()
         self._schema = pa.schema(list(table.schema) + _LOCATION_FIELDS)
 
     @property
@@ -99,14 +100,8 @@ class ChangeTarget(ds.Dataset):
         if found is not None:  # prune by statistics as a read would; the scanner filters
             with remembered_for_datafusion():
                 tasks = self.table.scan_plan(filter=found).tasks
-        groups = self.plan.groups(partition_count()) if found is None else _groups(tasks)
+        groups = balanced_groups(tasks, partition_count())
         return [_Fragment(self, group) for group in groups] or [_Fragment(self, ())]
 
     def __repr__(self) -> str:
         return f"ChangeTarget({self.table!r})"
-
-
-def _groups(tasks) -> list[tuple]:
-    from ..scan import balanced_groups
-
-    return balanced_groups(tasks, partition_count())

@@ -32,11 +32,11 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def locate(table, where, ctx=None, *, alias: str | None = None) -> pa.Table:
+def locate(table, where, ctx=None, *, alias: str | None = None, plan=None) -> pa.Table:
     """The locations (``rowid``, data file, position) of the rows of ``table`` (at its
     snapshot) for which ``where`` is true: SQL text, a pyarrow expression, or ``None`` for
-    every row."""
-    target = ChangeTarget(table)
+    every row. ``plan``: the table's unpruned scan plan, when the caller has it."""
+    target = ChangeTarget(table, plan)
     if where is None:
         return target.scanner(columns=list(LOCATION_COLUMNS)).to_table()
     if isinstance(where, pc.Expression):
@@ -99,7 +99,7 @@ def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None,
 
     def plan(latest):
         change = TableChange(latest)
-        change.delete(locate(latest, where, ctx, alias=alias))
+        change.delete(locate(latest, where, ctx, alias=alias, plan=change.plan))
         return [change], lambda snapshot: ChangeResult(snapshot, deleted=change.deleted_count)
 
     return replanned(table, plan, options)
@@ -117,7 +117,7 @@ def update_rows(
         change = TableChange(latest)
         # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
         # rows by position then numbers them alike)
-        rows = updated_rows(latest, assignments, where, ctx, alias).sort_by(ROW_ID)
+        rows = updated_rows(latest, assignments, where, ctx, alias, change.plan).sort_by(ROW_ID)
         change.delete(rows.select(list(LOCATION_COLUMNS)))
         updated = change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))
         return [change], lambda snapshot: ChangeResult(snapshot, updated=updated)
@@ -125,7 +125,7 @@ def update_rows(
     return replanned(table, plan, options)
 
 
-def updated_rows(table, assignments, where, ctx=None, alias=None) -> pa.Table:
+def updated_rows(table, assignments, where, ctx=None, alias=None, plan=None) -> pa.Table:
     """The rows ``where`` selects, with their locations and every column's new value."""
     if not assignments:
         raise InvalidOptionError(f"an update of {table.name} needs at least one column to set")
@@ -139,7 +139,7 @@ def updated_rows(table, assignments, where, ctx=None, alias=None) -> pa.Table:
                 f"{table.schema.names}"
             )
         wanted[found] = value
-    target = ChangeTarget(table)
+    target = ChangeTarget(table, plan)
     if all(isinstance(v, str) for v in wanted.values()) and not isinstance(where, pc.Expression):
         select = [_quoted(c) for c in LOCATION_COLUMNS]
         for name in table.schema.names:

@@ -79,6 +79,7 @@ class TableChange:
         self.ref = TableRef(table.entry.schema_name, table.entry.table_name, table.entry.table_id)
         self.description = f"table {table.name} of {table.lake.description}"
         plan, files = table.scan_plan_and_files()
+        self.plan = plan  # (the statement's target reads the same plan: ``ChangeTarget``)
         self.tasks = {t.data_file_id: t for t in plan.tasks if isinstance(t, DataFileTask)}
         self.entries = {e.data_file_id: e for e in files.files}
         with table.lake.backend.session() as session:
@@ -191,27 +192,17 @@ class TableChange:
             if gone >= task.record_count:
                 ended.append(file_id)
                 continue
-            if not old_files:
-                written = self._plain.get(file_id)
-                if written is None:
-                    written = write_delete_file(
-                        self.directory,
-                        self.table.lake.storage,
-                        _file_path(task),
-                        new,
-                        None,
-                        self.description,
-                    )
-                    self._plain[file_id] = written
-                actions.append(SetDeleteFile(self.ref, file_id, written.delete_file))
-                continue
-            depends = True
-            written = self._cumulative.get(file_id)
-            if written is None:
+            if old_files:  # a cumulative file: every position with its snapshot
+                depends = True
+                cache = self._cumulative
                 positions = np.concatenate([old_positions, new])
                 snapshots = np.concatenate(
                     [old_snapshots, np.full(len(new), snapshot_id, dtype=np.int64)]
                 )
+            else:  # the file's first delete file: this commit's positions alone
+                cache, positions, snapshots = self._plain, new, None
+            written = cache.get(file_id)
+            if written is None:
                 written = write_delete_file(
                     self.directory,
                     self.table.lake.storage,
@@ -220,8 +211,9 @@ class TableChange:
                     snapshots,
                     self.description,
                 )
-                self._cumulative[file_id] = written
-                self._cumulative_for = snapshot_id
+                cache[file_id] = written
+                if old_files:
+                    self._cumulative_for = snapshot_id
             replaces = tuple(d.delete_file_id for d in old_files)
             actions.append(SetDeleteFile(self.ref, file_id, written.delete_file, replaces))
         if ended:
