@@ -1,10 +1,10 @@
 """Query DuckLake lakes from Apache DataFusion (and hand the same scans to Spark).
 
-    >>> from datafusion import SessionContext
-    >>> from ducklake_datafusion import DuckLakeCatalog, register
-    >>> ctx = SessionContext()
-    >>> register(ctx, "lake", DuckLakeCatalog("lake.ducklake"))
-    >>> ctx.sql("SELECT count(*) FROM lake.main.orders").show()
+>>> from datafusion import SessionContext
+>>> from ducklake_datafusion import DuckLakeCatalog, register
+>>> ctx = SessionContext()
+>>> register(ctx, "lake", DuckLakeCatalog("lake.ducklake"))
+>>> ctx.sql("SELECT count(*) FROM lake.main.orders").show()
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ __all__ = [
     "DuckLakeError",
     "InternalError",
     "InvalidOptionError",
+    "MergeError",
     "MissingDependencyError",
     "NotADuckLakeCatalogError",
     "SnapshotNotFoundError",
@@ -151,6 +152,12 @@ class UnsupportedFeatureError(DuckLakeError):
 
 class InvalidOptionError(DuckLakeError, ValueError):
     """An argument or option passed by the user is not valid."""
+
+
+class MergeError(InvalidOptionError):
+    """A MERGE's rows break one of its rules: a target row matched by more than one
+    source row (the SQL standard's cardinality rule), or a ``THEN ERROR`` clause that
+    applies to a row. Nothing was written."""
 
 
 class InternalError(DuckLakeError):

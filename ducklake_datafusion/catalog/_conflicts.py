@@ -9,6 +9,8 @@ level, where two deletes on one table meet, is then decided by the files' own ro
   dropped or altered it (columns, partitioning, renames).
 * :class:`RowsUnchanged`: additionally no commit inserted, deleted, flushed or compacted
   its rows (an overwrite would lose them).
+* :class:`NoRowsInserted`: no commit inserted rows into it (a MERGE's inserts and its
+  actions on unmatched rows were decided without them).
 * :class:`FilesUnchanged`: each data file is still live with exactly the delete files the
   plan read (another delete, update or compaction of that file replaced or ended them).
   Appends to the table never break it: new rows are not among the rows a delete chose.
@@ -25,6 +27,7 @@ from ._change_tokens import parse_changes_made
 from ._names import find_table
 from ._transaction import (
     FilesUnchanged,
+    NoRowsInserted,
     NotCommittedBefore,
     RowsUnchanged,
     TableRef,
@@ -52,6 +55,12 @@ CONFLICTS: dict[type, dict[str, str]] = {
         "merge_adjacent": "had its files compacted",
         "rewrite_delete": "had its files compacted",
         "compacted_table": "had its files compacted",
+    },
+    NoRowsInserted: {
+        "dropped_table": "was dropped",
+        "altered_table": "had its columns or partitioning altered",
+        "inserted_into_table": "had rows inserted (which the statement's matches did not see)",
+        "inlined_insert": "had rows inserted (which the statement's matches did not see)",
     },
     FilesUnchanged: {
         "dropped_table": "was dropped",

@@ -174,6 +174,16 @@ class RowsUnchanged:
 
 
 @dataclass(frozen=True, slots=True)
+class NoRowsInserted:
+    """No commit since the base snapshot inserted rows into the table: what a MERGE that
+    inserts the source rows it found no match for (or acts on the target rows no source
+    row matched) decided from the rows it read. A row appended meanwhile could be the
+    match it did not see; the MERGE is planned again instead."""
+
+    table: TableRef
+
+
+@dataclass(frozen=True, slots=True)
 class FilesUnchanged:
     """Each ``(data_file_id, delete_file_ids)`` is still live with exactly those delete
     files: no other commit deleted from, ended or compacted it since the base snapshot.
@@ -191,7 +201,7 @@ class NotCommittedBefore:
     marker: str
 
 
-Requirement = TableUnchanged | RowsUnchanged | FilesUnchanged | NotCommittedBefore
+Requirement = TableUnchanged | RowsUnchanged | NoRowsInserted | FilesUnchanged | NotCommittedBefore
 
 
 class SnapshotMoved(Exception):

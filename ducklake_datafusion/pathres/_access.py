@@ -246,9 +246,7 @@ def _endpoint(options: StorageOptions, option: str, use_ssl: bool | None = None)
 
 def s3_access(options: StorageOptions, bucket: str = "") -> S3Access:
     """The :class:`S3Access` the options describe."""
-    region = (
-        options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    )
+    region = options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     endpoint = _endpoint(options, "s3_endpoint", options.use_ssl)
     if endpoint is not None:
         scheme = endpoint.scheme
@@ -286,9 +284,7 @@ def gcs_access(options: StorageOptions, bucket: str = "") -> GcsAccess:
     """The :class:`GcsAccess` the options describe."""
     endpoint = _endpoint(options, "gcs_endpoint")
     if options.anonymous and options.google_service_account_token:
-        raise InvalidOptionError(
-            "storage option anonymous excludes google_service_account_token"
-        )
+        raise InvalidOptionError("storage option anonymous excludes google_service_account_token")
     return GcsAccess(
         bucket=bucket,
         endpoint=endpoint,

@@ -20,30 +20,83 @@ from ._options import SECRET_FIELDS, StorageOptions
 
 __all__ = ["redact", "translate_storage_error"]
 
-_BUCKET = ("no_such_bucket", "nosuchbucket", "bucket does not exist", "containernotfound",
-           "container_not_found", "specified container does not exist")
-_DENIED = ("access_denied", "accessdenied", "access denied", "forbidden", "invalid_access_key_id",
-           "invalidaccesskeyid", "signature_does_not_match", "signaturedoesnotmatch",
-           "expired_token", "expiredtoken", "invalidtoken", "invalid_token", "unauthorized",
-           "authorizationfailure", "authenticationfailed", "permission denied",
-           "missing_authentication_token", "invalid_client_token_id", "status code: 403",
-           "status code: 401", "no credentials", "credentials not found")
-_REGION = ("permanent_redirect", "permanentredirect", "authorizationheadermalformed",
-           "wrong region", "incorrect region", "region_mismatch")
-_NETWORK = ("network_connection", "curlcode", "could not connect", "couldn't connect",
-            "connection refused", "could not resolve", "couldn't resolve", "timed out",
-            "timeout", "connection reset", "ssl", "tls", "name or service not known",
-            "unreachable", "broken pipe", "host not found")
-_MISSING = ("no_such_key", "nosuchkey", "does not exist", "not found", "no such file",
-            "blobnotfound", "pathnotfound", "resource_not_found", "status code: 404")
+_BUCKET = (
+    "no_such_bucket",
+    "nosuchbucket",
+    "bucket does not exist",
+    "containernotfound",
+    "container_not_found",
+    "specified container does not exist",
+)
+_DENIED = (
+    "access_denied",
+    "accessdenied",
+    "access denied",
+    "forbidden",
+    "invalid_access_key_id",
+    "invalidaccesskeyid",
+    "signature_does_not_match",
+    "signaturedoesnotmatch",
+    "expired_token",
+    "expiredtoken",
+    "invalidtoken",
+    "invalid_token",
+    "unauthorized",
+    "authorizationfailure",
+    "authenticationfailed",
+    "permission denied",
+    "missing_authentication_token",
+    "invalid_client_token_id",
+    "status code: 403",
+    "status code: 401",
+    "no credentials",
+    "credentials not found",
+)
+_REGION = (
+    "permanent_redirect",
+    "permanentredirect",
+    "authorizationheadermalformed",
+    "wrong region",
+    "incorrect region",
+    "region_mismatch",
+)
+_NETWORK = (
+    "network_connection",
+    "curlcode",
+    "could not connect",
+    "couldn't connect",
+    "connection refused",
+    "could not resolve",
+    "couldn't resolve",
+    "timed out",
+    "timeout",
+    "connection reset",
+    "ssl",
+    "tls",
+    "name or service not known",
+    "unreachable",
+    "broken pipe",
+    "host not found",
+)
+_MISSING = (
+    "no_such_key",
+    "nosuchkey",
+    "does not exist",
+    "not found",
+    "no such file",
+    "blobnotfound",
+    "pathnotfound",
+    "resource_not_found",
+    "status code: 404",
+)
 _CREDENTIAL_HINTS = {
     "s3": "check the access key / secret (options access_key_id and secret_access_key, or "
-          "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / the AWS profile), the session token if "
-          "the keys are temporary, and that they may read this bucket",
+    "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / the AWS profile), the session token if "
+    "the keys are temporary, and that they may read this bucket",
     "gs": "check the credentials (option google_service_account_token, or "
-          "GOOGLE_APPLICATION_CREDENTIALS) and that they may read this bucket",
+    "GOOGLE_APPLICATION_CREDENTIALS) and that they may read this bucket",
     "az": "check the credentials (options account_key, sas_token, or client_id / tenant_id / "
-          "client_secret) and that they may read this container",
+    "client_secret) and that they may read this container",
     "file": "check that this process may read the file and its directories",
 }
 _SCHEME_IN_TEXT = re.compile(r"\b(s3a?|gcs|gs|az|azure|abfss?)://([^/\s@'\"]+@)?([^/\s'\"]+)")
@@ -104,8 +157,9 @@ def translate_storage_error(
     exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
     message = detail.lower()
     scheme, bucket = _scheme_and_bucket(what, detail)
-    if scheme is None and (isinstance(exc, (PermissionError, FileNotFoundError))
-                           or "local file" in message):
+    if scheme is None and (
+        isinstance(exc, (PermissionError, FileNotFoundError)) or "local file" in message
+    ):
         scheme = "file"
     if _contains(message, _BUCKET):
         return StorageError(
@@ -126,8 +180,10 @@ def translate_storage_error(
             f"could not reach storage for {what}: check the endpoint option (and allow_http "
             f"for a plain-http endpoint), the network and any proxy. [{detail}]"
         )
-    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT or _contains(
-        message, _MISSING
+    if (
+        isinstance(exc, FileNotFoundError)
+        or exc.errno == errno.ENOENT
+        or _contains(message, _MISSING)
     ):
         return DataFileMissingError(
             f"{what} does not exist on storage. It was deleted or moved outside DuckLake, "

@@ -51,9 +51,9 @@ def file_url_to_path(url: str) -> str:
     ``file:///tmp/a%20b/`` names a directory literally called ``a%20b``. ``localhost`` as
     host and a Windows drive after the slash (``file:///C:/x``) are understood.
     """
-    rest = url[len("file://"):] if url[:7].lower() == "file://" else url
+    rest = url[len("file://") :] if url[:7].lower() == "file://" else url
     if rest.startswith("localhost/"):
-        rest = rest[len("localhost"):]
+        rest = rest[len("localhost") :]
     elif not rest.startswith("/"):
         raise InvalidOptionError(
             f"file URL {url!r} names a remote host; only local file URLs such as "

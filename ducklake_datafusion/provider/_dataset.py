@@ -66,7 +66,9 @@ class DuckLakeScanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         schema = self.projected_schema
-        with remembered_for_datafusion():  # DataFusion receives our errors as text: see errors.typed()
+        with (
+            remembered_for_datafusion()
+        ):  # DataFusion receives our errors as text: see errors.typed()
             for batch in execute_tasks(self._plan, self._tasks, self._request):
                 if self._unread is not None:
                     rows = pa.Table.from_batches([batch]).filter(self._unread)
@@ -124,7 +126,9 @@ class DuckLakeDataset(ds.Dataset):
 
     def get_fragments(self, filter: pc.Expression | None = None):
         found = None if filter is None else filter_of(filter, self._table.schema)
-        with remembered_for_datafusion():  # a filter not read prunes nothing; the scanner applies it
+        with (
+            remembered_for_datafusion()
+        ):  # a filter not read prunes nothing; the scanner applies it
             plan = self._table.scan_plan(filter=found)
         self.last_plan = plan
         groups = plan.groups(partition_count())

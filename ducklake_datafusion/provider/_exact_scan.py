@@ -38,7 +38,9 @@ class ExactScan:
 
     def __call__(self, predicates, columns, limit) -> list[_PartitionReader]:
         filter = predicate_filter(predicates)
-        with remembered_for_datafusion():  # DataFusion receives our errors as text: see errors.typed()
+        with (
+            remembered_for_datafusion()
+        ):  # DataFusion receives our errors as text: see errors.typed()
             plan = self._table.scan_plan(filter=filter)
         groups = plan.groups(partition_count()) or [()]
         return [_PartitionReader(plan, tasks, columns, filter) for tasks in groups]

@@ -22,14 +22,11 @@ from ..catalog import CommitOptions
 from ..errors import CommitConflictError, InvalidOptionError, TableNotFoundError
 from ..read import ROW_ID
 from ._change_target import LOCATION_COLUMNS, ChangeTarget
+from ._sql_text import quoted
 
 __all__ = ["REPLANS", "delete_rows", "locate", "update_rows"]
 
 REPLANS = 4
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def locate(table, where, ctx=None, *, alias: str | None = None, plan=None) -> pa.Table:
@@ -46,13 +43,16 @@ def locate(table, where, ctx=None, *, alias: str | None = None, plan=None) -> pa
             f"where for {table.name} must be SQL text or a pyarrow.compute.Expression, got "
             f"{type(where).__name__}"
         )
-    columns = ", ".join(_quoted(c) for c in LOCATION_COLUMNS)
-    return query_target(target, f"SELECT {columns} FROM {{target}} WHERE {where}", ctx, alias)
+    columns = ", ".join(quoted(c) for c in LOCATION_COLUMNS)
+    return query_target(
+        target, lambda relation: f"SELECT {columns} FROM {relation} WHERE {where}", ctx, alias
+    )
 
 
-def query_target(target: ChangeTarget, sql: str, ctx=None, alias: str | None = None) -> pa.Table:
-    """Run ``sql`` (``{target}`` standing for the target table, named as the table or
-    ``alias``) in ``ctx`` (else a new ``SessionContext``); DataFusion's errors typed."""
+def query_target(target: ChangeTarget, sql, ctx=None, alias: str | None = None) -> pa.Table:
+    """Run the query ``sql(relation)`` builds (``relation``: the target table, named as
+    the table or ``alias``) in ``ctx`` (else a new ``SessionContext``); DataFusion's
+    errors typed. (A function, not a template: the user's SQL text is never formatted.)"""
     from datafusion import SessionContext
 
     from ..errors import typed
@@ -61,9 +61,9 @@ def query_target(target: ChangeTarget, sql: str, ctx=None, alias: str | None = N
     session = ctx if ctx is not None else SessionContext()
     name = f"__ducklake_target_{uuid.uuid4().hex}"
     session.register_dataset(name, target)
-    shown = _quoted(alias or table.entry.table_name)
+    shown = quoted(alias or table.entry.table_name)
     try:
-        return session.sql(sql.format(target=f"{_quoted(name)} AS {shown}")).to_arrow_table()
+        return session.sql(sql(f"{quoted(name)} AS {shown}")).to_arrow_table()
     except Exception as exc:
         ours = typed(exc)
         if ours is not None:
@@ -141,13 +141,15 @@ def updated_rows(table, assignments, where, ctx=None, alias=None, plan=None) -> 
         wanted[found] = value
     target = ChangeTarget(table, plan)
     if all(isinstance(v, str) for v in wanted.values()) and not isinstance(where, pc.Expression):
-        select = [_quoted(c) for c in LOCATION_COLUMNS]
+        select = [quoted(c) for c in LOCATION_COLUMNS]
         for name in table.schema.names:
             value = wanted.get(name)
-            select.append(_quoted(name) if value is None else f"({value}) AS {_quoted(name)}")
+            select.append(quoted(name) if value is None else f"({value}) AS {quoted(name)}")
         condition = "" if where is None else f" WHERE {where}"
-        sql = f"SELECT {', '.join(select)} FROM {{target}}{condition}"
-        return query_target(target, sql, ctx, alias)
+        listed = ", ".join(select)
+        return query_target(
+            target, lambda relation: f"SELECT {listed} FROM {relation}{condition}", ctx, alias
+        )
     if isinstance(where, str) or any(isinstance(v, str) for v in wanted.values()):
         raise InvalidOptionError(
             f"an update of {table.name} takes either SQL text or pyarrow expressions, not both"

@@ -149,6 +149,65 @@ class DuckLakeTable(LakeTable):
         options = CommitOptions(author, commit_message, commit_extra_info)
         return update_rows(self, set, where, ctx=ctx, options=options)
 
+    def merge(
+        self,
+        source,
+        on,
+        *,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        ctx=None,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ):
+        """A MERGE of ``source`` into this table: returns a builder; add its
+        ``when_matched_update(set, where)``, ``when_matched_update_all``,
+        ``when_matched_delete``, ``when_not_matched_insert(values, where)``,
+        ``when_not_matched_insert_all``, ``when_not_matched_by_source_update`` and
+        ``when_not_matched_by_source_delete`` clauses (any number, applied in order), then
+        ``execute()``: one new snapshot, a ``ChangeResult`` (``deleted``, ``updated``,
+        ``inserted``).
+
+        ``source``: anything :meth:`append` takes, read once. ``on``: SQL text over
+        ``target_alias``'s and ``source_alias``'s columns (``"target.id = source.id"``), or
+        key column names equal on both sides. Conditions and values are DataFusion SQL,
+        run in ``ctx`` when given. A target row that two source rows would change is a
+        ``MergeError``, with nothing written.
+        """
+        from ..catalog import CommitOptions
+        from ._merge import merge_builder
+
+        return merge_builder(
+            self,
+            source,
+            on,
+            source_alias=source_alias,
+            target_alias=target_alias,
+            ctx=ctx,
+            options=CommitOptions(author, commit_message, commit_extra_info),
+        )
+
+    def upsert(
+        self,
+        data,
+        on,
+        *,
+        ctx=None,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ):
+        """Rows of ``data`` whose key columns ``on`` match a row of the table update it
+        (its columns by name, only where a value differs); the others are inserted. One
+        new snapshot; a ``ChangeResult`` (``updated``, ``inserted``). pyiceberg's
+        ``upsert``, as a MERGE."""
+        from ..catalog import CommitOptions
+        from ._merge import upsert_rows
+
+        options = CommitOptions(author, commit_message, commit_extra_info)
+        return upsert_rows(self, data, on, ctx=ctx, options=options)
+
     def _write(self, data, overwrite, author, commit_message, commit_extra_info) -> int:
         from ..catalog import CommitOptions
         from ..write import append

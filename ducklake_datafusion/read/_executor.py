@@ -114,7 +114,9 @@ def read_request(
 def _float_columns(plan: ScanPlan, names: frozenset[str]) -> frozenset[str]:
     """DataFusion and DuckDB order NaN above all numbers; pyarrow's kernels do not."""
     floats = ("float32", "float64")
-    return frozenset(c.name for c in plan.columns if c.name in names and c.type_name.lower() in floats)
+    return frozenset(
+        c.name for c in plan.columns if c.name in names and c.type_name.lower() in floats
+    )
 
 
 def execute_tasks(

@@ -220,7 +220,9 @@ class LakeTable:
         deleted positions read, is ``read.count_rows(table)``."""
         return catalog_row_count(self)
 
-    def scan_plan(self, filter: Filter | None = None, columns: Sequence[str] | None = None) -> ScanPlan:
+    def scan_plan(
+        self, filter: Filter | None = None, columns: Sequence[str] | None = None
+    ) -> ScanPlan:
         """Plan a scan: live files pruned with ``filter``, deletes, inlined rows.
 
         Args:

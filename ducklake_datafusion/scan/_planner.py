@@ -190,5 +190,3 @@ def _data_tasks(kept, table_dir: str, files: TableFiles, stable_since: int) -> l
             )
         )
     return tasks
-
-

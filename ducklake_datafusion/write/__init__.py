@@ -18,6 +18,7 @@ Spark's executors write files themselves and hand their footers to ``commit_file
 from ._append import append, create_table
 from ._files import DataFileWriter, WrittenFile
 from ._footers import data_file_from_footer
+from ._input import as_arrow
 from ._partitions import CALENDAR, EPOCH
 from ._partitions import split as split_partitions
 from ._plan import WritePlan, append_plan, commit_files, create_plan
@@ -33,6 +34,7 @@ __all__ = [
     "WrittenFile",
     "append",
     "append_plan",
+    "as_arrow",
     "columns_for_schema",
     "commit_changes",
     "commit_files",

@@ -53,7 +53,7 @@ from ._files import DataFileWriter, delete_files
 from ._input import batches_of
 from ._partitions import read_partition_spec
 from ._plan import _target_file_size, leaf_types, require_writable
-from ._types import conform
+from ._types import conform, file_schema
 
 __all__ = ["ChangeResult", "TableChange", "commit_changes"]
 
@@ -101,6 +101,7 @@ class TableChange:
         self.positions: dict[int, np.ndarray] = {}  # data file id -> new deleted positions
         self.inlined_row_ids: list[int] = []
         self.added: list = []  # WrittenFile of the rows added
+        self.requirements: list = []  # what the statement's plan needs beyond its files
         self._plain: dict[int, WrittenDeleteFile] = {}  # first delete files, written once
         self._cumulative: dict[int, WrittenDeleteFile] = {}  # written for one snapshot id
         self._cumulative_for: int | None = None
@@ -134,6 +135,10 @@ class TableChange:
             before = self.positions.get(file_id)
             merged = group if before is None else np.concatenate([before, group])
             self.positions[file_id] = np.unique(merged)
+
+    def conformed(self, rows: pa.Table) -> pa.Table:
+        """``rows`` cast to the table's columns as a write casts them (by name)."""
+        return conform(rows, file_schema(self.table.columns), self.table.name)
 
     def add(self, rows, row_ids: pa.Array | None = None) -> int:
         """Write ``rows`` (anything ``append`` takes) as new data files of the table, in
@@ -172,7 +177,7 @@ class TableChange:
         (writing the delete files it needs for that id), and whether it depends on the id
         (a cumulative delete file records it)."""
         actions: list = []
-        requirements: list = [TableUnchanged(self.ref)]
+        requirements: list = [TableUnchanged(self.ref), *self.requirements]
         ended: list[int] = []
         checked: list[tuple[int, tuple[int, ...]]] = []
         depends = False
