@@ -16,11 +16,12 @@ from .errors import DuckLakeError
 from .scan import ScanPlan
 
 if TYPE_CHECKING:
-    from .provider import DuckLakeCatalog, DuckLakeTable
+    from .provider import DuckLakeCatalog, DuckLakeSessionContext, DuckLakeTable
 
 __all__ = [
     "DuckLakeCatalog",
     "DuckLakeError",
+    "DuckLakeSessionContext",
     "DuckLakeTable",
     "ScanPlan",
     "errors",
@@ -34,7 +35,7 @@ def __getattr__(name: str):
     # The DataFusion adapter is imported on first use: ``import ducklake_datafusion.spark``
     # (or .scan, .read) loads none of it, and DuckLakeCatalog (a subclass of datafusion's
     # CatalogProvider) imports datafusion itself.
-    if name in ("DuckLakeCatalog", "DuckLakeTable"):
+    if name in ("DuckLakeCatalog", "DuckLakeTable", "DuckLakeSessionContext"):
         from . import provider
 
         return getattr(provider, name)
@@ -54,11 +55,12 @@ def register(ctx, name: str, lake: DuckLakeCatalog) -> DuckLakeCatalog:
 
 
 def sql(ctx, statement: str, **commit_options):
-    """Run ``statement`` in the DataFusion session ``ctx``: ``DELETE FROM`` and ``UPDATE``
-    of a table of a lake registered there (:func:`register`) change its rows, as one
-    new snapshot, with the conditions evaluated by DataFusion in ``ctx``; any other
-    statement is ``ctx.sql(statement)``. Returns a DataFusion DataFrame (for a change: one
-    row, ``count`` and ``snapshot_id``). ``commit_options``: ``author``,
+    """Run ``statement`` in the DataFusion session ``ctx``: ``DELETE FROM``, ``UPDATE``
+    and ``MERGE INTO`` of a table of a lake registered there (:func:`register`) change its
+    rows, as one new snapshot, with the conditions, values and MERGE sources evaluated by
+    DataFusion in ``ctx``; any other statement is ``ctx.sql(statement)``. Returns a
+    DataFusion DataFrame (for a change: one row, ``count`` and ``snapshot_id``; a MERGE's
+    ``deleted``, ``updated`` and ``inserted`` too). ``commit_options``: ``author``,
     ``commit_message``, ``commit_extra_info``.
 
     >>> ducklake_datafusion.sql(ctx, "DELETE FROM lake.main.t WHERE id IN (SELECT id FROM gone)")

@@ -16,6 +16,7 @@ __all__ = [
     "DuckLakeCatalog",
     "DuckLakeDataset",
     "DuckLakeSchema",
+    "DuckLakeSessionContext",
     "DuckLakeTable",
     "list_files_table",
     "run_sql",
@@ -29,4 +30,8 @@ def __getattr__(name: str):
         from . import _catalog_provider
 
         return getattr(_catalog_provider, name)
+    if name == "DuckLakeSessionContext":
+        from ._session import DuckLakeSessionContext
+
+        return DuckLakeSessionContext
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

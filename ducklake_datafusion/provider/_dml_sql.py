@@ -27,7 +27,7 @@ import pyarrow as pa
 from ..errors import InvalidOptionError, TableNotFoundError
 from ._sql_text import keyword_at, name_and_alias, split_commas, split_name, top_level
 
-__all__ = ["Statement", "parse_statement", "remember_lake", "sql"]
+__all__ = ["Statement", "is_row_change", "parse_statement", "remember_lake", "sql"]
 
 # the lakes registered in each session, by the name they were registered under
 _LAKES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -111,6 +111,11 @@ def _resolve(ctx, name: tuple[str, ...], text: str):
         raise TableNotFoundError(f"{exc} (in {text!r})") from None
 
 
+def is_row_change(text: str) -> bool:
+    """Whether ``text`` starts as a ``DELETE``, ``UPDATE`` or ``MERGE`` does."""
+    return re.match(r"\s*(DELETE|UPDATE|MERGE)\s", text, re.IGNORECASE) is not None
+
+
 def sql(ctx, text: str, **commit_options):
     """Run ``text`` in ``ctx``: a ``DELETE``, ``UPDATE`` or ``MERGE`` of a lake table
     through the row-change core (its result as a one-row Arrow table: the rows changed, as
@@ -124,10 +129,10 @@ def sql(ctx, text: str, **commit_options):
     merge = parse_merge(text)
     statement = parse_statement(text) if merge is None else None
     if merge is None and statement is None:
-        return ctx.sql(text)
+        return _datafusion_sql(ctx, text)
     table = _resolve(ctx, merge[0] if merge else statement.table, text)
     if table is None:
-        return ctx.sql(text)  # not a lake table: DataFusion says what it makes of it
+        return _datafusion_sql(ctx, text)  # not a lake table: DataFusion says what it makes of it
     from ..catalog import CommitOptions
     from ._merge import merge_rows
     from ._row_statements import delete_rows, update_rows
@@ -156,3 +161,10 @@ def sql(ctx, text: str, **commit_options):
         count = result.updated
     values = {"count": count, "snapshot_id": result.snapshot_id, **columns}
     return ctx.from_arrow(pa.table({k: pa.array([v], pa.int64()) for k, v in values.items()}))
+
+
+def _datafusion_sql(ctx, text: str):
+    """``ctx.sql(text)`` as DataFusion runs it (also in a ``DuckLakeSessionContext``)."""
+    import datafusion
+
+    return datafusion.SessionContext.sql(ctx, text)

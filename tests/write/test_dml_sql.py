@@ -1,4 +1,4 @@
-"""``ducklake_datafusion.sql``: DELETE and UPDATE statements in a DataFusion session.
+"""``ducklake_datafusion.sql`` and ``DuckLakeSessionContext``: DELETE, UPDATE and MERGE as SQL.
 
 The statements reach the row-change core with their conditions whole, evaluated in the
 user's session (its own tables and subqueries), and DuckDB runs the same statements on a
@@ -63,3 +63,76 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
         ducklake_datafusion.sql(ctx, "UPDATE lake.main.t WHERE id = 1")
     assert _catalog(ours) == before
     assert duckdb_reads(ours, "SELECT count(*) AS n FROM lake.main.t").num_rows == 1
+
+
+def test_a_session_that_runs_row_changes_in_its_own_sql(make_lake):
+    """``DuckLakeSessionContext.sql``: DELETE, UPDATE and a MERGE whose source is the
+    session's own table run as DuckDB runs them; a query is DataFusion's."""
+    from test_merges import MERGE_SETUP, assert_merged_twins_agree
+
+    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
+    before = theirs.snapshot_id()
+    fixes = pa.table({"id": pa.array([1, 4, 9001], pa.int64()), "note": ["a", "b", "c"]})
+    theirs.attach().register("fixes", fixes)
+    statements = [
+        "DELETE FROM lake.main.t WHERE id IN (SELECT id + 1 FROM fixes)",
+        "UPDATE lake.main.t SET grp = 'fixed' WHERE id IN (SELECT id FROM fixes)",
+        (
+            "MERGE INTO lake.main.t USING fixes AS f ON t.id = f.id WHEN MATCHED AND "
+            "CASE WHEN f.note = 'when' THEN false ELSE true END THEN UPDATE SET v = -1 "
+            "WHEN NOT MATCHED THEN INSERT (id, grp) VALUES (f.id, 'then ' || f.note)"
+        ),
+    ]
+    for statement in statements:
+        theirs.sql(statement)
+    theirs.detach()
+    ctx = ducklake_datafusion.DuckLakeSessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**ours.reader_args()))
+    ctx.register_record_batches("fixes", [fixes.to_batches()])
+    for statement in statements:
+        assert ctx.sql(statement).to_pylist()[0]["count"] > 0
+    assert_merged_twins_agree(ours, theirs, before)
+    assert ctx.sql("SELECT count(*) AS n FROM fixes").to_pylist() == [{"n": 3}]
+
+
+def test_merge_statements_split_where_duckdb_reads_them():
+    """Keywords inside quotes, parentheses and CASE ... END are not the statement's."""
+    from ducklake_datafusion.provider._merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
+    from ducklake_datafusion.provider._merge_sql import parse_merge
+
+    name, merge = parse_merge(
+        'MERGE INTO lake.main."T x" AS tt USING (SELECT * FROM s WHERE a = \'on\') AS "S" '
+        'ON tt.id = "S".id AND CASE WHEN tt.a THEN 1 END = 1 '
+        "WHEN MATCHED AND \"S\".b = 'when' THEN UPDATE SET v = CASE WHEN x THEN 1 ELSE 2 END, "
+        "w = f(1, 2) "
+        "WHEN NOT MATCHED BY SOURCE THEN DELETE "
+        "WHEN NOT MATCHED BY TARGET AND (1 = 1) THEN INSERT (id, v) VALUES (\"S\".id, 'then') "
+        "WHEN NOT MATCHED THEN INSERT BY NAME WHEN MATCHED THEN DO NOTHING;"
+    )
+    assert name == ("lake", "main", "T x")
+    assert (merge.target_alias, merge.source_alias) == ("tt", "S")
+    assert merge.source == "(SELECT * FROM s WHERE a = 'on')"
+    assert merge.on == 'tt.id = "S".id AND CASE WHEN tt.a THEN 1 END = 1'
+    update, delete, insert, by_name, nothing = merge.clauses
+    assert (update.when, update.condition) == (MATCHED, "\"S\".b = 'when'")
+    assert update.columns == ("v", "w")
+    assert update.expressions == ("CASE WHEN x THEN 1 ELSE 2 END", "f(1, 2)")
+    assert (delete.when, delete.action) == (NOT_MATCHED_BY_SOURCE, "delete")
+    assert (insert.when, insert.condition, insert.columns) == (NOT_MATCHED, "(1 = 1)", ("id", "v"))
+    assert insert.expressions == ('"S".id', "'then'")
+    assert (by_name.action, by_name.by) == ("insert", "name")
+    assert nothing.action == "nothing"
+    _, using = parse_merge(
+        "merge into t using lake.main.src using (id, k) when matched then update"
+    )
+    assert (using.source, using.source_alias, using.using) == ("lake.main.src", "src", ("id", "k"))
+    assert using.clauses[0].by == "position"
+    assert parse_merge("SELECT 1") is None
+    for bad, message in {
+        "MERGE INTO t USING s WHEN MATCHED THEN DELETE": "ON condition",
+        "MERGE INTO t USING (SELECT 1) ON true WHEN MATCHED THEN DELETE": "alias",
+        "MERGE INTO t USING s ON true WHEN MATCHED THEN EXPLODE": "cannot read the action",
+        "MERGE INTO t USING s ON true WHEN SOMETIMES THEN DELETE": "MATCHED",
+    }.items():
+        with pytest.raises(InvalidOptionError, match=message):
+            parse_merge(bad)
