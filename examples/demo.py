@@ -1,6 +1,6 @@
 """Build a small DuckLake lake with DuckDB (the reference writer), query it from DataFusion,
-change its rows through DataFusion (an insert, a delete, an update), and read the result
-back with DuckDB.
+change its rows through DataFusion (an insert, a delete, an update, a merge), and read the
+result back with DuckDB.
 
 Run with ``make demo``. The lake goes to ``./demo_lake`` (recreated each run).
 """
@@ -78,26 +78,33 @@ def main() -> None:
 
 
 def change_rows(catalog: str) -> None:
-    """An insert, a delete and an update through DataFusion, each one snapshot; DuckDB
-    reads the result as its own."""
-    ctx = SessionContext()
+    """An insert, a delete, an update and a merge through DataFusion, each one snapshot;
+    DuckDB reads the result as its own."""
+    ctx = ducklake_datafusion.DuckLakeSessionContext()  # its sql() also changes rows
     register(ctx, "lake", DuckLakeCatalog(catalog))
+    ctx.from_pydict(
+        {"id": [2000000, 3000000], "region": ["east", "north"], "total": [9.25, 1.0]},
+        name="corrections",
+    )
     statements = [
         "INSERT INTO lake.main.orders VALUES (2000000, 'east', DATE '2024-03-02', 7.50)",
         "DELETE FROM lake.main.orders WHERE region = 'west' AND day < DATE '2024-01-08'",
         "UPDATE lake.main.orders SET total = total * 2 WHERE id IN (1000000, 2000000)",
+        "MERGE INTO lake.main.orders AS o USING corrections AS c ON o.id = c.id "
+        "WHEN MATCHED THEN UPDATE SET total = c.total "
+        "WHEN NOT MATCHED THEN INSERT VALUES (c.id, c.region, DATE '2024-03-03', c.total)",
     ]
     print("\nchanging rows through DataFusion:")
     for statement in statements:
         print(f"> {statement}")
-        ducklake_datafusion.sql(ctx, statement).show()
+        ctx.sql(statement).show()
     con = duckdb.connect()
     duckdb_extensions.import_extension("ducklake", con=con)
     con.execute(f"ATTACH 'ducklake:{catalog}' AS lake (READ_ONLY)")
     print("DuckDB reads the changed lake:")
     print(
         con.sql(
-            "SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY snapshot_id DESC LIMIT 3"
+            "SELECT snapshot_id, changes FROM lake.snapshots() ORDER BY snapshot_id DESC LIMIT 4"
         )
     )
     print(con.sql("SELECT id, region, total FROM lake.main.orders WHERE id >= 1000000 ORDER BY id"))

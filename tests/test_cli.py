@@ -52,7 +52,8 @@ def test_sql_formats(lake, tmp_path):
 
 
 def test_delete_and_update_statements_change_the_lake(lake):
-    """``sql`` runs DELETE and UPDATE through the row-change core; DuckDB reads the rows."""
+    """``sql`` runs DELETE, UPDATE and MERGE through the row-change core; DuckDB reads the
+    rows."""
     done = run_cli("sql", lake.metadata, "DELETE FROM lake.main.t WHERE id % 3 = 0", "-f", "jsonl")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["count"] == 30
@@ -63,6 +64,19 @@ def test_delete_and_update_statements_change_the_lake(lake):
     assert got == [
         {"id": i, "s": ("X" if i > 95 else "x") + str(i)} for i in range(91, 100) if i % 3
     ]
+    merge = (
+        "MERGE INTO lake.main.t USING (SELECT * FROM (VALUES (97, 'm'), (500, 'new')) AS v(id, s)) "
+        "AS src ON t.id = src.id WHEN MATCHED THEN UPDATE SET s = src.s WHEN NOT MATCHED THEN "
+        "INSERT (id, s) VALUES (src.id, src.s)"
+    )
+    done = run_cli("sql", lake.metadata, merge, "-f", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert {k: json.loads(done.stdout)[k] for k in ("updated", "inserted")} == {
+        "updated": 1,
+        "inserted": 1,
+    }
+    got = lake.reference("SELECT id, s FROM lake.main.t WHERE id IN (97, 500) ORDER BY id")
+    assert got.to_pylist() == [{"id": 97, "s": "m"}, {"id": 500, "s": "new"}]
 
 
 def test_inspection_commands(lake):
