@@ -36,6 +36,7 @@ from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake, find_table
 from ._rust import forget_catalog
 from ._table import DuckLakeTable
+from ._table_names import split_table_name
 from ._views import find_view, plannable_view_names, view_table
 
 __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
@@ -43,21 +44,6 @@ __all__ = ["DuckLakeCatalog", "DuckLakeSchema", "FailedSchema"]
 # What a schema lists when the catalog cannot be read: DataFusion's information_schema then
 # asks for this table, and the lookup raises the catalog's error.
 UNREADABLE_TABLE = "__catalog_unreadable__"
-
-
-def split_table_name(name: str) -> tuple[str, str]:
-    """``"schema.table"`` -> ``("schema", "table")``; ``"table"`` -> ``("main", "table")``."""
-    if not isinstance(name, str) or not name or "\0" in name:
-        raise InvalidOptionError(f"a table name must be 'schema.table' or 'table', got {name!r}")
-    parts = name.split(".")
-    if len(parts) == 1:
-        return "main", parts[0]
-    if len(parts) == 2 and all(parts):
-        return parts[0], parts[1]
-    raise InvalidOptionError(
-        f"table name {name!r}: give 'schema.table' or 'table' (names with dots are not "
-        "supported here)"
-    )
 
 
 def _require_bool(option: str, value) -> None:
@@ -224,6 +210,30 @@ class DuckLakeCatalog(CatalogProvider):
     def table(self, schema: str, table: str) -> DuckLakeTable:
         """Resolve ``schema.table`` at this catalog's snapshot; raises TableNotFoundError."""
         return DuckLakeTable.of(self.lake.table(schema, table), self)
+
+    def transaction(
+        self,
+        *,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ):
+        """Changes of several tables as one snapshot, or none::
+
+            with lake.transaction() as tx:
+                tx.table("main", "orders").append(rows)
+                tx.table("main", "stock").update({"n": "n - 1"}, "id = 7")
+                tx.table("main", "audit").merge(src, on=["id"]).when_not_matched_insert_all().execute()
+
+        Every table is read at one snapshot; the block's end commits (an exception in it
+        commits nothing and deletes the files written). Each table takes at most one row
+        change (delete, update, merge, upsert) before any append to it; appends repeat.
+        ``tx.snapshot_id`` is the snapshot after the block.
+        """
+        from ..catalog import CommitOptions
+        from ._transaction import LakeTransaction
+
+        return LakeTransaction(self, CommitOptions(author, commit_message, commit_extra_info))
 
     def create_table(
         self,

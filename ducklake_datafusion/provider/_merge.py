@@ -34,7 +34,15 @@ from ._change_target import LOCATION_COLUMNS, ChangeTarget
 from ._row_statements import query_target, replanned
 from ._sql_text import quoted
 
-__all__ = ["MergeBuilder", "MergeClause", "MergeStatement", "merge_rows", "upsert_rows"]
+__all__ = [
+    "MergeBuilder",
+    "MergeClause",
+    "MergeStatement",
+    "merge_rows",
+    "stage_merge",
+    "upsert_builder",
+    "upsert_rows",
+]
 
 MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not matched", "not matched by source"
 _ACTIONS = {
@@ -84,10 +92,17 @@ def merge_rows(table, statement: MergeStatement, *, ctx=None, options=None, sour
     """Run ``statement`` on ``table`` (a ``DuckLakeTable``) as one new snapshot; a
     ``ChangeResult``. ``source_data``: Arrow data registered in the session as the
     statement's ``source`` (the Python API's)."""
+    return replanned(
+        table, lambda change: stage_merge(change, statement, ctx, source_data), options
+    )
+
+
+def stage_merge(change, statement: MergeStatement, ctx=None, source_data=None) -> dict[str, int]:
+    """Add the MERGE's deletes, updates and inserts to ``change`` (a ``TableChange``);
+    its counts."""
     from datafusion import SessionContext
 
-    from ..write import ChangeResult, TableChange
-
+    table = change.table
     _check_clauses(table, statement)
     session = ctx if ctx is not None else SessionContext()
     registered = None
@@ -99,18 +114,12 @@ def merge_rows(table, statement: MergeStatement, *, ctx=None, options=None, sour
         statement = replace(statement, source=quoted(registered))
     try:
         source_columns = _source_columns(session, statement)
-
-        def plan(latest):
-            change = TableChange(latest)
-            if any(c.when != MATCHED and c.action != "nothing" for c in statement.clauses):
-                change.requirements.append(NoRowsInserted(change.ref))
-            target = ChangeTarget(latest, change.plan)
-            query = _merge_query(latest, statement, source_columns)
-            rows = query_target(target, query, session, statement.target_alias)
-            counts = _apply(latest, statement, rows, change)
-            return [change], lambda snapshot: ChangeResult(snapshot, **counts)
-
-        return replanned(table, plan, options)
+        if any(c.when != MATCHED and c.action != "nothing" for c in statement.clauses):
+            change.requirements.append(NoRowsInserted(change.ref))
+        target = ChangeTarget(table, change.plan)
+        query = _merge_query(table, statement, source_columns)
+        rows = query_target(target, query, session, statement.target_alias)
+        return _apply(table, statement, rows, change)
     finally:
         if registered is not None:
             session.deregister_table(registered)
@@ -318,6 +327,11 @@ class MergeBuilder:
     statement: MergeStatement
     ctx: object = None
     options: CommitOptions | None = None
+    transaction_table: object = None  # a TransactionTable that stages the MERGE instead
+
+    def staged_in(self, table) -> MergeBuilder:
+        """This builder, its ``execute()`` staging the MERGE in a transaction's ``table``."""
+        return replace(self, transaction_table=table)
 
     def _with(self, clause: MergeClause) -> MergeBuilder:
         clauses = (*self.statement.clauses, clause)
@@ -355,7 +369,10 @@ class MergeBuilder:
 
     def execute(self):
         """Commit the MERGE as one new snapshot; a ``ChangeResult`` (``snapshot_id``,
-        ``deleted``, ``updated``, ``inserted``)."""
+        ``deleted``, ``updated``, ``inserted``; in a transaction, staged, with no
+        snapshot id yet)."""
+        if self.transaction_table is not None:
+            return self.transaction_table._stage_merge(self)
         return merge_rows(
             self.table,
             self.statement,
@@ -390,6 +407,11 @@ def merge_builder(table, source, on, *, source_alias, target_alias, ctx, options
 def upsert_rows(table, data, on, *, ctx=None, options=None):
     """Update the rows of ``table`` whose keys ``on`` match a row of ``data`` and whose
     other columns differ (by name), insert the rest (pyiceberg's ``upsert``)."""
+    return upsert_builder(table, data, on, ctx=ctx, options=options).execute()
+
+
+def upsert_builder(table, data, on, *, ctx=None, options=None) -> MergeBuilder:
+    """The MERGE an upsert is."""
     keys = [on] if isinstance(on, str) else list(on)
     builder = merge_builder(
         table, data, keys, source_alias="source", target_alias="target", ctx=ctx, options=options
@@ -401,7 +423,7 @@ def upsert_rows(table, data, on, *, ctx=None, options=None):
     )
     if changed:
         builder = builder.when_matched_update_all(where=changed)
-    return builder.when_not_matched_insert_all().execute()
+    return builder.when_not_matched_insert_all()
 
 
 def _materialized(data, name: str) -> pa.Table:

@@ -24,7 +24,15 @@ from ..read import ROW_ID
 from ._change_target import LOCATION_COLUMNS, ChangeTarget
 from ._sql_text import quoted
 
-__all__ = ["REPLANS", "delete_rows", "locate", "update_rows"]
+__all__ = [
+    "REPLANS",
+    "delete_rows",
+    "locate",
+    "replanned",
+    "stage_delete",
+    "stage_update",
+    "update_rows",
+]
 
 REPLANS = 4
 
@@ -95,14 +103,14 @@ def current(table):
 def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None, alias=None):
     """Delete the rows of ``table`` for which ``where`` holds, as one new snapshot
     (``alias``: the name ``where`` calls the table by; default its own)."""
-    from ..write import ChangeResult, TableChange
+    return replanned(table, lambda change: stage_delete(change, where, ctx, alias), options)
 
-    def plan(latest):
-        change = TableChange(latest)
-        change.delete(locate(latest, where, ctx, alias=alias, plan=change.plan))
-        return [change], lambda snapshot: ChangeResult(snapshot, deleted=change.deleted_count)
 
-    return replanned(table, plan, options)
+def stage_delete(change, where, ctx=None, alias=None) -> dict[str, int]:
+    """Add the delete of the rows ``where`` selects to ``change`` (a ``TableChange``);
+    the rows deleted."""
+    change.delete(locate(change.table, where, ctx, alias=alias, plan=change.plan))
+    return {"deleted": change.deleted_count}
 
 
 def update_rows(
@@ -111,18 +119,19 @@ def update_rows(
     """Set ``assignments`` (column -> SQL text or pyarrow expression, over the row's old
     values) on the rows for which ``where`` holds, as one new snapshot: each row deleted
     where it is and written anew with its row id (DuckDB's form of an update)."""
-    from ..write import ChangeResult, TableChange
+    return replanned(
+        table, lambda change: stage_update(change, assignments, where, ctx, alias), options
+    )
 
-    def plan(latest):
-        change = TableChange(latest)
-        # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
-        # rows by position then numbers them alike)
-        rows = updated_rows(latest, assignments, where, ctx, alias, change.plan).sort_by(ROW_ID)
-        change.delete(rows.select(list(LOCATION_COLUMNS)))
-        updated = change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))
-        return [change], lambda snapshot: ChangeResult(snapshot, updated=updated)
 
-    return replanned(table, plan, options)
+def stage_update(change, assignments, where, ctx=None, alias=None) -> dict[str, int]:
+    """Add the update to ``change`` (a ``TableChange``); the rows updated."""
+    # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
+    # rows by position then numbers them alike)
+    table = change.table
+    rows = updated_rows(table, assignments, where, ctx, alias, change.plan).sort_by(ROW_ID)
+    change.delete(rows.select(list(LOCATION_COLUMNS)))
+    return {"updated": change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))}
 
 
 def updated_rows(table, assignments, where, ctx=None, alias=None, plan=None) -> pa.Table:
@@ -162,10 +171,11 @@ def updated_rows(table, assignments, where, ctx=None, alias=None, plan=None) -> 
     return ds.dataset(rows).to_table(columns=projection)
 
 
-def replanned(table, plan, options: CommitOptions | None):
-    """Plan a change on the latest snapshot (``plan(latest) -> (changes, result)``) and
-    commit it; plan it again when it lost to another change of the same rows."""
-    from ..write import commit_changes
+def replanned(table, stage, options: CommitOptions | None):
+    """Stage a change on the latest snapshot (``stage(change) -> counts``, ``change`` a
+    ``TableChange`` of the table there) and commit it; stage it again when it lost to
+    another change of the same rows."""
+    from ..write import ChangeResult, TableChange, commit_changes
 
     conflict: CommitConflictError | None = None
     for _ in range(REPLANS):
@@ -175,9 +185,14 @@ def replanned(table, plan, options: CommitOptions | None):
             if conflict is None:
                 raise
             raise conflict from None  # dropped meanwhile: the conflict says so
-        changes, result = plan(latest)
+        change = TableChange(latest)
         try:
-            return result(commit_changes(changes, options))
+            counts = stage(change)
+        except BaseException:
+            change.discard()
+            raise
+        try:
+            return ChangeResult(commit_changes([change], options), **counts)
         except CommitConflictError as exc:
             conflict = exc
     assert conflict is not None

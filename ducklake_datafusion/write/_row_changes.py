@@ -61,9 +61,10 @@ __all__ = ["ChangeResult", "TableChange", "commit_changes"]
 @dataclass(frozen=True, slots=True)
 class ChangeResult:
     """What a row-changing statement did: the snapshot it committed (the latest,
-    unchanged, when it changed nothing) and its rows deleted, updated and inserted."""
+    unchanged, when it changed nothing; ``None`` for a change staged in a transaction)
+    and its rows deleted, updated and inserted."""
 
-    snapshot_id: int
+    snapshot_id: int | None
     deleted: int = 0
     updated: int = 0
     inserted: int = 0
