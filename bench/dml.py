@@ -1,4 +1,4 @@
-"""Row-change benchmark: our DELETE and UPDATE against DuckDB's own, on twin lakes.
+"""Row-change benchmark: our DELETE, UPDATE and MERGE against DuckDB's own, on twin lakes.
 
     .venv/bin/python bench/dml.py                   # 10M rows, a DuckDB-file catalog
     .venv/bin/python bench/dml.py --rows 1000000    # quicker
@@ -7,12 +7,14 @@ Two identical lakes are built by DuckDB (``--rows`` rows of k BIGINT, g INTEGER,
 s VARCHAR, in files of DuckDB's size, inlining off). On each, in turn:
 
 * DELETE of 1% scattered rows (``k % 100 = 7``), then UPDATE of 1% (``v = v + 1`` where
-  ``k % 100 = 13``): ours through ``ducklake_datafusion.sql`` in a DataFusion session,
-  DuckDB's through its own statements on the twin;
+  ``k % 100 = 13``), then a MERGE of a source of a tenth of the rows (``src``, in the lake),
+  half of them matching (update) and half new (insert): ours through
+  ``ducklake_datafusion.sql`` in a DataFusion session, DuckDB's through its own statements
+  on the twin;
 * then a read of the table (``count(*)``, ``sum(v)``) by each engine of its own lake.
 
 Printed: each statement's time and the ratio ours/DuckDB, and the read ratio; both lakes'
-answers are compared (DuckDB reads both). MERGE is not written yet.
+answers are compared (DuckDB reads both).
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ from ducklake_datafusion import DuckLakeCatalog, register
 STATEMENTS = [
     ("delete 1%", "DELETE FROM lake.main.t WHERE k % 100 = 7"),
     ("update 1%", "UPDATE lake.main.t SET v = v + 1 WHERE k % 100 = 13"),
+    (
+        "merge 10%",
+        (
+            "MERGE INTO lake.main.t USING lake.main.src AS s ON t.k = s.k WHEN MATCHED THEN "
+            "UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.k, s.g, s.v, s.s)"
+        ),
+    ),
 ]
 READ = "SELECT count(*) AS n, sum(v) AS s FROM lake.main.t"
 
@@ -53,6 +62,10 @@ def _build(root: str, rows: int) -> tuple[str, str]:
     con.execute(
         "CREATE TABLE lake.main.t AS SELECT i AS k, CAST(i % 97 AS INTEGER) AS g, i / 7 AS v, "
         f"'name-' || (i % 1000) AS s FROM range({rows}) r(i)"
+    )
+    con.execute(  # the MERGE's source: every other row matches one of t's
+        f"CREATE TABLE lake.main.src AS SELECT CASE WHEN i % 2 = 0 THEN i * 10 ELSE {rows} + i "
+        f"END AS k, CAST(i % 5 AS INTEGER) AS g, -i / 3 AS v, 'src' AS s FROM range({rows // 10}) r(i)"
     )
     con.close()
     return catalog, data

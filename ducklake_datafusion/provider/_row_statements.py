@@ -71,7 +71,7 @@ def query_target(target: ChangeTarget, sql, ctx=None, alias: str | None = None) 
     session.register_dataset(name, target)
     shown = quoted(alias or table.entry.table_name)
     try:
-        return session.sql(sql(f"{quoted(name)} AS {shown}")).to_arrow_table()
+        return without_views(session.sql(sql(f"{quoted(name)} AS {shown}")).to_arrow_table())
     except Exception as exc:
         ours = typed(exc)
         if ours is not None:
@@ -83,6 +83,33 @@ def query_target(target: ChangeTarget, sql, ctx=None, alias: str | None = None) 
         ) from None
     finally:
         session.deregister_table(name)
+
+
+def without_views(table: pa.Table) -> pa.Table:
+    """``table`` with DataFusion's view types (``Utf8View``, ``BinaryView``, list views)
+    as their plain forms: pyarrow cannot filter or take them, and a write casts anyway."""
+    schema = pa.schema([f.with_type(_plain(f.type)) for f in table.schema])
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
+def _plain(type_: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(type_):
+        return pa.large_string()
+    if pa.types.is_binary_view(type_):
+        return pa.large_binary()
+    if pa.types.is_list_view(type_) or pa.types.is_list(type_):
+        return pa.list_(type_.value_field.with_type(_plain(type_.value_type)))
+    if pa.types.is_large_list_view(type_) or pa.types.is_large_list(type_):
+        return pa.large_list(type_.value_field.with_type(_plain(type_.value_type)))
+    if pa.types.is_fixed_size_list(type_):
+        field = type_.value_field
+        return pa.list_(field.with_type(_plain(field.type)), type_.list_size)
+    if pa.types.is_struct(type_):
+        return pa.struct([f.with_type(_plain(f.type)) for f in type_])
+    if pa.types.is_map(type_):
+        key, item = type_.key_field, type_.item_field
+        return pa.map_(key.with_type(_plain(key.type)), item.with_type(_plain(item.type)))
+    return type_
 
 
 def current(table):
