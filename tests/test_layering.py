@@ -26,6 +26,7 @@ A failure names the importing module, the line and what it reached.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -323,6 +324,44 @@ def test_importing_spark_loads_no_datafusion_code():
 def test_importing_the_engine_neutral_layers_loads_no_engine():
     neutral = ", ".join(f"{ROOT}.{layer}" for layer in ("catalog", "scan", "read"))
     assert _loaded_after(neutral, ("datafusion", "pyspark")) == []
+
+
+# SQL that reads or writes the catalog's ``ducklake_*`` tables, as a string constant
+_CATALOG_SQL = re.compile(
+    r"\b(SELECT|INSERT|UPDATE|DELETE FROM|CREATE TABLE)\b.*\bducklake_(?!datafusion)[a-z_]+",
+    re.DOTALL,
+)
+
+
+def _catalog_sql_outside_catalog() -> list[str]:
+    found = []
+    for module, path in MODULES.items():
+        if _inside(module, f"{ROOT}.catalog"):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            texts = []
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) not in docstrings:
+                    texts.append(node.value)
+            elif isinstance(node, ast.JoinedStr):
+                texts.append("".join(v.value for v in node.values if isinstance(v, ast.Constant)))
+            found += [f"{module}:{node.lineno}" for t in texts if _CATALOG_SQL.search(t)]
+    return found
+
+
+def test_no_catalog_sql_runs_outside_the_catalog_package():
+    """Every query of the catalog database lives in ``catalog/`` (its dialects, its
+    snapshot rules); the other layers call its functions."""
+    assert _catalog_sql_outside_catalog() == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if MODULES[m].suffix == ".py"))

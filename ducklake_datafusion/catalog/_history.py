@@ -164,3 +164,17 @@ def list_file_rows(session: MetadataSession, table_id: int, snapshot: int) -> li
         )
         for r in rows
     ]
+
+
+def files_added_per_snapshot(
+    session: MetadataSession, table_id: int, after: int, end: int
+) -> dict[int, tuple[int, int]]:
+    """Snapshot -> (data files, their bytes) the table gained in each snapshot of
+    ``(after, end]`` (what a stream's micro-batch limits count)."""
+    rows = session.rows(
+        "SELECT begin_snapshot, count(*), sum(file_size_bytes) FROM ducklake_data_file "
+        "WHERE table_id = ? AND begin_snapshot > ? AND begin_snapshot <= ? "
+        "GROUP BY begin_snapshot",
+        [table_id, after, end],
+    )
+    return {int(r[0]): (int(r[1]), int(r[2] or 0)) for r in rows}

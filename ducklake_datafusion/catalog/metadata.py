@@ -8,7 +8,9 @@ them, one job each:
 * ``_names``: snapshots, schemas, tables, views and columns (steps 1-4, 12);
 * ``_table_files``: a table's files at a snapshot (steps 5-11), read in full, cut by the
   query's bounds or refreshed from the previous lake version;
-* ``_file_list``, ``_file_details``, ``_refresh``, ``_file_cut``: what it builds on.
+* ``_file_list``, ``_file_details``, ``_refresh``, ``_file_cut``: what it builds on;
+* ``_write_reads``, ``_history``: what writers and streams read beside it (a table's own
+  settings, its live partitioning, the files each snapshot added).
 
 Every function takes an open :class:`MetadataSession` so that all reads of one query share
 one transaction. The SQL is plain and dialect neutral (``_sql``); all values are bound
@@ -18,6 +20,7 @@ parameters.
 from __future__ import annotations
 
 from ._file_details import holds_merged_rows, inlined_insert_snapshots
+from ._history import files_added_per_snapshot
 from ._names import (
     columns_of,
     find_table,
@@ -35,11 +38,13 @@ from ._names import (
 )
 from ._settings import SUPPORTED_VERSIONS, read_settings
 from ._table_files import file_summary_of, read_table_files
+from ._write_reads import live_partition_columns, table_setting
 
 __all__ = [
     "SUPPORTED_VERSIONS",
     "columns_of",
     "file_summary_of",
+    "files_added_per_snapshot",
     "find_table",
     "holds_merged_rows",
     "inlined_insert_snapshots",
@@ -48,6 +53,7 @@ __all__ = [
     "list_snapshots",
     "list_tables",
     "list_views",
+    "live_partition_columns",
     "nested_schema_names",
     "read_columns",
     "read_settings",
@@ -55,5 +61,6 @@ __all__ = [
     "snapshot_at_time",
     "snapshot_by_id",
     "table_names_of",
+    "table_setting",
     "top_level_schemas",
 ]

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..catalog import metadata
 from ..errors import InvalidOptionError, UnsupportedFeatureError
 from ._buckets import bucket_count, bucket_values, check_bucketable
 from ._stats import cast_to_text
@@ -67,16 +68,7 @@ class PartitionSpec:
 def read_partition_spec(session, table_id: int, snapshot: int, columns, description: str):
     """The table's partition spec live at ``snapshot``, or ``None`` (unpartitioned, or
     partitioning reset)."""
-    if not session.has_table("ducklake_partition_info"):
-        return None
-    rows = session.rows(
-        "SELECT i.partition_id, c.partition_key_index, c.column_id, c.transform "
-        "FROM ducklake_partition_info i JOIN ducklake_partition_column c "
-        "ON c.partition_id = i.partition_id AND c.table_id = i.table_id "
-        "WHERE i.table_id = ? AND i.begin_snapshot <= ? AND "
-        "(i.end_snapshot IS NULL OR ? < i.end_snapshot) ORDER BY c.partition_key_index",
-        [table_id, snapshot, snapshot],
-    )
+    rows = metadata.live_partition_columns(session, table_id, snapshot)
     if not rows:
         return None
     by_id = {c.column_id: c for c in columns}

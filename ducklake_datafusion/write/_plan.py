@@ -228,13 +228,7 @@ def _target_file_size(session, settings: Mapping[str, str], table_id: int | None
     """The lake's ``target_file_size`` (a table's own setting first), in bytes."""
     text = settings.get("target_file_size")
     if table_id is not None:
-        rows = session.rows(
-            "SELECT value FROM ducklake_metadata WHERE key = 'target_file_size' AND "
-            "scope = 'table' AND scope_id = ?",
-            [table_id],
-        )
-        if rows:
-            text = rows[0][0]
+        text = metadata.table_setting(session, table_id, "target_file_size") or text
     match = _SIZE.match(text or "")
     if not match:
         return DEFAULT_TARGET_FILE_SIZE

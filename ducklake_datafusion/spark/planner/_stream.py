@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from ...catalog import list_snapshot_records
+from ...catalog import list_snapshot_records, metadata
 from ...errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedFeatureError
 from ...read import (
     ROW_ID,
@@ -130,12 +130,7 @@ def _admitted(session, records, table: LakeTable, after, end, snapshots, files, 
     """The last snapshot of ``(after, end]`` a micro-batch admits under the limits: the
     table's changing snapshots are taken in order while the count of snapshots, of new data
     files and of their bytes stays within each limit given (0: none), and at least one."""
-    rows = session.rows(
-        "SELECT begin_snapshot, count(*), sum(file_size_bytes) FROM ducklake_data_file "
-        f"WHERE table_id = {int(table.entry.table_id)} AND begin_snapshot > {int(after)} "
-        f"AND begin_snapshot <= {int(end)} GROUP BY begin_snapshot"
-    )
-    added = {int(r[0]): (int(r[1]), int(r[2] or 0)) for r in rows}
+    added = metadata.files_added_per_snapshot(session, table.entry.table_id, after, end)
     key = table.entry.table_id
     changing = sorted(
         set(added)

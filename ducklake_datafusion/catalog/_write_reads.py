@@ -1,0 +1,38 @@
+"""What a writer reads from the catalog beside the read path: a table's own settings and
+the partitioning files are written under.
+
+Kept here, with every other catalog query, so that no SQL text runs outside ``catalog/``
+(``tests/test_layering.py`` checks it).
+"""
+
+from __future__ import annotations
+
+from ._backend import MetadataSession
+
+__all__ = ["live_partition_columns", "table_setting"]
+
+
+def table_setting(session: MetadataSession, table_id: int, key: str) -> str | None:
+    """The table's own ``ducklake_metadata`` value of ``key`` (``scope = 'table'``), if set."""
+    rows = session.rows(
+        "SELECT value FROM ducklake_metadata WHERE key = ? AND scope = 'table' AND scope_id = ?",
+        [key, table_id],
+    )
+    return rows[0][0] if rows else None
+
+
+def live_partition_columns(
+    session: MetadataSession, table_id: int, snapshot: int
+) -> list[tuple[int, int, int, str]]:
+    """``(partition_id, key index, column id, transform)`` of the table's partitioning live
+    at ``snapshot``, in key order (empty: unpartitioned, or a catalog without partitions)."""
+    if not session.has_table("ducklake_partition_info"):
+        return []
+    return session.rows(
+        "SELECT i.partition_id, c.partition_key_index, c.column_id, c.transform "
+        "FROM ducklake_partition_info i JOIN ducklake_partition_column c "
+        "ON c.partition_id = i.partition_id AND c.table_id = i.table_id "
+        "WHERE i.table_id = ? AND i.begin_snapshot <= ? AND "
+        "(i.end_snapshot IS NULL OR ? < i.end_snapshot) ORDER BY c.partition_key_index",
+        [table_id, snapshot, snapshot],
+    )
