@@ -132,6 +132,23 @@ def test_assert_same_rows_is_order_insensitive_and_nan_aware():
         assert_same_rows(a, b, ordered=True)
 
 
+def test_assert_same_rows_compares_large_tables_in_arrow_as_it_would_row_by_row():
+    """The fast pass (Arrow's equality after one sort) agrees with the row-by-row one: equal
+    tables in another order pass, ties on the sortable columns with nested values in
+    another order pass (row by row), and a single differing value fails."""
+    n = 50_000
+    a = pa.table({"k": [i % 1000 for i in range(n)], "v": [f"v{i}" for i in range(n)]})
+    b = a.take(pa.array(range(n - 1, -1, -1)))
+    assert_same_rows(a, b)
+    nested = pa.table({"k": [1, 1], "l": [[1], [2]]})
+    assert_same_rows(nested, nested.take([1, 0]))
+    changed = b.set_column(1, "v", pa.array([f"v{i}" for i in range(n - 1)] + ["other"]))
+    with pytest.raises(AssertionError, match="only in actual"):
+        assert_same_rows(changed, a)
+    with pytest.raises(AssertionError, match="first difference"):
+        assert_same_rows(a, b, ordered=True)
+
+
 def test_assert_same_rows_reports_differences():
     with pytest.raises(AssertionError, match=r"only in actual \(1\):\n  \(2,\)"):
         assert_same_rows(pa.table({"a": [1, 2]}), pa.table({"a": [1, 3]}))
