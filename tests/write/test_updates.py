@@ -43,8 +43,11 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.id)
+# every case on the DuckDB-file catalog, one on each other catalog database and store
+TWINS = [(SPECS[0], case) for case in CASES] + list(zip(SPECS[1:], ["scattered", "nested"]))
+
+
+@pytest.mark.parametrize(("spec", "case"), TWINS, ids=[f"{spec.id}-{case}" for spec, case in TWINS])
 def test_update_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     from datafusion import SessionContext
 

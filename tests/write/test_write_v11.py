@@ -145,3 +145,95 @@ def _one(args: dict, sql: str):
         return con.execute(sql).fetchone()[0]
     finally:
         con.close()
+
+
+ROW_CHANGES = [
+    "DELETE FROM lake.main.t WHERE id IN (1, 12, 13)",  # an inlined row and file rows
+    "UPDATE lake.main.t SET name = upper(name) WHERE id IN (2, 15)",
+    (
+        "MERGE INTO lake.main.t USING (SELECT * FROM (VALUES (16, 'm'), (90, 'new')) AS "
+        "s(id, name)) AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name "
+        "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.name)"
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "spec", [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")], ids=lambda s: s.id
+)
+def test_row_changes_of_a_migrated_1_1_catalog_as_duckdb_changed_the_1_0_form(make_lake, spec):
+    """DELETE (of inlined rows, ended in 1.1's ``_ducklake_end_snapshot``, and of file rows
+    with a delete file), UPDATE and MERGE on the 1.1 copy: every row with its rowid as
+    DuckDB's own statements left the 1.0 twin."""
+    import ducklake_datafusion
+
+    lakes = []
+    for _ in range(2):
+        lake = make_lake(spec, inline_limit=5)
+        lake.sql("CREATE TABLE lake.main.t (id BIGINT, name VARCHAR)")
+        lake.sql("INSERT INTO lake.main.t VALUES (1, 'inlined'), (2, 'inlined')")
+        lake.sql("INSERT INTO lake.main.t SELECT i, 'file' FROM range(10, 20) r(i)")
+        lake.sql("DELETE FROM lake.main.t WHERE id = 11")
+        lake.detach()
+        lakes.append(lake)
+    ours, theirs = lakes
+    for statement in ROW_CHANGES:
+        theirs.sql(statement)
+    theirs.detach()
+    metadata, schema = migrated_copy(ours.metadata, ours.metadata_schema)
+    args = {**ours.reader_args(), "metadata": metadata}
+    if schema is not None:
+        args["metadata_schema"] = schema
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**args))
+    for statement in ROW_CHANGES:
+        ducklake_datafusion.sql(ctx, statement).collect()
+    # our rows with their row ids: the rows a change would target (``ChangeTarget``)
+    from ducklake_datafusion.provider._change_target import ChangeTarget
+
+    table = DuckLakeCatalog(**args).table("main", "t")
+    got = ChangeTarget(table).scanner(columns=["rowid", "id", "name"]).to_table()
+    expected = theirs.reference("SELECT rowid, * FROM lake.main.t")
+    new = pc.greater_equal(expected["id"], 90)  # (a MERGE's inserts: ids in the join's order)
+    mine = pc.greater_equal(got["id"], 90)
+    assert_same_rows(got.filter(pc.invert(mine)), expected.filter(pc.invert(new)))
+    assert_same_rows(
+        got.filter(mine).drop_columns("rowid"), expected.filter(new).drop_columns("rowid")
+    )
+    query = "SELECT * FROM lake.main.t"
+    assert_same_rows(_read(args, query), got.drop_columns("rowid"))
+    assert_same_rows(_read({**args, "native": False}, query), got.drop_columns("rowid"))
+
+
+def test_deletes_and_updates_over_the_1_1_writer_s_deletion_vectors(reference_copy):
+    """Rows of files whose deletes the 1.1 writer keeps in Puffin deletion vectors: our
+    cumulative delete file holds its positions and ours (each with its snapshot), the
+    vector's file is replaced, and the earlier snapshot still reads as before."""
+    before = DuckLakeCatalog(**reference_copy).snapshot_id()
+    pinned = {**reference_copy, "snapshot": before}
+    rows = _read(pinned, "SELECT * FROM lake.main.orders")
+    names = ", ".join(
+        "CAST(CASE WHEN id % 5 = 2 THEN priority + 100 ELSE priority END AS INT) AS priority"
+        if name == "priority"
+        else name
+        for name in rows.column_names
+    )
+    expected = _read(pinned, f"SELECT {names} FROM lake.main.orders WHERE id % 5 <> 1")
+    deleted = DuckLakeCatalog(**reference_copy).table("main", "orders").delete("id % 5 = 1")
+    updated = (
+        DuckLakeCatalog(**reference_copy)
+        .table("main", "orders")
+        .update({"priority": "priority + 100"}, "id % 5 = 2")
+    )
+    assert deleted.deleted == rows.num_rows - expected.num_rows > 0
+    assert updated.updated > 0
+    for native in (True, False):
+        got = _read({**reference_copy, "native": native}, "SELECT * FROM lake.main.orders")
+        assert_same_rows(got, expected)
+    assert_same_rows(_read(pinned, "SELECT * FROM lake.main.orders"), rows)
+    formats = _one(
+        reference_copy,
+        "SELECT string_agg(DISTINCT format, ',' ORDER BY format) FROM ducklake_delete_file "
+        "WHERE end_snapshot IS NULL",
+    )
+    assert formats == "parquet"  # the vectors' rows replaced by our cumulative files
