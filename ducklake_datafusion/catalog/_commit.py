@@ -52,6 +52,7 @@ from ._conflicts import AlreadyCommitted, check_requirements
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._names import find_table, list_schemas
 from ._settings import read_settings
+from ._stream_batches import record_stream_batch
 from ._transaction import (
     AddDataFiles,
     CreateTable,
@@ -59,6 +60,7 @@ from ._transaction import (
     EndInlinedRows,
     EndPartitions,
     EndTableRows,
+    RecordStreamBatch,
     RowsUnchanged,
     SetDeleteFile,
     SnapshotMoved,
@@ -240,6 +242,8 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
         elif isinstance(action, EndDataFiles):
             end_data_files(session, table_id, new_id, action.data_file_ids, what)
             changes.deleted[table_id] = None
+        elif isinstance(action, RecordStreamBatch):
+            record_stream_batch(session, table_id, action.query_id, action.batch_id, new_id)
         elif isinstance(action, EndInlinedRows):
             end_inlined_rows(session, table_id, new_id, action.row_ids, what)
             changes.inlined_deleted[table_id] = None

@@ -14,7 +14,8 @@ level, where two deletes on one table meet, is then decided by the files' own ro
 * :class:`FilesUnchanged`: each data file is still live with exactly the delete files the
   plan read (another delete, update or compaction of that file replaced or ended them).
   Appends to the table never break it: new rows are not among the rows a delete chose.
-* :class:`NotCommittedBefore`: no snapshot carries the streaming batch's marker.
+* :class:`NotCommittedBefore`: the streaming batch was not committed before (the query's
+  record in ``ducklake_metadata``, else the marker in ``commit_extra_info``).
 
 A broken requirement is a :class:`CommitConflictError` naming the table, the file where
 there is one, the base snapshot and the snapshot that changed it.
@@ -25,6 +26,7 @@ from __future__ import annotations
 from ..errors import CommitConflictError
 from ._change_tokens import parse_changes_made
 from ._names import find_table
+from ._stream_batches import last_stream_batch
 from ._transaction import (
     FilesUnchanged,
     NoRowsInserted,
@@ -80,7 +82,14 @@ def check_requirements(session, transaction: Transaction, latest: int, descripti
     since = _changes_since(session, base) if latest > base else []
     for requirement in transaction.requirements:
         if isinstance(requirement, NotCommittedBefore):
-            _check_not_committed(session, requirement, description)
+            table_id = None
+            if requirement.table is not None:
+                table = requirement.table
+                table_ids[table] = table_ids.get(table) or _current_id(
+                    session, table, base, latest, description
+                )
+                table_id = table_ids[table]
+            _check_not_committed(session, requirement, table_id, description)
             continue
         table = requirement.table
         if table not in table_ids:
@@ -167,7 +176,16 @@ def _last_change(session, base: int) -> int | None:
     return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
-def _check_not_committed(session, requirement: NotCommittedBefore, description: str) -> None:
+def _check_not_committed(
+    session, requirement: NotCommittedBefore, table_id: int | None, description: str
+) -> None:
+    if table_id is not None and requirement.query_id is not None:
+        last = last_stream_batch(session, table_id, requirement.query_id)
+        if last is not None:  # the query's own record: one read
+            if requirement.batch_id is not None and requirement.batch_id <= last[0]:
+                raise AlreadyCommitted(last[1])
+            return
+    # no record (the query's first batch, or batches of an older release): the markers
     rows = session.rows(
         "SELECT snapshot_id, commit_extra_info FROM ducklake_snapshot_changes "
         "WHERE commit_extra_info LIKE ?",

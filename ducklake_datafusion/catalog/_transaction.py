@@ -31,6 +31,7 @@ __all__ = [
     "FilesUnchanged",
     "NewDeleteFile",
     "NotCommittedBefore",
+    "RecordStreamBatch",
     "Requirement",
     "RowsUnchanged",
     "SetDeleteFile",
@@ -143,6 +144,18 @@ class EndInlinedRows:
     row_ids: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RecordStreamBatch:
+    """Record that this snapshot commits batch ``batch_id`` of the streaming query
+    ``query_id`` into ``table``: a ``ducklake_metadata`` row of the table's scope (key
+    ``ducklake_datafusion_stream:<query id>``, value ``<batch>:<snapshot>``), which
+    DuckDB lists among the table's options and otherwise leaves alone."""
+
+    table: TableRef
+    query_id: str
+    batch_id: int
+
+
 Action = (
     CreateTable
     | AddDataFiles
@@ -151,6 +164,7 @@ Action = (
     | SetDeleteFile
     | EndDataFiles
     | EndInlinedRows
+    | RecordStreamBatch
 )
 
 
@@ -195,10 +209,16 @@ class FilesUnchanged:
 
 @dataclass(frozen=True, slots=True)
 class NotCommittedBefore:
-    """No snapshot's ``commit_extra_info`` is ``marker`` or starts with it (a streaming
-    batch, committed at most once). Checked inside the commit's own transaction."""
+    """A streaming batch is committed at most once, checked inside the commit's own
+    transaction: no commit recorded batch ``batch_id`` (or a later one) of query
+    ``query_id`` on ``table`` (:class:`RecordStreamBatch`'s row: one read); for a query
+    with no such row yet (its first batch, or batches committed before this package kept
+    the row), no snapshot's ``commit_extra_info`` starts with ``marker``."""
 
     marker: str
+    table: TableRef | None = None
+    query_id: str | None = None
+    batch_id: int | None = None
 
 
 Requirement = TableUnchanged | RowsUnchanged | NoRowsInserted | FilesUnchanged | NotCommittedBefore
@@ -243,6 +263,8 @@ class Transaction:
             if isinstance(action, AddDataFiles) and not action.files:
                 continue
             if isinstance(action, EndPartitions) and not action.partitions:
+                continue
+            if isinstance(action, RecordStreamBatch):  # a record of nothing committed
                 continue
             if isinstance(action, (EndDataFiles, EndInlinedRows)) and not (
                 action.data_file_ids if isinstance(action, EndDataFiles) else action.row_ids

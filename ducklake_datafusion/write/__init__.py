@@ -21,7 +21,7 @@ from ._footers import data_file_from_footer
 from ._input import as_arrow
 from ._partitions import CALENDAR, EPOCH
 from ._partitions import split as split_partitions
-from ._plan import WritePlan, append_plan, commit_files, create_plan
+from ._plan import StreamBatch, WritePlan, append_plan, commit_files, create_plan
 from ._row_changes import ChangeResult, TableChange, commit_changes
 from ._types import columns_for_schema, file_schema
 
@@ -29,6 +29,7 @@ __all__ = [
     "TEMPORAL_TRANSFORMS",
     "ChangeResult",
     "DataFileWriter",
+    "StreamBatch",
     "TableChange",
     "WritePlan",
     "WrittenFile",

@@ -25,7 +25,10 @@ from ..catalog import (
     NewColumn,
     NewDataFile,
     NewTable,
+    NotCommittedBefore,
+    RecordStreamBatch,
     TableCommit,
+    TableRef,
     build_column_tree,
     commit,
     metadata,
@@ -196,15 +199,36 @@ def create_plan(
     return WritePlan(request, directory, tuple(columns), target_size, spec)
 
 
+@dataclass(frozen=True, slots=True)
+class StreamBatch:
+    """A streaming query's micro-batch, committed at most once: ``marker`` is what its
+    snapshot's ``commit_extra_info`` starts with (``commit_extra_info`` itself carries it)."""
+
+    query_id: str
+    batch_id: int
+    marker: str
+
+
 def commit_files(
-    lake: Lake, plan: WritePlan, files: Sequence[NewDataFile], *, requirements=()
+    lake: Lake,
+    plan: WritePlan,
+    files: Sequence[NewDataFile],
+    *,
+    stream: StreamBatch | None = None,
 ) -> int:
     """Commit ``files`` (written under ``plan.directory``) as the plan's one new snapshot;
-    ``requirements`` are checked with the plan's own (a streaming batch's marker)."""
+    a ``stream`` batch only if that batch of that query was not committed before (else
+    ``AlreadyCommitted``), recording it in the same transaction."""
     transaction = transaction_of(replace(plan.request, files=tuple(files)))
-    if requirements:
+    if stream is not None:
+        request = plan.request
+        table = TableRef(request.schema_name, request.table_name, request.table_id)
+        once = NotCommittedBefore(stream.marker, table, stream.query_id, stream.batch_id)
+        record = RecordStreamBatch(table, stream.query_id, stream.batch_id)
         transaction = replace(
-            transaction, requirements=transaction.requirements + tuple(requirements)
+            transaction,
+            actions=(*transaction.actions, record),
+            requirements=(*transaction.requirements, once),
         )
     return commit(lake.backend, transaction)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -65,17 +66,37 @@ def test_a_stream_appends_each_batch_once_across_restarts(spark, make_lake, cata
     marks = _streaming_snapshots(lake)
     assert [m["batch_id"] for m in marks] == [0, 1]
     assert len({m["spark_streaming_query_id"] for m in marks}) == 1
+    query_id = marks[0]["spark_streaming_query_id"]
+    # the query's record, one row DuckDB lists among the table's options
+    assert _stream_records(lake) == {
+        f"ducklake_datafusion_stream:{query_id}": f"1:{lake.snapshot_id()}"
+    }
 
     # died after batch 1's commit, before its checkpoint: no commit log entry (nor checksum)
     for entry in ("1", ".1.crc"):
         (checkpoint / "commits" / entry).unlink(missing_ok=True)
+    # and its batches were committed by a release that kept no record: the markers say it
+    lake.detach()
+    con = duckdb.connect(lake.metadata)
+    con.execute("DELETE FROM ducklake_metadata WHERE key LIKE 'ducklake_datafusion_stream:%'")
+    con.close()
     written.append(_drop(source, 2, 20, 5))
     run()
     assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), pa.concat_tables(written))
     assert [m["batch_id"] for m in _streaming_snapshots(lake)] == [0, 1, 2]
+    assert _stream_records(lake) == {
+        f"ducklake_datafusion_stream:{query_id}": f"2:{lake.snapshot_id()}"
+    }
     listed = lake.reference("SELECT count(*) AS n FROM ducklake_list_files('lake', 't')")
     files = sum(1 for p in lake_files(lake))
     assert listed.column(0)[0].as_py() == files, "the replayed batch's files were deleted"
+
+
+def _stream_records(lake) -> dict[str, str]:
+    rows = lake.reference(
+        "SELECT option_name, value FROM ducklake_options('lake') WHERE scope = 'TABLE'"
+    ).to_pylist()
+    return {r["option_name"]: r["value"] for r in rows}
 
 
 def lake_files(lake):

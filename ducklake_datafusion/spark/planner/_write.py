@@ -43,12 +43,13 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from ...catalog import AlreadyCommitted, CommitOptions, NotCommittedBefore
+from ...catalog import AlreadyCommitted, CommitOptions
 from ...errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
 from ...pathres import parse_location
 from ...scan import Lake
 from ...write import (
     TEMPORAL_TRANSFORMS,
+    StreamBatch,
     WritePlan,
     append_plan,
     commit_files,
@@ -157,11 +158,11 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     batch (``stream``), none when that batch of that query was committed before."""
     stream = request.get("stream")
     options = _options(request)
-    requirements = ()
+    batch = None
     if stream is not None:
         marker = stream_marker(str(stream["query_id"]), int(stream["batch_id"]))
         # checked inside the commit's own transaction: a batch is committed at most once
-        requirements = (NotCommittedBefore(marker),)
+        batch = StreamBatch(str(stream["query_id"]), int(stream["batch_id"]), marker)
         options = dataclasses.replace(
             options, commit_extra_info=_with_marker(marker, options.commit_extra_info)
         )
@@ -186,7 +187,7 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
             plan, request=dataclasses.replace(plan.request, replace_partitions=written)
         )
     try:
-        return {"snapshot": commit_files(lake, plan, files, requirements=requirements)}
+        return {"snapshot": commit_files(lake, plan, files, stream=batch)}
     except AlreadyCommitted as committed:
         return {"snapshot": committed.snapshot, "replayed": True}
 
