@@ -30,7 +30,12 @@ from test_deletes import (
 
 import ducklake_datafusion
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.errors import CommitConflictError, InvalidOptionError, MergeError
+from ducklake_datafusion.errors import (
+    CatalogReadOnlyError,
+    CommitConflictError,
+    InvalidOptionError,
+    MergeError,
+)
 
 # the source, in the lake: ids 1, 4, 7, ... match some rows of t, rows DuckDB deleted
 # (id % 7 = 0) and ids t never had
@@ -239,6 +244,15 @@ def test_a_row_matched_twice_and_an_error_clause_change_nothing(make_lake):
             ducklake_datafusion.sql(ctx, f"MERGE INTO lake.main.t USING {SOURCE} {clauses}")
     # a row matched twice where no clause changes it is no error (as in Delta)
     table.merge(twice, ["id"]).when_matched_delete(where="source.v > 5").execute()
+    with pytest.raises(CatalogReadOnlyError, match="pinned"):
+        pinned = DuckLakeCatalog(**lake.reader_args(), snapshot=1)
+        pinned.table("main", "t").upsert(twice.slice(0, 1), ["id"])
+    with pytest.raises(InvalidOptionError, match="needs keys"):
+        table.merge(twice, []).when_matched_delete().execute()
+    with pytest.raises(InvalidOptionError, match="not a column of the table"):
+        table.merge(
+            pa.table({"id": [1], "nope": [1]}), ["id"]
+        ).when_not_matched_insert_all().execute()
     assert _catalog(lake) == before
 
 
