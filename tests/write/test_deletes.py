@@ -171,8 +171,10 @@ def _duckdb_expires(lake) -> None:
 # every case on the DuckDB-file catalog; on each other catalog database and store one case
 # (the statement's plan is the same code on every cell; what differs is the catalog's SQL
 # dialect and the store the delete files go to)
-TWINS = [(SPECS[0], case) for case in CASES] + list(
-    zip(SPECS[1:], ["scattered", "subquery", "whole_file", "scattered", "everything"])
+TWINS = (
+    [(SPECS[0], case) for case in CASES]
+    + list(zip(SPECS[1:], ["scattered", "subquery", "whole_file", "scattered", "everything"]))
+    + [(LakeSpec("mysql", "local"), "scattered")]
 )
 
 
@@ -192,7 +194,8 @@ def test_delete_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     if case == "nothing":
         assert result.snapshot_id == 5  # no snapshot for a delete of no rows, as DuckDB
     assert_twins_agree(ours, theirs)
-    if spec.storage != "local" or case in ("nothing", "everything"):
+    # (a MySQL cell's DuckDB writes a file catalog copied into MySQL: it cannot write after us)
+    if spec.storage != "local" or spec.catalog == "mysql" or case in ("nothing", "everything"):
         return
     for lake in (ours, theirs):
         _duckdb_after(lake)
