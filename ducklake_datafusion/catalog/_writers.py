@@ -20,6 +20,7 @@ Each session speaks the query modules' ``?`` SQL and the :class:`MetadataSession
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import sqlite3
 import time
 import uuid
@@ -46,7 +47,10 @@ __all__ = [
     "sqlite_writer",
 ]
 
-LOCK_WAIT_SECONDS = 30.0
+# How long a commit waits for a DuckDB-file (or SQLite) catalog another process holds:
+# ``DUCKLAKE_LOCK_WAIT_SECONDS`` in the environment of the process that commits (for Spark,
+# the driver's), default 30.
+LOCK_WAIT_SECONDS = float(os.environ.get("DUCKLAKE_LOCK_WAIT_SECONDS") or 30.0)
 
 
 def commit_unknown(description: str, exc: BaseException) -> CommitStateUnknownError:

@@ -428,7 +428,9 @@ def test_an_idle_planner_exits_and_the_next_query_starts_another(spark, make_lak
         time.sleep(1.0)
 
 
-def test_spark_sql_reads_and_writes_the_lake_by_configuration_alone(make_lake, spark_package_jar, tmp_path):
+def test_spark_sql_reads_and_writes_the_lake_by_configuration_alone(
+    make_lake, spark_package_jar, tmp_path
+):
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
     import pyspark

@@ -36,6 +36,7 @@ def _faulty_write(lake, tmp_path, case: str, jar: str) -> str | None:
     spec["data_path"] = str(lake.data_path)
     (out / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env["DUCKLAKE_LOCK_WAIT_SECONDS"] = "5"  # the locked case: the commit gives up sooner
     done = subprocess.run(
         [sys.executable, str(JOB), str(out / "spec.json")],
         check=False,

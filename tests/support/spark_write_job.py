@@ -41,9 +41,7 @@ def _session(jar: str, metadata: str, speculation: bool) -> SparkSession:
         # (as the tests' shared session: conftest.TEST_JVM_OPTIONS)
         .config(
             "spark.driver.extraJavaOptions",
-            os.environ.get(
-                "DUCKLAKE_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-            ),
+            os.environ.get("DUCKLAKE_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
         )
         .config("spark.sql.catalog.lake", "io.ducklake_datafusion.spark.DuckLakeCatalog")
         .config("spark.sql.catalog.lake.metadata", metadata)
