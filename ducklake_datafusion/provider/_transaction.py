@@ -109,8 +109,8 @@ class LakeTransaction:
     def _require_open(self) -> None:
         if not self._open:
             raise InvalidOptionError(
-                "this transaction was committed or rolled back; start another with "
-                "lake.transaction()"
+                "this transaction was committed or rolled back (a change of it failed, or "
+                "the block ended); start another with lake.transaction()"
             )
 
 
@@ -136,7 +136,13 @@ class TransactionTable:
         from ..write import ChangeResult
 
         change = self._transaction._change_for(self.table, kind)
-        return ChangeResult(None, **stage(change))
+        try:
+            return ChangeResult(None, **stage(change))
+        except BaseException:
+            # a change that failed half-way cannot be committed: nothing of the
+            # transaction is (its files are deleted), whatever the caller does next
+            self._transaction.rollback()
+            raise
 
     def append(self, data):
         """Stage ``data`` (anything ``DuckLakeTable.append`` takes) as new rows."""

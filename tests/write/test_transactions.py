@@ -100,6 +100,15 @@ def test_a_block_that_raises_or_loses_commits_nothing_and_leaves_no_file(make_la
         raise RuntimeError("changed my mind")
     assert (lake.snapshot_id(), _files(lake)) == (before, files)
 
+    # a change that fails inside the block rolls the whole transaction back at once
+    tx = catalog.transaction()
+    tx.table("main", "a").append(pa.table({"id": [1002]}))
+    with pytest.raises(InvalidOptionError, match="nope"):
+        tx.table("main", "c").update({"nope": "1"}, "id = 1")
+    with pytest.raises(InvalidOptionError, match="rolled back"):
+        tx.commit()
+    assert (lake.snapshot_id(), _files(lake)) == (before, files)
+
     tx = catalog.transaction()
     tx.table("main", "a").update({"v": "'x'"}, "id = 1")
     tx.table("main", "b").append(pa.table({"id": [1001]}))
