@@ -71,9 +71,9 @@ class NativeLake:
         self.server.drop_database(self.conninfo)
 
 
-@pytest.fixture
-def native(mysql, tmp_path):
-    lake = NativeLake(mysql, tmp_path)
+@pytest.fixture(scope="module")  # read only by every test (its history takes ~7 s to write)
+def native(mysql, tmp_path_factory):
+    lake = NativeLake(mysql, tmp_path_factory.mktemp("mysql-native"))
     lake.write(
         f"CREATE TABLE lake.main.t ({COLUMNS})",
         # one INSERT per table (a second one fails on MySQL): 5 rows inlined, 100 in a file;
