@@ -90,9 +90,11 @@ def change_rows(catalog: str) -> None:
         "INSERT INTO lake.main.orders VALUES (2000000, 'east', DATE '2024-03-02', 7.50)",
         "DELETE FROM lake.main.orders WHERE region = 'west' AND day < DATE '2024-01-08'",
         "UPDATE lake.main.orders SET total = total * 2 WHERE id IN (1000000, 2000000)",
-        "MERGE INTO lake.main.orders AS o USING corrections AS c ON o.id = c.id "
-        "WHEN MATCHED THEN UPDATE SET total = c.total "
-        "WHEN NOT MATCHED THEN INSERT VALUES (c.id, c.region, DATE '2024-03-03', c.total)",
+        (
+            "MERGE INTO lake.main.orders AS o USING corrections AS c ON o.id = c.id "
+            "WHEN MATCHED THEN UPDATE SET total = c.total "
+            "WHEN NOT MATCHED THEN INSERT VALUES (c.id, c.region, DATE '2024-03-03', c.total)"
+        ),
     ]
     print("\nchanging rows through DataFusion:")
     for statement in statements:
