@@ -24,6 +24,8 @@ from test_deletes import (
     _catalog,
     _duckdb_after,
     _expired_twins_agree,
+    _feed,
+    _state,
     _twins,
     assert_twins_agree,
 )
@@ -66,13 +68,7 @@ CASES = {
 
 
 def _rows_and_feed(lake, snapshot: int) -> tuple[pa.Table, pa.Table]:
-    rows = duckdb_reads(lake, "SELECT rowid, * FROM lake.main.t ORDER BY rowid", snapshot)
-    feed = duckdb_reads(
-        lake,
-        f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', {snapshot}, {snapshot}) "
-        "ORDER BY rowid, change_type",
-    )
-    return rows, feed
+    return _state(lake, snapshot), _feed(lake, snapshot)
 
 
 def _split_new_ids(table: pa.Table, old_ids) -> tuple[pa.Table, pa.Table, list]:
