@@ -21,6 +21,10 @@ PLAN_VERSION: Final[str]
 PROVIDER_SPEC_FIELDS: Final[tuple[str, ...]]
 """The attributes of a ``ProviderSpec`` that ``LakeProvider`` reads, in order."""
 
+LOCATION_COLUMNS: Final[tuple[str, ...]]
+"""The columns a locating provider (``ProviderSpec.row_id_starts``) has after the table's:
+the row id, the data file id and the position (``rust/src/locations.rs``)."""
+
 ERROR_CLASSES: Final[tuple[str, ...]]
 """Every class of ``ducklake_datafusion.errors`` the extension names in a query error
 (``"ClassName: message"``; ``rust/src/errors.rs``)."""

@@ -364,6 +364,18 @@ def test_no_catalog_sql_runs_outside_the_catalog_package():
     assert _catalog_sql_outside_catalog() == []
 
 
+def test_the_snapshot_visibility_rule_is_written_once():
+    """Which rows a snapshot sees (begin inclusive, end exclusive) is ``catalog._sql.live``;
+    every query of rows live at a snapshot uses it, so no spelling of it can drift."""
+    rule = re.compile(r"end_snapshot\s+IS\s+NULL\s+OR", re.IGNORECASE)
+    spelled = [
+        module
+        for module, path in MODULES.items()
+        if module != f"{ROOT}.catalog._sql" and rule.search(path.read_text())
+    ]
+    assert spelled == []
+
+
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if MODULES[m].suffix == ".py"))
 def test_every_module_says_why_it_exists_and_stays_small(module):
     text = MODULES[module].read_text()

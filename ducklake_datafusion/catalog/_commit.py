@@ -52,6 +52,7 @@ from ._conflicts import AlreadyCommitted, check_requirements
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._names import find_table, list_schemas
 from ._settings import read_settings
+from ._sql import live
 from ._stream_batches import record_stream_batch
 from ._transaction import (
     AddDataFiles,
@@ -305,8 +306,7 @@ def _schema_for_new_table(session, table: TableRef, latest: int, description: st
 
 def _view_exists(session, snapshot: int, schema_id: int, name: str) -> bool:
     rows = session.rows(
-        "SELECT count(*) FROM ducklake_view WHERE schema_id = ? AND view_name = ? AND "
-        "begin_snapshot <= ? AND (end_snapshot IS NULL OR ? < end_snapshot)",
+        f"SELECT count(*) FROM ducklake_view WHERE schema_id = ? AND view_name = ? AND {live()}",
         [schema_id, name, snapshot, snapshot],
     )
     return int(rows[0][0]) > 0

@@ -112,7 +112,7 @@ class DeletedCut:
     def condition(self, session: MetadataSession, table_id: int, snapshot: int):
         sql = (
             "data_file_id IN (SELECT data_file_id FROM ducklake_delete_file WHERE table_id = ? "
-            "AND begin_snapshot <= ? AND (end_snapshot IS NULL OR ? < end_snapshot))"
+            f"AND {live()})"
         )
         params = [table_id, snapshot, snapshot]
         inlined = f"ducklake_inlined_delete_{int(table_id)}"

@@ -27,7 +27,7 @@ from ._models import (
 )
 from ._names import columns_of, read_columns
 from ._session import per_snapshot
-from ._sql import PARTITION_VALUES_SCHEMA, STATS_SCHEMA, as_bool, opt_int
+from ._sql import PARTITION_VALUES_SCHEMA, STATS_SCHEMA, as_bool, live, opt_int
 
 __all__ = [
     "holds_merged_rows",
@@ -117,8 +117,8 @@ def holds_merged_rows(session: MetadataSession, table_id: int, after: int, throu
     began at or before it: a file written by compaction or a flush (``partial_max``)."""
     rows = session.rows(
         "SELECT count(*) FROM ducklake_data_file WHERE table_id = ? AND partial_max IS NOT NULL "
-        "AND partial_max > ? AND begin_snapshot <= ? AND (end_snapshot IS NULL OR ? < end_snapshot)",
-        [table_id, int(after), int(after), int(through)],
+        f"AND partial_max > ? AND begin_snapshot <= ? AND {live()}",
+        [table_id, int(after), int(after), int(through), int(through)],
     )
     return int(rows[0][0]) > 0
 

@@ -8,6 +8,7 @@ Kept here, with every other catalog query, so that no SQL text runs outside ``ca
 from __future__ import annotations
 
 from ._backend import MetadataSession
+from ._sql import live
 
 __all__ = ["live_partition_columns", "table_setting"]
 
@@ -32,7 +33,6 @@ def live_partition_columns(
         "SELECT i.partition_id, c.partition_key_index, c.column_id, c.transform "
         "FROM ducklake_partition_info i JOIN ducklake_partition_column c "
         "ON c.partition_id = i.partition_id AND c.table_id = i.table_id "
-        "WHERE i.table_id = ? AND i.begin_snapshot <= ? AND "
-        "(i.end_snapshot IS NULL OR ? < i.end_snapshot) ORDER BY c.partition_key_index",
+        f"WHERE i.table_id = ? AND {live('i')} ORDER BY c.partition_key_index",
         [table_id, snapshot, snapshot],
     )

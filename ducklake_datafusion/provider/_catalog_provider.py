@@ -33,6 +33,7 @@ from ..catalog import (
     view_column_comments,
 )
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
+from ._dml_sql import unsupported_ddl
 from ..scan import Lake, find_table
 from ._rust import forget_catalog
 from ._table import DuckLakeTable
@@ -322,10 +323,10 @@ class DuckLakeCatalog(CatalogProvider):
         return DuckLakeSchema(self, matches[0]) if len(matches) == 1 else None
 
     def register_schema(self, name, schema) -> None:
-        raise NotImplementedError("DuckLake catalogs are read-only here; create schemas in DuckDB")
+        raise unsupported_ddl("CREATE SCHEMA", f"{name}", self.lake.description)
 
     def deregister_schema(self, name, cascade) -> None:
-        raise NotImplementedError("DuckLake catalogs are read-only here; drop schemas in DuckDB")
+        raise unsupported_ddl("DROP SCHEMA", f"{name}", self.lake.description)
 
 
 class DuckLakeSchema(SchemaProvider):
@@ -413,10 +414,8 @@ class DuckLakeSchema(SchemaProvider):
         create_from_datafusion(self._catalog, self._name, name, table)
 
     def deregister_table(self, name, cascade) -> None:
-        raise NotImplementedError(
-            f"DROP TABLE {self._name}.{name}: this package does not drop lake tables; drop it "
-            "in DuckDB"
-        )
+        description = self._catalog.lake.description
+        raise unsupported_ddl("DROP TABLE", f"{self._name}.{name}", description)
 
 
 class FailedSchema(SchemaProvider):

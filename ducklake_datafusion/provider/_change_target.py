@@ -8,6 +8,13 @@ columns, ``rowid`` (DuckLake's row id), ``__ducklake_file_id`` and
 row inlined in the catalog). It is a ``pyarrow.dataset`` as ``_dataset`` describes the
 contract, planned once for the snapshot the change is based on: a filter DataFusion
 pushes prunes files by their statistics as a read does, and is applied exactly.
+
+Where the Rust scan reads the table, :meth:`ChangeTarget.native_table` is the same table
+as a Rust provider (``build_provider``'s ``locating``): the files whose row ids are
+``row_id_start`` plus the position are read there, each row numbered as it is decoded
+(``rust/src/locations.rs``); the others and the inlined rows are read here, located as
+above, and scanned from memory beside them. Both give the same rows and locations
+(``tests/write/test_located_rows.py``).
 """
 
 from __future__ import annotations
@@ -81,11 +88,40 @@ class ChangeTarget(ds.Dataset):
     """The table ``table`` (a ``LakeTable`` at the change's base snapshot) with each row's
     location, as a ``pyarrow.dataset`` DataFusion scans."""
 
-    def __init__(self, table, plan: ScanPlan | None = None) -> None:
+    def __init__(self, table, plan: ScanPlan | None = None, files=None) -> None:
         self.table = table
-        # the unpruned plan at the table's snapshot (the row change's own, when given)
-        self.plan: ScanPlan = plan if plan is not None else table.scan_plan()
+        # the unpruned plan at the table's snapshot (the row change's own, when given),
+        # and the file rows it was planned from (with the bounds a native scan prunes by)
+        if plan is None:
+            plan, files = table.scan_plan_and_files(stats="all")
+        self.plan: ScanPlan = plan
+        self.files = files
         self._schema = pa.schema(list(table.schema) + _LOCATION_FIELDS)
+
+    def native_table(self, ctx):
+        """The target as a ``datafusion.catalog.Table`` over the Rust scan, planned in
+        ``ctx``, or ``None`` where the Rust scan does not read the table's columns."""
+        from datafusion.catalog import Table
+
+        from ._rust import extension, readable_columns
+        from ._rust_build import build_provider
+
+        if not readable_columns(self.table):
+            return None
+        provider = build_provider(
+            extension(),
+            self.table,
+            self.plan,
+            self.files,
+            bounds=self.files is not None,
+            read_rest=self._located,
+            locating=True,
+        )
+        return None if provider is None else Table(provider, ctx)
+
+    def _located(self, plan: ScanPlan, tasks) -> list[pa.RecordBatch]:
+        """The rows of ``tasks`` with their locations, read exactly, in this schema."""
+        return list(_Scanner(self, tuple(tasks), None, None).to_batches())
 
     @property
     def schema(self) -> pa.Schema:

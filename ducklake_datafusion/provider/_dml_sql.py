@@ -24,10 +24,17 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import InvalidOptionError, TableNotFoundError
+from ..errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
 from ._sql_text import keyword_at, name_and_alias, split_commas, split_name, top_level
 
-__all__ = ["Statement", "is_row_change", "parse_statement", "remember_lake", "sql"]
+__all__ = [
+    "Statement",
+    "is_row_change",
+    "parse_statement",
+    "remember_lake",
+    "sql",
+    "unsupported_ddl",
+]
 
 # the lakes registered in each session, by the name they were registered under
 _LAKES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -111,6 +118,39 @@ def _resolve(ctx, name: tuple[str, ...], text: str):
         raise TableNotFoundError(f"{exc} (in {text!r})") from None
 
 
+def unsupported_ddl(statement: str, name: str, lake: str) -> UnsupportedFeatureError:
+    """The error of a schema change this package does not make yet, for lake ``lake``."""
+    return UnsupportedFeatureError(
+        f"{statement} {name} in {lake}: ducklake-datafusion does not make this change to a "
+        f"lake yet (it writes rows and creates tables); run the {statement} in DuckDB"
+    )
+
+
+_DDL = re.compile(
+    r"\s*(ALTER\s+TABLE|DROP\s+TABLE|DROP\s+SCHEMA|CREATE\s+SCHEMA)\s+"
+    r"(IF\s+(?:NOT\s+)?EXISTS\s+)?",
+    re.I,
+)
+
+
+def _refuse_lake_ddl(ctx, text: str) -> None:
+    """Raise :func:`unsupported_ddl` for an ``ALTER TABLE``, ``DROP TABLE``, ``DROP
+    SCHEMA`` or ``CREATE SCHEMA`` of a registered lake: DataFusion would report a ``DROP
+    TABLE``'s error as "doesn't exist"."""
+    found = _DDL.match(text)
+    if found is None:
+        return
+    statement = " ".join(found.group(1).upper().split())
+    try:
+        name = name_and_alias(text[found.end() :], text, set())[0]
+    except InvalidOptionError:
+        return  # no name: DataFusion says what it makes of the statement
+    lakes = _LAKES.get(ctx, {})
+    wanted = 3 if statement.endswith("TABLE") else 2
+    if len(name) == wanted and name[0] in lakes:
+        raise unsupported_ddl(statement, ".".join(name[1:]), lakes[name[0]].lake.description)
+
+
 def is_row_change(text: str) -> bool:
     """Whether ``text`` starts as a ``DELETE``, ``UPDATE`` or ``MERGE`` does."""
     return re.match(r"\s*(DELETE|UPDATE|MERGE)\s", text, re.IGNORECASE) is not None
@@ -129,6 +169,7 @@ def sql(ctx, text: str, **commit_options):
     merge = parse_merge(text)
     statement = parse_statement(text) if merge is None else None
     if merge is None and statement is None:
+        _refuse_lake_ddl(ctx, text)
         return _datafusion_sql(ctx, text)
     table = _resolve(ctx, merge[0] if merge else statement.table, text)
     if table is None:

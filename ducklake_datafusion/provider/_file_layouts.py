@@ -44,9 +44,13 @@ def table_signature(table) -> tuple:
     return tuple((c.column_id, c.name, str(c.arrow_type)) for c in table.columns)
 
 
-def checked_layout(task, plan, columns, signature, what: str) -> FileLayout | None:
+def checked_layout(
+    task, plan, columns, signature, what: str, *, locating: bool = False
+) -> FileLayout | None:
     """Check the file against the catalog (raises if damaged); its layout if the native
-    scan maps it exactly, else ``None``.
+    scan maps it exactly, else ``None``. ``locating``: the scan gives each row's location
+    too (``rust/src/locations.rs``), which it computes only for files whose row ids are
+    ``row_id_start`` plus the position, without per-row snapshots (else ``None``).
 
     The check and the layout are ``read.checked_file``'s, kept per (file, size, rows,
     columns): a local file is stat-ed on every call, a known layout needs no footer, so a
@@ -56,4 +60,10 @@ def checked_layout(task, plan, columns, signature, what: str) -> FileLayout | No
     The Rust scan maps any exact layout by field id itself (``rust/src/layouts.rs``).
     """
     checked = checked_file(task, plan.storage, columns, what, signature=signature)
-    return None if checked is None else checked.layout
+    if checked is None or checked.layout is None:
+        return None
+    if locating and (
+        checked.row_ids or task.row_id_start is None or checked.layout.snapshot_column
+    ):
+        return None
+    return checked.layout

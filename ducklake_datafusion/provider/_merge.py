@@ -116,7 +116,7 @@ def stage_merge(change, statement: MergeStatement, ctx=None, source_data=None) -
         source_columns = _source_columns(session, statement)
         if any(c.when != MATCHED and c.action != "nothing" for c in statement.clauses):
             change.requirements.append(NoRowsInserted(change.ref))
-        target = ChangeTarget(table, change.plan)
+        target = ChangeTarget(table, change.plan, change.files)
         query = _merge_query(table, statement, source_columns)
         rows = query_target(target, query, session, statement.target_alias)
         return _apply(table, statement, rows, change)

@@ -37,24 +37,30 @@ __all__ = [
 REPLANS = 4
 
 
-def locate(table, where, ctx=None, *, alias: str | None = None, plan=None) -> pa.Table:
+def locate(table, where, ctx=None, *, alias: str | None = None, change=None) -> pa.Table:
     """The locations (``rowid``, data file, position) of the rows of ``table`` (at its
     snapshot) for which ``where`` is true: SQL text, a pyarrow expression, or ``None`` for
-    every row. ``plan``: the table's unpruned scan plan, when the caller has it."""
-    target = ChangeTarget(table, plan)
-    if where is None:
-        return target.scanner(columns=list(LOCATION_COLUMNS)).to_table()
+    every row. ``change``: the ``TableChange`` whose plan to read, when the caller has it."""
+    target = _target(table, change)
     if isinstance(where, pc.Expression):
         return target.scanner(columns=list(LOCATION_COLUMNS), filter=where).to_table()
-    if not isinstance(where, str):
+    if where is not None and not isinstance(where, str):
         raise InvalidOptionError(
             f"where for {table.name} must be SQL text or a pyarrow.compute.Expression, got "
             f"{type(where).__name__}"
         )
     columns = ", ".join(quoted(c) for c in LOCATION_COLUMNS)
+    condition = "" if where is None else f" WHERE {where}"
     return query_target(
-        target, lambda relation: f"SELECT {columns} FROM {relation} WHERE {where}", ctx, alias
+        target, lambda relation: f"SELECT {columns} FROM {relation}{condition}", ctx, alias
     )
+
+
+def _target(table, change) -> ChangeTarget:
+    """The target of a statement on ``table``, read at ``change``'s plan when given."""
+    if change is None:
+        return ChangeTarget(table)
+    return ChangeTarget(table, change.plan, change.files)
 
 
 def query_target(target: ChangeTarget, sql, ctx=None, alias: str | None = None) -> pa.Table:
@@ -68,7 +74,11 @@ def query_target(target: ChangeTarget, sql, ctx=None, alias: str | None = None) 
     table = target.table
     session = ctx if ctx is not None else SessionContext()
     name = f"__ducklake_target_{uuid.uuid4().hex}"
-    session.register_dataset(name, target)
+    native = target.native_table(session)
+    if native is not None:
+        session.register_table(name, native)
+    else:
+        session.register_dataset(name, target)
     shown = quoted(alias or table.entry.table_name)
     try:
         return without_views(session.sql(sql(f"{quoted(name)} AS {shown}")).to_arrow_table())
@@ -136,7 +146,7 @@ def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None,
 def stage_delete(change, where, ctx=None, alias=None) -> dict[str, int]:
     """Add the delete of the rows ``where`` selects to ``change`` (a ``TableChange``);
     the rows deleted."""
-    change.delete(locate(change.table, where, ctx, alias=alias, plan=change.plan))
+    change.delete(locate(change.table, where, ctx, alias=alias, change=change))
     return {"deleted": change.deleted_count}
 
 
@@ -156,12 +166,12 @@ def stage_update(change, assignments, where, ctx=None, alias=None) -> dict[str, 
     # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
     # rows by position then numbers them alike)
     table = change.table
-    rows = updated_rows(table, assignments, where, ctx, alias, change.plan).sort_by(ROW_ID)
+    rows = updated_rows(table, assignments, where, ctx, alias, change).sort_by(ROW_ID)
     change.delete(rows.select(list(LOCATION_COLUMNS)))
     return {"updated": change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))}
 
 
-def updated_rows(table, assignments, where, ctx=None, alias=None, plan=None) -> pa.Table:
+def updated_rows(table, assignments, where, ctx=None, alias=None, change=None) -> pa.Table:
     """The rows ``where`` selects, with their locations and every column's new value."""
     if not assignments:
         raise InvalidOptionError(f"an update of {table.name} needs at least one column to set")
@@ -175,7 +185,7 @@ def updated_rows(table, assignments, where, ctx=None, alias=None, plan=None) -> 
                 f"{table.schema.names}"
             )
         wanted[found] = value
-    target = ChangeTarget(table, plan)
+    target = _target(table, change)
     if all(isinstance(v, str) for v in wanted.values()) and not isinstance(where, pc.Expression):
         select = [quoted(c) for c in LOCATION_COLUMNS]
         for name in table.schema.names:

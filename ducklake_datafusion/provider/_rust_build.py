@@ -11,6 +11,7 @@ store paths, catalog bounds, rows read exactly) beside it in one
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +29,9 @@ __all__ = ["MIN_PARTITIONS", "build_provider"]
 MIN_PARTITIONS = max(2, os.cpu_count() or 2)
 
 
-def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None):
+def build_provider(
+    rust, table, plan: ScanPlan, files_meta=None, *, bounds=False, read_rest=None, locating=False
+):
     """A ``_rust.LakeProvider`` over the plan's data files and inlined rows, or ``None``.
 
     Each file is checked against the catalog (``_file_layouts.checked_layout``). A file the scan would
@@ -38,11 +41,20 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
     catalog bounds (from ``files_meta``, the plan's ``TableFiles``), with which ``scan()``
     prunes (not needed when the plan is already pruned by the query's filter); ``True``
     for every column, a set of names for those columns only.
+
+    ``locating``: the provider's table has each row's location after the table's columns
+    (``_change_target.LOCATION_COLUMNS``, computed in Rust: ``rust/src/locations.rs``);
+    the inlined rows and the files whose row ids the scan does not compute go to
+    ``read_rest``, which then gives them with their locations.
     """
     files = [t for t in plan.tasks if isinstance(t, DataFileTask)]
     rest = []
+    if locating:
+        if read_rest is None:
+            raise InternalError(f"a locating scan of {plan.table} needs read_rest")
+        rest = [t for t in plan.tasks if not isinstance(t, DataFileTask)]
     if read_rest is not None:  # files the Rust store does not read go to read_rest
-        rest = [t for t in files if not store_readable(t)]
+        rest += [t for t in files if not store_readable(t)]
         files = [t for t in files if store_readable(t)]
     storage = store_options(files, plan)
     if storage is None:
@@ -53,7 +65,7 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
     native, layouts = [], []
     for task in files:
         what = f"data file {task.file.url} of table {plan.table} (snapshot {plan.snapshot_id})"
-        layout = checked_layout(task, plan, table.columns, signature, what)
+        layout = checked_layout(task, plan, table.columns, signature, what, locating=locating)
         if layout is None:
             if read_rest is None:
                 return None  # a conversion the scan would not do exactly: the exact path
@@ -62,7 +74,9 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
         native.append(task)
         layouts.append(layout)
     # the engine-neutral export of the kept files (read/_export), as the JVM reads it
-    export = export_plan(plan, native, layouts=layouts)
+    # (a locating scan's inlined rows come from read_rest, located)
+    exported = replace(plan, tasks=tuple(native)) if locating else plan
+    export = export_plan(exported, native, layouts=layouts)
     bounds_table = None
     if bounds:
         columns = table.columns
@@ -77,7 +91,8 @@ def build_provider(rust, table, plan: ScanPlan, files_meta=None, *, bounds=False
         storage=storage,
         min_partitions=MIN_PARTITIONS,
         pruned=0 if bounds is True else plan.stats.files_total - plan.stats.files_scanned,
-        read_exactly=len(rest),
+        read_exactly=sum(isinstance(t, DataFileTask) for t in rest),
+        row_id_starts=tuple(t.row_id_start for t in native) if locating else None,
     )
     try:
         return rust.LakeProvider(spec)

@@ -12,7 +12,8 @@ column):
   gets each file's Hadoop URL beside the export);
 * ``bounds``: columns of :func:`bounds_schema` (any of them), one row per file, or
   ``None`` (no pruning by catalog bounds);
-* ``rows``: rows read by the exact reader, in the table's own schema.
+* ``rows``: rows read by the exact reader, in the table's own schema (with each row's
+  location after it when ``row_id_starts`` is given).
 
 ``tests/provider/test_rust_contract.py`` checks these against what the extension expects
 (``_rust.boundary_schemas``, ``_rust.PROVIDER_SPEC_FIELDS``). A lazy provider's scan hands
@@ -82,3 +83,7 @@ class ProviderSpec:
     """Files of the snapshot already left out by the query's filters (reported only)."""
     read_exactly: int = 0
     """Kept files read by the exact reader, whose rows are among ``rows`` (reported)."""
+    row_id_starts: tuple[int, ...] | None = None
+    """Each exported file's ``row_id_start``, when the scan gives every row's location
+    (``rust/src/locations.rs``): then ``rows`` have the location columns after the
+    table's, and the export holds no inlined rows."""

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 from ..common import LRUCache
 from ..pathres import parse_location
+from ..scan import field_id
 from ._file_checks import check_data_file, reads_by_name
+from ._file_columns import ROW_ID_FIELD_ID
 from ._footers import parsed_fragment, require_regular_file
 from ._layouts import FileLayout, file_layout
 from ._reader import PARQUET_FORMAT, read_error
@@ -41,10 +43,13 @@ class CheckedFile:
             defaults, per-row snapshots), or ``None`` where no exact mapping exists.
         by_name: a by-name scan of the table's columns reads the file as it is (each
             name holds the field of the column's id).
+        row_ids: the file carries each row's id (written by an UPDATE), instead of
+            ``row_id_start`` plus the row's position.
     """
 
     layout: FileLayout | None
     by_name: bool
+    row_ids: bool = False
 
 
 # Results per (file, size, rows, columns) when a signature is given: the footer is cached
@@ -88,7 +93,10 @@ def checked_file(task, storage, columns, what: str, *, signature=None) -> Checke
     if checked is not _MISSING:
         return checked
     check_data_file(task, fragment.metadata, physical, columns, what)
-    checked = CheckedFile(file_layout(physical, columns), reads_by_name(physical, columns))
+    row_ids = any(field_id(f) == ROW_ID_FIELD_ID for f in physical)
+    checked = CheckedFile(
+        file_layout(physical, columns), reads_by_name(physical, columns), row_ids
+    )
     if key is not None:
         fresh = checked
         checked = _SHARED.get_or_compute(fresh, lambda: fresh)

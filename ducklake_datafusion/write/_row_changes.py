@@ -79,8 +79,11 @@ class TableChange:
         self.table = table
         self.ref = TableRef(table.entry.schema_name, table.entry.table_name, table.entry.table_id)
         self.description = f"table {table.name} of {table.lake.description}"
-        plan, files = table.scan_plan_and_files()
-        self.plan = plan  # (the statement's target reads the same plan: ``ChangeTarget``)
+        # (the statement's target reads the same plan, pruning by every column's bounds:
+        # ``ChangeTarget``)
+        plan, files = table.scan_plan_and_files(stats="all")
+        self.plan = plan
+        self.files = files
         self.tasks = {t.data_file_id: t for t in plan.tasks if isinstance(t, DataFileTask)}
         self.entries = {e.data_file_id: e for e in files.files}
         with table.lake.backend.session() as session:

@@ -229,6 +229,10 @@ spec! {
         /// Kept files the caller read with the exact reader, whose rows are among `rows`
         /// (reported only).
         pub read_exactly: usize,
+        /// Each exported file's row id start, in the export's order, when the scan gives
+        /// every row's location (`locations`): then `rows` have the location columns too
+        /// and the export holds no inlined rows.
+        pub row_id_starts: Option<Vec<i64>>,
     }
 }
 

@@ -5,8 +5,9 @@
 //! file's index among the scan's files (a partition value, constant per file) and each
 //! row's position in its file (Parquet's `row_number` virtual column, which stays right
 //! through row-group, page-index and decoder-filter pruning). This node looks the
-//! positions up in the file's live rows, keeps the live ones and drops the two columns.
-//! Files read through a row selection, and files without deletes, pass through.
+//! positions up in the file's live rows, keeps the live ones and drops the two columns
+//! (or keeps them, for `locations` to turn into each row's location). Files read through
+//! a row selection, and files without deletes, pass through.
 
 use std::fmt;
 use std::sync::Arc;
@@ -46,13 +47,15 @@ pub fn position_field() -> Arc<Field> {
 }
 
 /// Keeps the live rows of its input, whose last two columns are `FILE_COLUMN` and
-/// `POSITION_COLUMN`, and drops those two columns.
+/// `POSITION_COLUMN`, and drops those two columns unless told to keep them.
 #[derive(Debug)]
 pub struct DropDeletedExec {
     input: Arc<dyn ExecutionPlan>,
     /// Per file index, its live rows (`None`: nothing to drop).
     live: Arc<Vec<Option<Arc<LiveRows>>>>,
     table: String,
+    /// The two columns stay (for `locations::LocateExec` above).
+    keep_positions: bool,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -63,6 +66,7 @@ impl DropDeletedExec {
         input: Arc<dyn ExecutionPlan>,
         live: Vec<Option<Arc<LiveRows>>>,
         table: String,
+        keep_positions: bool,
     ) -> Result<Self> {
         let all = input.schema();
         let kept = all.fields().len().checked_sub(2).filter(|&n| {
@@ -73,7 +77,10 @@ impl DropDeletedExec {
                 "reading {table}: the scan lacks its file and row position columns"
             )));
         };
-        let schema = Arc::new(Schema::new(all.fields()[..kept].to_vec()));
+        let schema = match keep_positions {
+            true => Arc::clone(&all),
+            false => Arc::new(Schema::new(all.fields()[..kept].to_vec())),
+        };
         let properties = PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),
             input.output_partitioning().clone(),
@@ -84,6 +91,7 @@ impl DropDeletedExec {
             input,
             live: Arc::new(live),
             table,
+            keep_positions,
             schema,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -132,6 +140,7 @@ impl ExecutionPlan for DropDeletedExec {
             children.remove(0),
             live,
             self.table.clone(),
+            self.keep_positions,
         )?))
     }
 
@@ -146,6 +155,7 @@ impl ExecutionPlan for DropDeletedExec {
         let spent = MetricBuilder::new(&self.metrics).subset_time("drop_deleted_time", partition);
         let dropped = MetricBuilder::new(&self.metrics).counter("deleted_rows_dropped", partition);
         let dropping = Dropping {
+            file_column: self.input.schema().fields().len() - 2,
             live: Arc::clone(&self.live),
             table: self.table.clone(),
             schema: Arc::clone(&self.schema),
@@ -189,6 +199,8 @@ impl ExecutionPlan for DropDeletedExec {
 
 /// What one partition's stream needs to drop deleted rows.
 struct Dropping {
+    /// The index of `FILE_COLUMN` (`POSITION_COLUMN` follows it).
+    file_column: usize,
     live: Arc<Vec<Option<Arc<LiveRows>>>>,
     table: String,
     schema: SchemaRef,
@@ -197,8 +209,8 @@ struct Dropping {
 
 impl Dropping {
     fn live_rows_of(&self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let kept = self.schema.fields().len();
-        let columns = batch.columns()[..kept].to_vec();
+        let kept = self.file_column;
+        let columns = batch.columns()[..self.schema.fields().len()].to_vec();
         let projected = RecordBatch::try_new_with_options(
             Arc::clone(&self.schema),
             columns,
@@ -314,9 +326,27 @@ mod tests {
             (0, vec![3, 5]),    // a gap: position 4 was pruned below
             (2, vec![0, 1, 2]), // every row deleted: no batch
         ]);
-        let exec = DropDeletedExec::try_new(plan, live, "t".into()).unwrap();
+        let exec = DropDeletedExec::try_new(plan, live, "t".into(), false).unwrap();
         assert_eq!(exec.schema().fields().len(), 1);
         assert_eq!(run(exec).unwrap(), vec![0, 2, 100, 101, 5]);
+    }
+
+    #[test]
+    fn kept_positions_stay_with_the_live_rows() {
+        let live = vec![Some(Arc::new(LiveRows::new(&[1, 3], 6).unwrap()))];
+        let plan = input(&[(0, vec![0, 1, 2, 3, 4, 5])]);
+        let exec = DropDeletedExec::try_new(plan, live, "t".into(), true).unwrap();
+        assert_eq!(exec.schema().fields().len(), 3);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let stream = exec.execute(0, Arc::new(TaskContext::default())).unwrap();
+        let batches: Vec<RecordBatch> = runtime.block_on(stream.try_collect()).unwrap();
+        let positions: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(2).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(positions, [0, 2, 4, 5]);
     }
 
     #[test]
@@ -324,13 +354,13 @@ mod tests {
         let live = || vec![Some(Arc::new(LiveRows::new(&[1], 4).unwrap()))];
         // a position outside the file
         let plan = input(&[(0, vec![2, 3, 4])]);
-        assert!(run(DropDeletedExec::try_new(plan, live(), "t".into()).unwrap()).is_err());
+        assert!(run(DropDeletedExec::try_new(plan, live(), "t".into(), false).unwrap()).is_err());
         // a file index the scan does not have
         let plan = input(&[(1, vec![0])]);
-        assert!(run(DropDeletedExec::try_new(plan, live(), "t".into()).unwrap()).is_err());
+        assert!(run(DropDeletedExec::try_new(plan, live(), "t".into(), false).unwrap()).is_err());
         // an input without the two columns is refused when planned
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
         let bare = MemorySourceConfig::try_new_exec(&[vec![]], schema, None).unwrap();
-        assert!(DropDeletedExec::try_new(bare, live(), "t".into()).is_err());
+        assert!(DropDeletedExec::try_new(bare, live(), "t".into(), false).is_err());
     }
 }

@@ -18,6 +18,8 @@ use crate::deletes::{LiveRows, RowGroupSelections};
 /// One live data file.
 #[derive(Debug, Clone)]
 pub struct LakeFile {
+    /// The catalog's id of the file (`ducklake_data_file.data_file_id`).
+    pub data_file_id: i64,
     pub path: Path,
     /// The catalog's URL of the file, for messages.
     pub url: String,

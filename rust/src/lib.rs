@@ -17,7 +17,8 @@
 //!   live data file), `pruning` (catalog bounds as pruning statistics), `statistics` (the
 //!   catalog's facts as the optimizer's statistics), `partitions` (files in partitions,
 //!   large ones split into byte ranges), `deletes` (deleted positions as row selections
-//!   or live rows), `drop_deleted` (scattered deleted rows dropped after decoding),
+//!   or live rows), `drop_deleted` (scattered deleted rows dropped after decoding), `locations` (each
+//!   row's row id, data file and position, for planning row changes),
 //!   `layouts` (older file layouts mapped by field id), `checks` (files re-checked against
 //!   the catalog when opened, local files read in place), `report` (what a scan did),
 //!   `murmur` (the `bucket(N)` partition hash);
@@ -38,6 +39,7 @@ mod file;
 mod guard;
 mod layouts;
 mod lazy;
+mod locations;
 mod murmur;
 mod parquet_scan;
 mod partitions;
@@ -79,6 +81,10 @@ fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "PROVIDER_SPEC_FIELDS",
         PyTuple::new(py, contract::ProviderSpec::FIELDS)?,
+    )?;
+    m.add(
+        "LOCATION_COLUMNS",
+        PyTuple::new(py, locations::LOCATION_COLUMNS)?,
     )?;
     m.add("ERROR_CLASSES", PyTuple::new(py, errors::class_names())?)?;
     m.add(

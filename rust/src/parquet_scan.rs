@@ -34,6 +34,7 @@ use object_store::ObjectStore;
 use crate::checks::CheckedReaderFactory;
 use crate::drop_deleted::{file_field, position_field, DropDeletedExec};
 use crate::file::{partitioned_file, LakeFile};
+use crate::locations::{FileLocation, LocateExec};
 use crate::partitions::{file_groups, Splitting};
 use crate::report::ScanReport;
 use crate::statistics;
@@ -82,6 +83,9 @@ pub struct Kept<'a> {
     pub limit: Option<usize>,
     /// Partitions to split into at least.
     pub min_partitions: usize,
+    /// Each kept file's location, when every row's location is asked for (`locations`):
+    /// the table's columns are followed by `locations::LOCATION_COLUMNS`.
+    pub locations: Option<&'a [FileLocation]>,
 }
 
 impl ParquetScan {
@@ -135,8 +139,16 @@ impl ParquetScan {
             min_size: optimizer.repartition_file_min_size as u64,
         };
         // files with scattered deletes are decoded whole, each row with its file and
-        // position, and their deleted rows dropped after decoding (`drop_deleted`)
-        let read_whole = kept.files.iter().any(|f| f.live.is_some());
+        // position, and their deleted rows dropped after decoding (`drop_deleted`); every
+        // row is numbered too when its location is asked for (`locations`)
+        let drop_deleted = kept.files.iter().any(|f| f.live.is_some());
+        let read_whole = drop_deleted || kept.locations.is_some();
+        if kept.locations.is_some() && self.snapshot.is_some() {
+            return Err(datafusion::common::DataFusionError::Internal(format!(
+                "locating the rows of {}: files with per-row snapshots are the exact path's",
+                self.table
+            )));
+        }
         let groups = file_groups(
             kept.files,
             kept.stats,
@@ -208,7 +220,7 @@ impl ParquetScan {
             .with_statistics(table_stats)
             .with_projection_indices(Some(indices))?
             // a limit counts decoded rows: not when some are dropped above the scan
-            .with_limit(if self.snapshot.is_some() || read_whole {
+            .with_limit(if self.snapshot.is_some() || drop_deleted {
                 None
             } else {
                 kept.limit
@@ -216,9 +228,15 @@ impl ParquetScan {
             .with_expr_adapter(self.adapter.clone())
             .build();
         let mut scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(config);
-        if read_whole {
+        if drop_deleted {
             let live = kept.files.iter().map(|f| f.live.clone()).collect();
-            scan = Arc::new(DropDeletedExec::try_new(scan, live, self.table.clone())?);
+            let keep_positions = kept.locations.is_some();
+            let table = self.table.clone();
+            scan = Arc::new(DropDeletedExec::try_new(scan, live, table, keep_positions)?);
+        }
+        if let Some(locations) = kept.locations {
+            let table = self.table.clone();
+            scan = Arc::new(LocateExec::try_new(scan, locations.to_vec(), table)?);
         }
         match self.snapshot {
             Some(snapshot) => self.drop_later_rows(scan, snapshot, &wanted),

@@ -191,17 +191,20 @@ fn lake_file(
     let footers = column("footer_size").as_primitive::<Int64Type>();
     let counts = column("record_count").as_primitive::<Int64Type>();
     let deleted = column("deleted").as_list::<i32>();
-    if sizes.is_null(row) {
-        return Err(violation(
-            what,
-            Some("size"),
-            format!("is null in row {row}"),
-        ));
+    let ids = column("data_file_id").as_primitive::<Int64Type>();
+    for (name, nulls) in [
+        ("size", sizes.is_null(row)),
+        ("data_file_id", ids.is_null(row)),
+    ] {
+        if nulls {
+            return Err(violation(what, Some(name), format!("is null in row {row}")));
+        }
     }
     let path = Path::parse(path)
         .map_err(|e| violation(what, Some("path"), format!("bad file path: {e}")))?;
     let record_count = nonnegative(what, "record_count", row, counts.value(row))?;
     let mut file = LakeFile {
+        data_file_id: ids.value(row),
         path,
         url: column("url").as_string::<i32>().value(row).to_string(),
         size: nonnegative(what, "size", row, sizes.value(row))?,

@@ -20,13 +20,17 @@ use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::projection::ProjectionExpr;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 use datafusion::physical_optimizer::pruning::PruningPredicateBuilder;
+use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::file::LakeFile;
 use crate::guard::GuardExec;
+use crate::locations::{located_schema, FileLocation};
 use crate::parquet_scan::{count_only, Kept, ParquetScan};
 use crate::pruning::FileBounds;
 use crate::report::ScanReport;
@@ -34,8 +38,13 @@ use crate::statistics;
 
 pub struct LakeProvider {
     pub table: String,
+    /// The table's columns (what the files and the filters' pruning know).
     schema: SchemaRef,
+    /// What the provider scans: `schema`, then the location columns when `locations`.
+    output_schema: SchemaRef,
     files: Vec<LakeFile>,
+    /// Each file's location, when every row's location is asked for (`locations`).
+    locations: Option<Vec<FileLocation>>,
     bounds: FileBounds,
     inlined: Vec<RecordBatch>,
     /// How the files are read.
@@ -63,20 +72,28 @@ impl fmt::Debug for LakeProvider {
 }
 
 impl LakeProvider {
-    /// `parquet` reads `files`; `schema` is the table's (the inlined rows' too).
+    /// `parquet` reads `files`; `schema` is the table's. With `locations` (one per file)
+    /// the provider's table has the location columns too, and so have the `inlined` rows.
     pub fn new(
         schema: SchemaRef,
         files: Vec<LakeFile>,
+        locations: Option<Vec<FileLocation>>,
         bounds: FileBounds,
         inlined: Vec<RecordBatch>,
         parquet: ParquetScan,
         min_partitions: usize,
     ) -> Self {
         let file_stats = (0..files.len()).map(|_| OnceLock::new()).collect();
+        let output_schema = match locations {
+            Some(_) => located_schema(&schema),
+            None => Arc::clone(&schema),
+        };
         Self {
             table: parquet.table.clone(),
             schema,
+            output_schema,
             files,
+            locations,
             file_stats,
             bounds,
             inlined,
@@ -139,10 +156,11 @@ impl LakeProvider {
     fn predicate(&self, filters: &[Expr]) -> Result<Option<Arc<dyn PhysicalExpr>>> {
         // Conjuncts calling a function are left to DataFusion's filter above the scan: the
         // functions they were decoded with may be an older registration (`task_context`).
+        // Conjuncts on the location columns are DataFusion's too: the files know none.
         let usable = filters
             .iter()
             .flat_map(split_conjunction)
-            .filter(|e| !calls_a_function(e))
+            .filter(|e| !calls_a_function(e) && self.on_table_columns(e))
             .cloned();
         let Some(expr) = conjunction(usable) else {
             return Ok(None);
@@ -156,6 +174,13 @@ impl LakeProvider {
             &PhysicalPlanningContext::default(),
         )
         .ok())
+    }
+
+    /// Whether every column `expr` names is one of the table's (not a location column).
+    fn on_table_columns(&self, expr: &Expr) -> bool {
+        expr.column_refs()
+            .iter()
+            .all(|c| self.schema.field_with_name(&c.name).is_ok())
     }
 
     pub fn scan_plan(
@@ -193,7 +218,24 @@ impl LakeProvider {
         let keep = self.keep(predicate.as_ref());
         let kept_indices: Vec<usize> = (0..self.files.len()).filter(|&i| keep[i]).collect();
         let kept: Vec<&LakeFile> = kept_indices.iter().map(|&i| &self.files[i]).collect();
-        let point_lookup = self.bounds.point_lookup(filters, &kept_indices);
+        let on_table: Vec<Expr> = filters
+            .iter()
+            .filter(|e| self.on_table_columns(e))
+            .cloned()
+            .collect();
+        let point_lookup = self.bounds.point_lookup(&on_table, &kept_indices);
+        let kept_locations: Option<Vec<FileLocation>> = self
+            .locations
+            .as_ref()
+            .map(|all| kept_indices.iter().map(|&i| all[i]).collect());
+        // the files are read with the table's columns asked for; the location columns
+        // asked for come after them (`locations`), put in the asked order below
+        let table_columns = self.schema.fields().len();
+        let file_projection: Option<Vec<usize>> = match (&self.locations, projection) {
+            (Some(_), Some(p)) => Some(p.iter().copied().filter(|&i| i < table_columns).collect()),
+            (Some(_), None) => Some((0..table_columns).collect()),
+            (None, p) => p.cloned(),
+        };
         report.files_kept += kept.len();
         report.files_with_deletes = kept.iter().filter(|f| f.deleted > 0).count();
         report.files_split = kept
@@ -219,11 +261,16 @@ impl LakeProvider {
                 stats: &stats,
                 predicate: predicate.as_ref(),
                 point_lookup,
-                projection,
+                projection: file_projection.as_ref(),
                 limit,
                 min_partitions: self.min_partitions,
+                locations: kept_locations.as_deref(),
             };
-            inputs.push(self.parquet.exec(state, reading, &mut report)?);
+            let scan = self.parquet.exec(state, reading, &mut report)?;
+            inputs.push(match (&file_projection, self.locations.is_some()) {
+                (Some(read), true) => in_asked_order(scan, read, projection, table_columns)?,
+                _ => scan,
+            });
         }
         let inlined: Vec<RecordBatch> = self
             .inlined
@@ -233,13 +280,13 @@ impl LakeProvider {
             .collect();
         if !inlined.is_empty() || inputs.is_empty() {
             let batches = if inlined.is_empty() {
-                vec![RecordBatch::new_empty(Arc::clone(&self.schema))]
+                vec![RecordBatch::new_empty(Arc::clone(&self.output_schema))]
             } else {
                 inlined
             };
             inputs.push(MemorySourceConfig::try_new_exec(
                 &[batches],
-                Arc::clone(&self.schema),
+                Arc::clone(&self.output_schema),
                 projection.cloned(),
             )?);
         }
@@ -248,6 +295,39 @@ impl LakeProvider {
         self.record(report);
         Ok(Arc::new(GuardExec::new(summary, plan)))
     }
+}
+
+/// The located scan's columns (those of `read`, then the location columns) in the order
+/// `projection` asks for them (all the provider's columns when `None`).
+fn in_asked_order(
+    scan: Arc<dyn ExecutionPlan>,
+    read: &[usize],
+    projection: Option<&Vec<usize>>,
+    table_columns: usize,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let asked: Vec<usize> = match projection {
+        Some(p) => p.clone(),
+        None => (0..table_columns + crate::locations::LOCATION_COLUMNS.len()).collect(),
+    };
+    let scanned = scan.schema();
+    let order: Vec<usize> = asked
+        .iter()
+        .map(|&i| match read.iter().position(|&r| r == i) {
+            Some(at) => at,
+            None => read.len() + (i - table_columns),
+        })
+        .collect();
+    if order.iter().copied().eq(0..scanned.fields().len()) {
+        return Ok(scan);
+    }
+    let exprs: Vec<ProjectionExpr> = order
+        .iter()
+        .map(|&at| {
+            let name = scanned.field(at).name();
+            ProjectionExpr::new(Arc::new(Column::new(name, at)), name.clone())
+        })
+        .collect();
+    Ok(Arc::new(ProjectionExec::try_new(exprs, scan)?))
 }
 
 /// Whether `expr` calls a scalar function anywhere (built-in or the user's).
@@ -259,7 +339,7 @@ fn calls_a_function(expr: &Expr) -> bool {
 #[async_trait]
 impl TableProvider for LakeProvider {
     fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
+        Arc::clone(&self.output_schema)
     }
 
     fn table_type(&self) -> TableType {

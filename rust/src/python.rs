@@ -28,6 +28,7 @@ use crate::errors::{ContractError, StoreConfigError};
 use crate::exact::ExactProvider;
 use crate::layouts::FieldIds;
 use crate::lazy::{LazyProvider, ReleasedAtOnce, Resolved};
+use crate::locations::located_schema;
 use crate::parquet_scan::ParquetScan;
 use crate::plan::Plan;
 use crate::provider::LakeProvider;
@@ -78,6 +79,7 @@ impl PyLakeProvider {
             min_partitions,
             pruned,
             read_exactly,
+            row_id_starts,
         } = spec;
         let Plan {
             table,
@@ -100,12 +102,19 @@ impl PyLakeProvider {
             }
             None => FileBounds::unbounded(&counts),
         };
+        let locations =
+            crate::locations::of_files(&table, &files, row_id_starts, snapshot, &inlined)?;
+        // the rows sent have the location columns too when the scan locates rows
+        let (rows_schema, rows_views) = match &locations {
+            Some(_) => (located_schema(&schema), located_schema(&views)),
+            None => (Arc::clone(&schema), Arc::clone(&views)),
+        };
         let mut batches = Vec::new();
         let what = format!("the inlined rows of {table}");
         for batch in inlined.into_iter().chain(rows.0) {
-            contract::check_rows(&what, &batch, &schema)?;
+            contract::check_rows(&what, &batch, &rows_schema)?;
             batches.push(
-                in_schema(&batch, Arc::clone(&views))
+                in_schema(&batch, Arc::clone(&rows_views))
                     .map_err(|e| ContractError::new_err(format!("{what}: {e}")))?,
             );
         }
@@ -146,6 +155,7 @@ impl PyLakeProvider {
         let mut provider = LakeProvider::new(
             views,
             files,
+            locations,
             bounds,
             batches,
             parquet,

@@ -94,6 +94,7 @@ mod tests {
 
     fn file(records: u64, deleted: u64) -> LakeFile {
         LakeFile {
+            data_file_id: 0,
             path: Path::from("f.parquet"),
             url: "f.parquet".into(),
             size: 1000,

@@ -27,6 +27,7 @@ import pytest
 
 from ducklake_datafusion import errors
 from ducklake_datafusion.provider import _rust, _rust_lazy
+from ducklake_datafusion.provider._change_target import LOCATION_COLUMNS
 from ducklake_datafusion.provider._rust_contract import ProviderSpec, bounds_names, bounds_schema
 from ducklake_datafusion.read import PLAN_SCHEMA, PLAN_VERSION, PlanExport, export_bytes
 
@@ -140,7 +141,7 @@ def test_the_stub_functions_have_the_modules_parameters(rust):
 def test_the_stub_constants_have_their_types(rust):
     assert isinstance(rust.DATAFUSION_VERSION, str)
     assert isinstance(rust.PLAN_VERSION, str)
-    for name in ("PROVIDER_SPEC_FIELDS", "ERROR_CLASSES"):
+    for name in ("PROVIDER_SPEC_FIELDS", "ERROR_CLASSES", "LOCATION_COLUMNS"):
         value = getattr(rust, name)
         assert isinstance(value, tuple) and all(isinstance(v, str) for v in value), name
 
@@ -162,6 +163,12 @@ def test_the_python_schemas_are_the_ones_the_extension_expects(rust):
 def test_the_spec_has_the_attributes_the_provider_reads(rust):
     assert tuple(f.name for f in dataclasses.fields(ProviderSpec)) == rust.PROVIDER_SPEC_FIELDS
     assert ProviderSpec.__dataclass_params__.frozen
+
+
+def test_the_location_columns_are_the_row_changes(rust):
+    """A locating provider's columns are the ones a row change reads its rows' locations
+    by (``provider/_change_target.py``)."""
+    assert rust.LOCATION_COLUMNS == LOCATION_COLUMNS
 
 
 SMALL = pa.schema([pa.field("k", pa.int64()), pa.field("s", pa.string())])

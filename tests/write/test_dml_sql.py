@@ -18,7 +18,11 @@ from test_deletes import _catalog, _twins, assert_twins_agree
 
 import ducklake_datafusion
 from ducklake_datafusion import DuckLakeCatalog, register
-from ducklake_datafusion.errors import InvalidOptionError, TableNotFoundError
+from ducklake_datafusion.errors import (
+    InvalidOptionError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
 
 STATEMENTS = [
     "DELETE FROM lake.main.t WHERE id IN (SELECT id FROM lake.main.t WHERE id % 13 = 0)",
@@ -61,6 +65,18 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
         ducklake_datafusion.sql(ctx, "DELETE FROM lake.main.missing WHERE true")
     with pytest.raises(InvalidOptionError, match="SET"):
         ducklake_datafusion.sql(ctx, "UPDATE lake.main.t WHERE id = 1")
+    # schema changes not made yet: a typed error naming the table, never "doesn't exist"
+    for ddl, named in [
+        ("DROP TABLE lake.main.t", "DROP TABLE main.t"),
+        ("ALTER TABLE lake.main.t ADD COLUMN w INT", "ALTER TABLE main.t"),
+        ("drop table if exists lake.main.t;", "DROP TABLE main.t"),
+        ("CREATE SCHEMA lake.s", "CREATE SCHEMA s"),
+        ("DROP SCHEMA lake.main CASCADE", "DROP SCHEMA main"),
+    ]:
+        with pytest.raises(UnsupportedFeatureError, match=f"{named} in .*run the"):
+            ducklake_datafusion.sql(ctx, ddl)
+    with pytest.raises(Exception, match="UnsupportedFeatureError.*CREATE SCHEMA s"):
+        ctx.sql("CREATE SCHEMA lake.s").collect()  # DataFusion's own call reaches the same error
     assert _catalog(ours) == before
     assert duckdb_reads(ours, "SELECT count(*) AS n FROM lake.main.t").num_rows == 1
 

@@ -272,6 +272,48 @@ def test_a_writer_killed_before_its_commit_leaves_no_row(table_lake, tmp_path):
     assert len(after[2]) == len(before[2]) + 1  # the orphan: no snapshot names it
 
 
+@pytest.mark.parametrize(
+    "statement", ['.delete("id = 2")', '.update({"name": "\'z\'"}, where="id >= 2")']
+)
+def test_a_row_change_killed_before_its_commit_changes_nothing(table_lake, statement):
+    """Delete files (and an update's new data file) written, then the process dies before
+    the commit: DuckDB sees no new snapshot and the same rows, and names every file the
+    change wrote as an orphan (``ducklake_delete_orphaned_files``), which removes them."""
+    before = _state(table_lake)
+    script = textwrap.dedent(
+        f"""
+        import os
+        from ducklake_datafusion import DuckLakeCatalog
+        from ducklake_datafusion.write import _row_changes
+
+        def die(*args, **kwargs):
+            os._exit(9)
+
+        _row_changes.commit = die
+        DuckLakeCatalog({table_lake.metadata!r}).table("main", "t"){statement}
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 9, done.stderr
+    after = _state(table_lake)
+    assert after[0] == before[0], "a snapshot was committed"
+    assert_same_rows(after[1], before[1])
+    written = sorted(set(after[2]) - set(before[2]))
+    assert any(name.endswith("-delete.parquet") for name in written), written
+    orphans = table_lake.sql(
+        "SELECT path FROM ducklake_delete_orphaned_files('lake', dry_run => true, "
+        "older_than => now() + INTERVAL 1 HOUR)"
+    ).fetchall()
+    assert sorted(Path(p).name for (p,) in orphans) == written
+    table_lake.sql(
+        "CALL ducklake_delete_orphaned_files('lake', older_than => now() + INTERVAL 1 HOUR)"
+    )
+    table_lake.detach()
+    _unchanged(table_lake, before)
+
+
 def test_a_catalog_error_mid_commit_rolls_back(make_lake, monkeypatch):
     """The catalog fails after the snapshot row was inserted: the transaction is rolled
     back and the files deleted (SQLite: the same code as every backend's)."""
