@@ -137,8 +137,9 @@ class TableChange:
                     f"not live at snapshot {self.table.snapshot_id}"
                 )
             before = self.positions.get(file_id)
-            merged = group if before is None else np.concatenate([before, group])
-            self.positions[file_id] = np.unique(merged)
+            if before is not None:  # (a transaction's second statement on the file)
+                group = np.sort(np.concatenate([before, group]))
+            self.positions[file_id] = _distinct(group)
 
     def conformed(self, rows: pa.Table) -> pa.Table:
         """``rows`` cast to the table's columns as a write casts them (by name)."""
@@ -193,9 +194,10 @@ class TableChange:
             checked.append((file_id, tuple(d.delete_file_id for d in old_files)))
             old_positions, old_snapshots = self._old_deletes(task, old_files)
             inlined = np.asarray(task.deletes.inlined_positions if task.deletes else (), np.int64)
-            new = np.setdiff1d(new, np.union1d(old_positions, inlined))
+            deleted = _distinct(np.sort(np.concatenate([old_positions, inlined])))
+            new = new[~_found_in(new, deleted)]  # (each sorted and distinct)
             self.positions[file_id] = new
-            gone = len(np.union1d(np.union1d(old_positions, inlined), new))
+            gone = len(deleted) + len(new)
             if len(new) == 0:
                 continue
             if gone >= task.record_count:
@@ -289,6 +291,21 @@ class TableChange:
         urls = self.written_urls()
         self._plain, self._cumulative, self.added = {}, {}, []
         return delete_files(urls, self.table.lake.storage)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of the sorted ``values`` (``np.unique`` sorts, or hashes, again)."""
+    if len(values) < 2:
+        return values
+    return values[np.concatenate([[True], values[1:] != values[:-1]])]
+
+
+def _found_in(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Which of ``values`` are in ``sorted_set`` (sorted and distinct), by binary search."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
 
 
 def _file_path(task: DataFileTask) -> str:
