@@ -47,7 +47,9 @@ $(PY):
 HOST_TARGET := $(shell uname -m)-unknown-linux-gnu
 ZIG_MATURIN = PATH="$(CURDIR)/.ci/zig-cargo:$(WHEEL_VENV)/bin:$$PATH" $(WHEEL_VENV)/bin/maturin
 ZIG_FLAGS = --zig --compatibility manylinux2014 --interpreter $(WHEEL_VENV)/bin/python
-EDITABLE_OUT := $(CARGO_TARGET_DIR)/editable-wheel
+# (the built wheel in the clone: two clones building at once share the target directory,
+# under cargo's lock, but must not remove each other's wheel)
+EDITABLE_OUT := $(CURDIR)/$(VENV)/.editable-wheel
 
 # The editable wheel (the package's Python code where it is, the extension built into it),
 # as pip's editable install builds it but with the wheel's toolchain.
