@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -272,13 +273,15 @@ def _apply(table, statement: MergeStatement, rows: pa.Table, change) -> dict[str
         )
     changing = taking("update", "delete", when=(MATCHED,))
     if changing is not None:
-        ids = rows.column(ROW_ID).filter(changing)
-        counted = pc.value_counts(ids)
-        twice = counted.filter(pc.greater(counted.field("counts"), 1))
-        if len(twice):
+        # (a matched row has its target's rowid; sorting finds repeats faster than hashing)
+        ids = np.sort(rows.column(ROW_ID).filter(changing).to_numpy(zero_copy_only=False))
+        repeated = ids[1:][ids[1:] == ids[:-1]]
+        if len(repeated):
+            rowid = int(repeated[0])
+            count = int(np.count_nonzero(ids == rowid))
             raise MergeError(
-                f"MERGE into {table.name}: the target row with rowid {twice[0]['values']} is "
-                f"matched by {twice[0]['counts']} source rows, and a MERGE may change a row "
+                f"MERGE into {table.name}: the target row with rowid {rowid} is "
+                f"matched by {count} source rows, and a MERGE may change a row "
                 "once; make the source unique on the ON condition's keys (nothing was changed)"
             )
     counts = {"deleted": 0, "updated": 0, "inserted": 0}

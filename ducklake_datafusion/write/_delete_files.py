@@ -74,7 +74,7 @@ def write_delete_file(
     """
     order = np.argsort(positions, kind="stable")
     columns = [
-        pa.array(np.full(len(positions), data_file_path, dtype=object), pa.string()),
+        pa.repeat(pa.scalar(data_file_path, pa.string()), len(positions)),
         pa.array(np.asarray(positions, dtype=np.int64)[order]),
     ]
     schema = PLAIN_SCHEMA

@@ -247,23 +247,30 @@ impl Locating {
             .as_primitive_opt::<Int64Type>()
             .filter(|p| p.null_count() == 0)
             .ok_or_else(|| self.error("no row positions"))?;
-        let mut row_ids = Vec::with_capacity(rows);
-        let mut file_ids = Vec::with_capacity(rows);
-        for (&file, &position) in files.values().iter().zip(positions.values()) {
-            let location = self
-                .files
-                .get(file as usize)
-                .ok_or_else(|| self.error("an unknown file index"))?;
-            let row_id = location
-                .row_id_start
-                .checked_add(position)
-                .ok_or_else(|| self.error("a row id beyond int64"))?;
-            row_ids.push(row_id);
-            file_ids.push(location.data_file_id);
+        // a batch comes from one file (the scan never joins files in a batch)
+        let file = match files.values().first() {
+            Some(&first) if files.values().iter().all(|&f| f == first) => first as usize,
+            Some(_) => return Err(self.error("rows of several files")),
+            None => 0,
+        };
+        let location = match self.files.get(file) {
+            Some(location) => *location,
+            None if rows == 0 => FileLocation {
+                data_file_id: 0,
+                row_id_start: 0,
+            },
+            None => return Err(self.error("an unknown file index")),
+        };
+        let last = positions.values().iter().copied().max().unwrap_or(0);
+        if location.row_id_start.checked_add(last).is_none() {
+            return Err(self.error("a row id beyond int64"));
         }
+        let start = location.row_id_start;
+        let row_ids = Int64Array::from_iter_values(positions.values().iter().map(|p| start + p));
+        let file_ids = Int64Array::from_value(location.data_file_id, rows);
         let mut columns: Vec<ArrayRef> = batch.columns()[..kept].to_vec();
-        columns.push(Arc::new(Int64Array::from(row_ids)));
-        columns.push(Arc::new(Int64Array::from(file_ids)));
+        columns.push(Arc::new(row_ids));
+        columns.push(Arc::new(file_ids));
         columns.push(Arc::new(Int64Array::new(positions.values().clone(), None)));
         Ok(RecordBatch::try_new_with_options(
             Arc::clone(&self.schema),
@@ -376,6 +383,23 @@ mod tests {
         assert!(run(LocateExec::try_new(plan, files(), "t".into()).unwrap()).is_err());
         let plan = input(&[(0, vec![5])]); // beyond int64
         assert!(run(LocateExec::try_new(plan, files(), "t".into()).unwrap()).is_err());
+        let mixed = Arc::new(Schema::new(vec![
+            Arc::new(Field::new("k", DataType::Int64, false)),
+            crate::drop_deleted::file_field(),
+            crate::drop_deleted::position_field(),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&mixed),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2])),
+                Arc::new(UInt32Array::from(vec![0, 1])),
+                Arc::new(Int64Array::from(vec![0, 0])),
+            ],
+        )
+        .unwrap();
+        let two_files = vec![files()[0], files()[0]];
+        let plan = MemorySourceConfig::try_new_exec(&[vec![batch]], mixed, None).unwrap();
+        assert!(run(LocateExec::try_new(plan, two_files, "t".into()).unwrap()).is_err());
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
         let bare = MemorySourceConfig::try_new_exec(&[vec![]], schema, None).unwrap();
         assert!(LocateExec::try_new(bare, files(), "t".into()).is_err());

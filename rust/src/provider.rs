@@ -223,7 +223,10 @@ impl LakeProvider {
             .filter(|e| self.on_table_columns(e))
             .cloned()
             .collect();
-        let point_lookup = self.bounds.point_lookup(&on_table, &kept_indices);
+        // a locating scan decodes its filters' columns first and the rest, and numbers
+        // only, of the rows they keep (a row change names few rows of many)
+        let point_lookup =
+            self.locations.is_some() || self.bounds.point_lookup(&on_table, &kept_indices);
         let kept_locations: Option<Vec<FileLocation>> = self
             .locations
             .as_ref()
