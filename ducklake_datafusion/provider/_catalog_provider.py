@@ -33,8 +33,8 @@ from ..catalog import (
     view_column_comments,
 )
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
-from ._dml_sql import unsupported_ddl
 from ..scan import Lake, find_table
+from ._dml_sql import unsupported_ddl
 from ._rust import forget_catalog
 from ._table import DuckLakeTable
 from ._table_names import split_table_name

@@ -129,7 +129,7 @@ def unsupported_ddl(statement: str, name: str, lake: str) -> UnsupportedFeatureE
 _DDL = re.compile(
     r"\s*(ALTER\s+TABLE|DROP\s+TABLE|DROP\s+SCHEMA|CREATE\s+SCHEMA)\s+"
     r"(IF\s+(?:NOT\s+)?EXISTS\s+)?",
-    re.I,
+    re.IGNORECASE,
 )
 
 

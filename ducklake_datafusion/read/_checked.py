@@ -94,9 +94,7 @@ def checked_file(task, storage, columns, what: str, *, signature=None) -> Checke
         return checked
     check_data_file(task, fragment.metadata, physical, columns, what)
     row_ids = any(field_id(f) == ROW_ID_FIELD_ID for f in physical)
-    checked = CheckedFile(
-        file_layout(physical, columns), reads_by_name(physical, columns), row_ids
-    )
+    checked = CheckedFile(file_layout(physical, columns), reads_by_name(physical, columns), row_ids)
     if key is not None:
         fresh = checked
         checked = _SHARED.get_or_compute(fresh, lambda: fresh)

@@ -33,6 +33,7 @@ from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.provider._change_target import LOCATION_COLUMNS, ChangeTarget
 from ducklake_datafusion.provider._row_statements import without_views
 
+
 def updated_files(lake) -> None:
     """``lake.main.t (k, s)``: a file of DuckDB's UPDATE (each row's original row id in
     it, some of its rows deleted since) beside a file with scattered deletes."""
@@ -128,7 +129,7 @@ def test_filters_and_projections_in_any_order(make_lake):
         got = without_views(ctx.sql(sql).to_arrow_table())
         assert got.schema.names == names, sql
         wanted = [{n: r[n] for n in names} for r in exact.to_pylist() if keep(r)]
-        key = lambda r: tuple((v is None, v) for v in r.values())  # noqa: E731
+        key = lambda r: tuple((v is None, v) for v in r.values())
         assert sorted(got.to_pylist(), key=key) == sorted(wanted, key=key), sql
     count = ctx.sql("SELECT count(*) AS n FROM t WHERE rowid >= 0").to_arrow_table()
     assert count.column("n")[0].as_py() == exact.num_rows
