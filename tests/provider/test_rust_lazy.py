@@ -120,11 +120,11 @@ def test_files_the_rust_scan_cannot_map_are_read_exactly_in_the_same_scan(typed_
     refused = set()
     original = _rust_build.checked_layout
 
-    def some_refused(task, *args):
+    def some_refused(task, *args, **kwargs):
         if task.data_file_id % 2 == 0:
             refused.add(task.file.url)
             return None
-        return original(task, *args)
+        return original(task, *args, **kwargs)
 
     monkeypatch.setattr(_rust_build, "checked_layout", some_refused)
     read = []
