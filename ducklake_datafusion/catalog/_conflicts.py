@@ -116,6 +116,10 @@ def _changes_since(session, base: int) -> list[tuple[int, tuple]]:
 
 
 def _current_id(session, table: TableRef, base: int, latest: int, description: str) -> int:
+    """The table's id at ``latest``: the plan's own when nothing committed since its base
+    (a catalog lookup less on the commonest commit), else looked up by name."""
+    if latest == base and table.table_id is not None:
+        return table.table_id
     entry = find_table(session, latest, table.schema_name, table.table_name)
     if entry is None:
         raise _conflict(description, table, "was dropped or renamed", base, None, latest)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -83,11 +84,6 @@ class _DuckDBSession(SessionBase):
             "SELECT table_name FROM duckdb_tables() "
             f"WHERE database_name = {_literal(alias)} AND schema_name = {_literal(schema)}"
         )
-        self.COLUMNS_SQL = (
-            "SELECT column_name FROM duckdb_columns() "
-            f"WHERE database_name = {_literal(alias)} AND schema_name = {_literal(schema)} "
-            "AND table_name = ? ORDER BY column_index"
-        )
 
     def _read_version(self) -> tuple:
         # A copy never changes (it is replaced when the file does): its version is read
@@ -97,6 +93,9 @@ class _DuckDBSession(SessionBase):
             version = super()._read_version()
             self._copy.versions[self._schema] = version
         return version
+
+    def column_names(self, table: str) -> tuple[str, ...]:
+        return bound_column_names(self._cursor, table, self.description)
 
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         try:
@@ -112,6 +111,27 @@ class _DuckDBSession(SessionBase):
         except duckdb.Error as exc:
             raise catalog_error(exc, self.description) from exc
         return table if schema is None else conform_to(table, schema)
+
+
+_METADATA_TABLE = re.compile(r"^ducklake_[a-z0-9_]+$")
+
+
+def bound_column_names(cursor, table: str, description: str) -> tuple[str, ...]:
+    """A metadata table's column names, in order, ``()`` when it does not exist.
+
+    Binding ``SELECT * ... LIMIT 0`` reads the one table's entry; ``duckdb_columns()``
+    lists every column of every attached database (measured on a lake's catalog file: 0.6
+    ms against 4-18 ms a table, the first query of a new connection the slowest).
+    """
+    if not _METADATA_TABLE.match(table):
+        raise ValueError(f"not a metadata table name: {table!r}")
+    try:
+        found = cursor.execute(f"SELECT * FROM {table} LIMIT 0").description
+    except duckdb.CatalogException:
+        return ()
+    except duckdb.Error as exc:
+        raise catalog_error(exc, description) from exc
+    return tuple(column[0] for column in found)
 
 
 def file_signature(path: str) -> tuple:

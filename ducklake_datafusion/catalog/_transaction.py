@@ -44,8 +44,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class TableRef:
-    """The table an action changes: by name, and by the id the plan resolved (``None``
-    for the table a :class:`CreateTable` of the same transaction creates)."""
+    """The table an action changes: by name, and by its id at the transaction's base
+    snapshot (``None`` for the table a :class:`CreateTable` of the same transaction
+    creates)."""
 
     schema_name: str
     table_name: str

@@ -134,11 +134,11 @@ class _DuckDBWriteSession(WriteSession):
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
             f"AND schema_name = '{schema.replace(chr(39), chr(39) * 2)}'"
         )
-        self.COLUMNS_SQL = (
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
-            f"AND schema_name = '{schema.replace(chr(39), chr(39) * 2)}' AND table_name = ? "
-            "ORDER BY column_index"
-        )
+
+    def column_names(self, table: str) -> tuple[str, ...]:
+        from ._duckdb import bound_column_names
+
+        return bound_column_names(self._connection, table, self.description)
 
     def rows_or_none(self, sql, params, race_point):
         import duckdb

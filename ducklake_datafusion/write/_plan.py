@@ -34,7 +34,7 @@ from ..catalog import (
     metadata,
     transaction_of,
 )
-from ..errors import CatalogReadOnlyError, TableNotFoundError
+from ..errors import CatalogReadOnlyError, CommitConflictError, TableNotFoundError
 from ..pathres import join_path
 from ..scan import Lake, require_table, table_directory
 from ._files import DEFAULT_TARGET_FILE_SIZE, uuid7
@@ -116,8 +116,16 @@ def append_plan(
         settings = metadata.read_settings(session, lake.description)
         snapshot = _base_snapshot(session, at_snapshot)
         entry = require_table(session, lake.description, snapshot, schema, table)
-        columns = build_column_tree(metadata.read_columns(session, entry.table_id, snapshot))
         description = f"{lake.description}: table {entry.schema_name}.{entry.table_name}"
+        if expected_table_id is not None and expected_table_id != entry.table_id:
+            # (so a commit's table id is always the table's at its base snapshot, which the
+            # commit's requirements check takes for granted when nothing committed since)
+            raise CommitConflictError(
+                f"{description} was replaced by another table of the same name before "
+                f"snapshot {snapshot}, where this write began; nothing was committed, write "
+                "again against the table as it is now"
+            )
+        columns = build_column_tree(metadata.read_columns(session, entry.table_id, snapshot))
         spec = read_partition_spec(session, entry.table_id, snapshot, columns, description)
         target_size = _target_file_size(session, settings, entry.table_id)
         directory = table_directory(lake.data_path(settings), entry)
@@ -125,7 +133,7 @@ def append_plan(
         schema_name=entry.schema_name,
         table_name=entry.table_name,
         base_snapshot=snapshot,
-        table_id=expected_table_id if expected_table_id is not None else entry.table_id,
+        table_id=entry.table_id,
         files=(),
         column_types=leaf_types(columns),
         overwrite=overwrite,
