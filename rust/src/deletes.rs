@@ -98,9 +98,60 @@ pub const SCATTERED_RUN: u64 = 96;
 
 /// Whether `selection`, of a file of `record_count` rows, has runs shorter than
 /// `SCATTERED_RUN` on average.
-pub fn scattered(selection: &RowSelection, record_count: u64) -> bool {
-    let runs = selection.iter().count() as u64;
+#[cfg(test)]
+fn scattered(selection: &RowSelection, record_count: u64) -> bool {
+    scattered_runs(selection.iter().count() as u64, record_count)
+}
+
+fn scattered_runs(runs: u64, record_count: u64) -> bool {
     runs > 1 && record_count < runs.saturating_mul(SCATTERED_RUN)
+}
+
+/// How a file's deleted rows are left out: skipped by a row selection, or dropped after
+/// decoding by one bit per row (`scattered`).
+#[derive(Debug)]
+pub enum FileDeletes {
+    Skipped(RowSelection),
+    Dropped(LiveRows),
+}
+
+/// `deleted` (sorted ascending, unique, each below `record_count`) as the form its runs
+/// call for. The runs are counted first, so only that form is built: a file with 175,000
+/// scattered deletes would otherwise build a selection of 350,000 selectors to drop it.
+pub fn file_deletes(deleted: &[i64], record_count: u64) -> Result<FileDeletes, String> {
+    if scattered_runs(selection_runs(deleted, record_count)?, record_count) {
+        Ok(FileDeletes::Dropped(LiveRows::new(deleted, record_count)?))
+    } else {
+        Ok(FileDeletes::Skipped(row_selection(deleted, record_count)?))
+    }
+}
+
+/// The selectors `row_selection` would make of `deleted` (checked as it checks them).
+fn selection_runs(deleted: &[i64], record_count: u64) -> Result<u64, String> {
+    let mut runs: u64 = 0;
+    let mut next: u64 = 0; // the first row not yet covered
+    for &position in deleted {
+        let Ok(position) = u64::try_from(position) else {
+            return Err(format!("negative deleted position {position}"));
+        };
+        if position >= record_count {
+            return Err(format!(
+                "deleted position {position} is outside the file's {record_count} rows"
+            ));
+        }
+        if position < next {
+            return Err(format!(
+                "deleted positions are not sorted and unique at {position}"
+            ));
+        }
+        if position > next {
+            runs += 2; // the kept rows before it, and a deleted run
+        } else if runs == 0 {
+            runs = 1; // a deleted run from the first row
+        }
+        next = position + 1;
+    }
+    Ok(runs + u64::from(next < record_count))
 }
 
 /// The live rows of a file, one bit per row (set: live).
@@ -228,6 +279,38 @@ mod tests {
         assert!(live.mask(&Int64Array::from(vec![-1, 0])).is_err());
         assert!(live.mask(&Int64Array::from(vec![Some(1), None])).is_err());
         assert!(LiveRows::new(&[8], 8).is_err());
+    }
+
+    #[test]
+    fn runs_are_counted_as_the_selection_has_them() {
+        let cases: [(&[i64], u64); 7] = [
+            (&[], 7),
+            (&[0], 7),
+            (&[6], 7),
+            (&[0, 1, 5, 9], 10),
+            (&[2, 3, 4], 5),
+            (&[0, 1, 2, 3, 4], 5),
+            (&[1, 3, 5, 7], 8),
+        ];
+        for (deleted, rows) in cases {
+            let selection = row_selection(deleted, rows).unwrap();
+            let runs = selection_runs(deleted, rows).unwrap();
+            assert_eq!(runs, selection.iter().count() as u64, "{deleted:?} of {rows}");
+        }
+        for (bad, rows) in [(&[10][..], 10), (&[-1][..], 10), (&[3, 3][..], 10), (&[4, 3][..], 10)] {
+            assert!(selection_runs(bad, rows).is_err());
+            assert!(file_deletes(bad, rows).is_err());
+        }
+        let every_tenth: Vec<i64> = (0..10_000).filter(|p| p % 10 == 3).collect();
+        assert!(matches!(
+            file_deletes(&every_tenth, 10_000).unwrap(),
+            FileDeletes::Dropped(_)
+        ));
+        let block: Vec<i64> = (2_000..2_500).collect();
+        assert!(matches!(
+            file_deletes(&block, 10_000).unwrap(),
+            FileDeletes::Skipped(_)
+        ));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Deleted rows dropped after decoding, for files whose deletes are scattered
-//! (`deletes::scattered`).
+//! (`deletes::file_deletes`).
 //!
 //! The Parquet scan below reads such files whole and adds two columns to every batch: the
 //! file's index among the scan's files (a partition value, constant per file) and each

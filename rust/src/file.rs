@@ -29,7 +29,7 @@ pub struct LakeFile {
     /// Rows deleted at the snapshot (`selection` skips them, or `live` drops them).
     pub deleted: u64,
     pub selection: Option<Arc<ParquetRowSelection>>,
-    /// The rows left, when the deletes are scattered (`deletes::scattered`): the file is
+    /// The rows left, when the deletes are scattered (`deletes::file_deletes`): the file is
     /// decoded whole and its deleted rows dropped after decoding (`drop_deleted`), instead
     /// of skipped by `selection` (then `None`).
     pub live: Option<Arc<LiveRows>>,

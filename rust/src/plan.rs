@@ -21,7 +21,7 @@ use datafusion_datasource_parquet::ParquetRowSelection;
 use object_store::path::Path;
 
 use crate::contract::{check_schema, nonnegative, violation, Violation};
-use crate::deletes::{row_selection, scattered, LiveRows};
+use crate::deletes::{file_deletes, FileDeletes};
 use crate::file::LakeFile;
 
 /// The export's form version (`read/_export.py`: `PLAN_VERSION`; the jar's `PlannedFiles`).
@@ -227,7 +227,7 @@ fn lake_file(
             return Err(violation(what, Some("deleted"), problem));
         }
         if !positions.is_empty() {
-            let selection = row_selection(positions.values(), record_count).map_err(|e| {
+            let deletes = file_deletes(positions.values(), record_count).map_err(|e| {
                 violation(
                     what,
                     Some("deleted"),
@@ -235,17 +235,11 @@ fn lake_file(
                 )
             })?;
             file.deleted = positions.len() as u64;
-            if scattered(&selection, record_count) {
-                let live = LiveRows::new(positions.values(), record_count).map_err(|e| {
-                    violation(
-                        what,
-                        Some("deleted"),
-                        format!("deleted rows of {}: {e}", file.path),
-                    )
-                })?;
-                file.live = Some(Arc::new(live));
-            } else {
-                file.selection = Some(Arc::new(ParquetRowSelection::new(selection)));
+            match deletes {
+                FileDeletes::Dropped(live) => file.live = Some(Arc::new(live)),
+                FileDeletes::Skipped(selection) => {
+                    file.selection = Some(Arc::new(ParquetRowSelection::new(selection)))
+                }
             }
         }
     }
