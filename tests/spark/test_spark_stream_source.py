@@ -449,8 +449,12 @@ def test_the_readme_streaming_pipeline_runs(spark, make_lake, catalog, tmp_path)
     lake.sql("INSERT INTO lake.main.orders SELECT i, i - 5 FROM range(10) r(i)")
     lake.detach()
     name = catalog(lake)
-    code = block.replace("lake.main.", f"{name}.main.").replace(
-        "/tmp/orders_clean", str(tmp_path / "checkpoint")
+    # (the README's trigger, at a tenth of its interval: each micro-batch waits for one)
+    assert 'processingTime="10 seconds"' in block
+    code = (
+        block.replace("lake.main.", f"{name}.main.")
+        .replace("/tmp/orders_clean", str(tmp_path / "checkpoint"))
+        .replace('processingTime="10 seconds"', 'processingTime="1 second"')
     )
     namespace = {"spark": spark}
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
