@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -45,6 +44,7 @@ from ..errors import (
     NotADuckLakeCatalogError,
     UnsupportedVersionError,
 )
+from ._duckdb_tables import bound_column_names, catalog_error
 from ._rows import conform_to
 from ._session import SessionBase
 
@@ -111,27 +111,6 @@ class _DuckDBSession(SessionBase):
         except duckdb.Error as exc:
             raise catalog_error(exc, self.description) from exc
         return table if schema is None else conform_to(table, schema)
-
-
-_METADATA_TABLE = re.compile(r"^ducklake_[a-z0-9_]+$")
-
-
-def bound_column_names(cursor, table: str, description: str) -> tuple[str, ...]:
-    """A metadata table's column names, in order, ``()`` when it does not exist.
-
-    Binding ``SELECT * ... LIMIT 0`` reads the one table's entry; ``duckdb_columns()``
-    lists every column of every attached database (measured on a lake's catalog file: 0.6
-    ms against 4-18 ms a table, the first query of a new connection the slowest).
-    """
-    if not _METADATA_TABLE.match(table):
-        raise ValueError(f"not a metadata table name: {table!r}")
-    try:
-        found = cursor.execute(f"SELECT * FROM {table} LIMIT 0").description
-    except duckdb.CatalogException:
-        return ()
-    except duckdb.Error as exc:
-        raise catalog_error(exc, description) from exc
-    return tuple(column[0] for column in found)
 
 
 def file_signature(path: str) -> tuple:
@@ -378,23 +357,6 @@ def _attach_error(exc: duckdb.Error, description: str) -> CatalogError:
             "catalog file (or 'sqlite:...' / 'postgres:...')"
         )
     return catalog_error(exc, description)
-
-
-def catalog_error(exc: duckdb.Error, description: str) -> CatalogError:
-    """A DuckDB error met while reading the catalog, naming the catalog and the fix."""
-    text = str(exc)
-    lowered = text.lower()
-    if any(w in lowered for w in ("checksum", "corrupt", "truncated", "failed to read", "i/o")):
-        return CatalogError(
-            f"{description} is damaged and cannot be read ({text}); restore the catalog "
-            "file from a backup"
-        )
-    if "permission denied" in lowered:
-        return CatalogError(
-            f"{description} cannot be read ({text}); check that this process may read the "
-            "file and its directory"
-        )
-    return CatalogError(f"{description} cannot be read: {text}")
 
 
 _SHARED = _SharedInstance()

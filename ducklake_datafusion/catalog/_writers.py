@@ -136,7 +136,7 @@ class _DuckDBWriteSession(WriteSession):
         )
 
     def column_names(self, table: str) -> tuple[str, ...]:
-        from ._duckdb import bound_column_names
+        from ._duckdb_tables import bound_column_names
 
         return bound_column_names(self._connection, table, self.description)
 
