@@ -21,6 +21,7 @@ beyond 38 digits raises ``UnsupportedTypeError`` naming the column (``spark/_cor
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
 
 import pyarrow as pa
@@ -33,8 +34,14 @@ __all__ = ["WIDE_INTEGER_TYPE", "exact_wide_integers"]
 
 WIDE_INTEGER_TYPE = pa.decimal256(39, 0)
 _WIDE = ("int128", "uint128")
-_ZERO = pa.scalar(Decimal(0), WIDE_INTEGER_TYPE)
-_TWO_128 = pa.scalar(Decimal(2**128), WIDE_INTEGER_TYPE)
+
+
+@functools.cache
+def _decimal_scalar(value: int) -> pa.Scalar:
+    """A constant of the wide type, made on first use: ``pa.scalar`` of a ``Decimal`` imports
+    pandas (0.18 s), which every process importing the package would pay (a Spark
+    planner process starts for each lake a session reads)."""
+    return pa.scalar(Decimal(value), WIDE_INTEGER_TYPE)
 
 
 def exact_wide_integers(array: pa.Array, column: ColumnSpec) -> pa.Array:
@@ -90,10 +97,10 @@ def _widened(array: pa.Array) -> pa.Array:
 def _unsigned(array: pa.Array) -> pa.Array:
     """UHUGEINT bits that DuckDB exported as signed: negative values are + 2**128."""
     wide = _widened(array)
-    negative = pc.less(wide, _ZERO)
+    negative = pc.less(wide, _decimal_scalar(0))
     if not pc.any(negative).as_py():
         return wide
-    shifted = pc.add(wide, _TWO_128).cast(WIDE_INTEGER_TYPE, safe=False)
+    shifted = pc.add(wide, _decimal_scalar(2**128)).cast(WIDE_INTEGER_TYPE, safe=False)
     return pc.if_else(negative, shifted, wide)
 
 

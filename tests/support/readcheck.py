@@ -2,9 +2,9 @@
 
 The oracle is always DuckDB's own DuckLake reader on the same lake at the same snapshot;
 no expected value in the read tests is typed by hand. Each check reads through both
-DataFusion paths (native scans, and the exact reader alone), on the lake's catalog and on
-a copy migrated to DuckLake 1.1 (``lake_formats``), and each table state it reads is
-replayed through Spark too (``sparkreplay``). The DataFusion paths: the Rust
+DataFusion paths (native scans, and the exact reader alone) on the lake's catalog, through
+the default path on a copy migrated to DuckLake 1.1 (``lake_formats``), and each table
+state it reads is replayed through Spark too (``sparkreplay``). The DataFusion paths: the Rust
 scan where it reads the table exactly (the default), and the exact reader alone.
 """
 
@@ -57,11 +57,13 @@ def check(
     assert_same_rows(actual, expected, ordered=ordered)
     assert_same_rows(ours(lake, sql, native=False, **kwargs), expected, ordered=ordered)
     # The same lake migrated to DuckLake 1.1, as DuckDB 2.0 migrates it, reads the same.
-    # (MySQL catalogs: no migrated copy is made, ``lakes.Lake.reader_args``.)
+    # (MySQL catalogs: no migrated copy is made, ``lakes.Lake.reader_args``.) Once, by the
+    # default path: the catalog's form changes only the plan the planner builds (both
+    # readers take the same ScanPlan, and each was checked on it above), so the exact
+    # reader on the copy would repeat the check above (measured: a fifth of the check).
     if format_under_test() == "1.0" and lake.spec.catalog != "mysql":
-        for native in (True, False):
-            migrated = ours(lake, sql, format="1.1", native=native, **kwargs)
-            assert_same_rows(migrated, expected, ordered=ordered)
+        migrated = ours(lake, sql, format="1.1", **kwargs)
+        assert_same_rows(migrated, expected, ordered=ordered)
     sparkreplay.replay(lake, sql, snapshot)
     return actual
 

@@ -160,12 +160,11 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     options = _options(request)
     batch = None
     if stream is not None:
-        marker = stream_marker(str(stream["query_id"]), int(stream["batch_id"]))
+        query_id, batch_id = str(stream["query_id"]), int(stream["batch_id"])
+        extra_info, marker = stream_commit_info(query_id, batch_id, options.commit_extra_info)
         # checked inside the commit's own transaction: a batch is committed at most once
-        batch = StreamBatch(str(stream["query_id"]), int(stream["batch_id"]), marker)
-        options = dataclasses.replace(
-            options, commit_extra_info=_with_marker(marker, options.commit_extra_info)
-        )
+        batch = StreamBatch(query_id, batch_id, marker)
+        options = dataclasses.replace(options, commit_extra_info=extra_info)
     plan = _plan_again(lake, request["target"], options)
     description = f"table {plan.name} of {lake.description}"
     files = []
@@ -192,14 +191,13 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
         return {"snapshot": committed.snapshot, "replayed": True}
 
 
-def stream_marker(query_id: str, batch_id: int) -> str:
-    """What a streaming batch's snapshot records in ``commit_extra_info`` (its start), and
-    what a replay of the batch is recognised by."""
-    return json.dumps({"spark_streaming_query_id": query_id, "batch_id": batch_id})[:-1] + ","
-
-
-def _with_marker(marker: str, extra: str | None) -> str:
-    return marker + ' "info": ' + json.dumps(extra) + "}"
+def stream_commit_info(query_id: str, batch_id: int, extra: str | None) -> tuple[str, str]:
+    """A streaming batch's ``commit_extra_info`` (one JSON object: the query, the batch and
+    the user's own commit info) and its marker, the prefix a replay of the batch is known by
+    in a lake whose stream has no batch record yet (the sink's first releases)."""
+    info = json.dumps({"spark_streaming_query_id": query_id, "batch_id": batch_id, "info": extra})
+    marker = info[: info.index('"info": ')]
+    return info, marker
 
 
 def _plan_again(lake: Lake, target: Mapping, options: CommitOptions) -> WritePlan:
