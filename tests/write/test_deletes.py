@@ -284,8 +284,10 @@ def test_a_delete_is_refused_where_it_cannot_be_exact(make_lake):
     lake.detach()
     before = duckdb_reads(lake, "SELECT rowid, * FROM lake.main.t ORDER BY rowid")
     catalog = DuckLakeCatalog(**lake.reader_args())
-    with pytest.raises(Exception, match="nope"):
+    with pytest.raises(InvalidOptionError, match=r"main\.t .*No field named nope"):
         catalog.table("main", "t").delete("nope = 1")
+    with pytest.raises(InvalidOptionError, match=r"main\.t .*non-boolean"):
+        catalog.table("main", "t").delete("id")
     with pytest.raises(InvalidOptionError, match="SQL text or a pyarrow"):
         catalog.table("main", "t").delete(42)
     pinned = DuckLakeCatalog(**lake.reader_args(), snapshot=1)

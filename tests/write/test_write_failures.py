@@ -159,6 +159,19 @@ def test_a_catalog_user_who_may_only_read(make_lake):
         with pytest.raises(CatalogReadOnlyError, match="may write"):
             table.append(ROWS)
         _unchanged(lake, before)
+        # and row changes: refused typed at their commit, their files deleted again
+        lake.sql("INSERT INTO lake.main.t VALUES (1, 'a'), (2, 'b')")
+        lake.detach()
+        before = _state(lake)
+        table = DuckLakeCatalog(**args).table("main", "t")
+        for change in (
+            lambda: table.delete("id = 1"),
+            lambda: table.update({"name": "'c'"}, "id = 2"),
+            lambda: table.upsert(pa.table({"id": [2, 3], "name": ["x", "y"]}), on=["id"]),
+        ):
+            with pytest.raises(CatalogReadOnlyError, match="may write"):
+                change()
+            _unchanged(lake, before)
     finally:
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
@@ -173,6 +186,18 @@ def test_encrypted_lakes_and_buckets_we_cannot_hash_are_refused(make_lake):
     with pytest.raises(UnsupportedFeatureError, match="encrypted"):
         DuckLakeCatalog(**lake.reader_args()).table("main", "t").append(ROWS.select(["id"]))
     assert not list(Path(lake.data_path).rglob("*.parquet"))
+    lake.sql("INSERT INTO lake.main.t SELECT range FROM range(3)")
+    lake.detach()
+    written = sorted(Path(lake.data_path).rglob("*.parquet"))
+    table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
+    for change in (
+        lambda: table.delete("id = 1"),
+        lambda: table.update({"id": "id + 10"}, "id = 2"),
+        lambda: table.upsert(pa.table({"id": [2, 5]}), on=["id"]),
+    ):
+        with pytest.raises(UnsupportedFeatureError, match="encrypted"):
+            change()
+        assert sorted(Path(lake.data_path).rglob("*.parquet")) == written
     lake = make_lake()
     lake.sql("CREATE TABLE lake.main.p (id DECIMAL(30, 0))")
     lake.sql("ALTER TABLE lake.main.p SET PARTITIONED BY (bucket(4, id))")
