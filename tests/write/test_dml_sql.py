@@ -77,6 +77,11 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
             ducklake_datafusion.sql(ctx, ddl)
     with pytest.raises(Exception, match="UnsupportedFeatureError.*CREATE SCHEMA s"):
         ctx.sql("CREATE SCHEMA lake.s").collect()  # DataFusion's own call reaches the same error
+    # DataFusion's own ctx.sql cannot hand DML to the provider (datafusion-ffi 55): it fails,
+    # never deletes every row (apache/datafusion#24654), and the lake is left as it was
+    for statement in STATEMENTS[:2]:
+        with pytest.raises(Exception, match="not supported"):
+            ctx.sql(statement).collect()
     assert _catalog(ours) == before
     assert duckdb_reads(ours, "SELECT count(*) AS n FROM lake.main.t").num_rows == 1
 
