@@ -87,7 +87,14 @@ def _catalog(lake) -> dict:
         ),
         "data_files": rows(
             f"SELECT data_file_id, begin_snapshot, end_snapshot, record_count, row_id_start, "
-            f"partial_max FROM {META}.ducklake_data_file ORDER BY ALL"
+            f"partial_max, partition_id FROM {META}.ducklake_data_file "
+            "ORDER BY ALL"
+        ),
+        # the statistics of every file, the new files of an UPDATE or MERGE among them
+        # (column sizes aside: they follow each writer's encoding)
+        "file_column_stats": rows(
+            f"SELECT data_file_id, column_id, value_count, null_count, min_value, max_value, "
+            f"contains_nan FROM {META}.ducklake_file_column_stats ORDER BY ALL"
         ),
         "scheduled": rows(
             "SELECT path_is_relative, regexp_replace(path, '[^/]*$', '') "
@@ -113,6 +120,7 @@ def _without_file_ids(catalog: dict) -> dict:
     catalog = dict(catalog)
     catalog["data_files"] = sorted((r[1:4] + r[5:] for r in catalog["data_files"]), key=str)
     catalog["delete_files"] = sorted((r[:3] + r[4:] for r in catalog["delete_files"]), key=str)
+    catalog["file_column_stats"] = sorted((r[1:] for r in catalog["file_column_stats"]), key=str)
     return catalog
 
 
