@@ -127,3 +127,75 @@ def test_a_block_that_raises_or_loses_commits_nothing_and_leaves_no_file(make_la
         == {path for path in _files(lake) if path.endswith("-delete.parquet")} - files
     )  # only the other writer's delete file is new
     assert duckdb_reads(lake, "SELECT count(*) FROM lake.main.b").column(0)[0].as_py() == 100
+
+
+# What another writer (DuckDB) commits between a DELETE's plan and its commit, and what the
+# conflict table (catalog/_conflicts.py) makes of it: an append never conflicts with a
+# delete; another delete of the same file, a rewrite that ends it and an ALTER of the table
+# do. With no second plan the conflict is the answer (typed, naming what changed, the lake
+# as the other writer left it); with the default re-plans the delete lands on the new state
+# and equals DuckDB running both statements in that order on a twin.
+BETWEEN = {
+    "append": ("INSERT INTO lake.main.t VALUES (5003, 'late', 1.0, [])", None),
+    "delete": ("DELETE FROM lake.main.t WHERE id = 13", r"had rows of its data file \d+"),
+    "rewrite": (
+        "CALL ducklake_rewrite_data_files('lake', delete_threshold => 0)",
+        r"had its data file \d+ ended",
+    ),
+    "alter": ("ALTER TABLE lake.main.t ADD COLUMN w INTEGER", "had its columns or partitioning"),
+}
+
+
+@pytest.mark.parametrize("case", list(BETWEEN))
+def test_what_commits_between_a_deletes_plan_and_its_commit(make_lake, monkeypatch, case):
+    from ducklake_datafusion.provider import _row_statements
+
+    statement, conflict = BETWEEN[case]
+    where = "id % 10 = 3"
+    for replans in (1, _row_statements.REPLANS):
+        ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"))
+        base = ours.snapshot_id()
+        interleaved = []
+        real = _row_statements.locate
+
+        def locate_then_commit_another(*args, _real=real, _lake=ours, _done=interleaved, **kwargs):
+            found = _real(*args, **kwargs)
+            if not _done:  # the first plan only: the other writer commits after it
+                _done.append(True)
+                _lake.sql(statement)
+                _lake.detach()
+            return found
+
+        monkeypatch.setattr(_row_statements, "locate", locate_then_commit_another)
+        monkeypatch.setattr(_row_statements, "REPLANS", replans)
+        table = DuckLakeCatalog(**ours.reader_args()).table("main", "t")
+        if conflict is None:  # the appended row matches the condition, but came after the
+            theirs.sql(f"DELETE FROM lake.main.t WHERE {where}")  # plan: it stays, as in
+            theirs.sql(statement)  # DuckDB when the delete began before the append
+            assert table.delete(where).snapshot_id == theirs.snapshot_id()
+            theirs.detach()
+        elif replans == 1:
+            theirs.sql(statement)
+            named = rf"main.t {conflict}.* by snapshot {base + 1} after snapshot {base}"
+            with pytest.raises(CommitConflictError, match=named):
+                table.delete(where)
+            theirs.detach()
+        else:
+            theirs.sql(statement)
+            result = table.delete(where)
+            theirs.sql(f"DELETE FROM lake.main.t WHERE {where}")
+            theirs.detach()
+            assert result.snapshot_id == theirs.snapshot_id()
+        monkeypatch.setattr(_row_statements, "locate", real)
+        assert ours.snapshot_id() == theirs.snapshot_id()
+        query = "SELECT rowid, * FROM lake.main.t ORDER BY rowid"
+        if case == "rewrite":  # DuckDB numbers the rows it rewrites in its threads' order
+            query = "SELECT * FROM lake.main.t"
+        expected = duckdb_reads(theirs, query)
+        assert_same_rows(duckdb_reads(ours, query), expected, ordered=case != "rewrite")
+        assert_same_rows(
+            ours_reads(ours, "SELECT * FROM lake.main.t"),
+            duckdb_reads(theirs, "SELECT * FROM lake.main.t"),
+        )
+        if conflict is None:
+            break
