@@ -239,10 +239,40 @@ def test_deletes_of_our_own_delete_files_are_cumulative(make_lake, spec):
         table = DuckLakeCatalog(**ours.reader_args()).table("main", "t")
         table.delete(expression if expression is not None else sql_where)
     assert_twins_agree(ours, theirs)
+    assert _delete_file_forms(ours) == _delete_file_forms(theirs)
     theirs.sql("DELETE FROM lake.main.t")
     theirs.detach()
     DuckLakeCatalog(**ours.reader_args()).table("main", "t").delete()
     assert_twins_agree(ours, theirs)
+
+
+def _delete_file_forms(lake) -> set[tuple]:
+    """Each live delete file's Parquet form: its name's shape, and its columns with their
+    types, field ids and repetition (DuckDB's: ``file_path`` 2147483646, ``pos``
+    2147483645, and on a cumulative file ``_ducklake_internal_snapshot_id`` 2147483539)."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    paths = duckdb_reads(
+        lake,
+        f"SELECT d.path, t.path AS table_path, s.path AS schema_path "
+        f"FROM {META}.ducklake_delete_file d JOIN {META}.ducklake_table t USING (table_id) "
+        f"JOIN {META}.ducklake_schema s USING (schema_id) "
+        "WHERE d.end_snapshot IS NULL AND t.end_snapshot IS NULL",
+    ).to_pylist()
+    forms = set()
+    for row in paths:
+        path = f"{lake.data_path}/{row['schema_path']}{row['table_path']}{row['path']}"
+        schema = pq.read_schema(path)
+        name = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uuid>", row["path"].rsplit("/", 1)[-1])
+        columns = tuple(
+            (f.name, str(f.type), f.nullable, (f.metadata or {}).get(b"PARQUET:field_id"))
+            for f in schema
+        )
+        forms.add((name, columns))
+    assert forms, "no live delete file"
+    return forms
 
 
 def test_deleting_inlined_rows_ends_them_in_the_catalog(make_lake):
