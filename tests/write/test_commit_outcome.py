@@ -19,7 +19,7 @@ from support.writes import duckdb_reads
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.catalog import _writers
-from ducklake_datafusion.errors import CommitStateUnknownError
+from ducklake_datafusion.errors import CommitStateUnknownError, typed
 
 ROWS = pa.table({"id": pa.array([4, 5], pa.int64()), "name": ["d", "e"]})
 
@@ -65,6 +65,30 @@ def test_a_committed_snapshot_whose_answer_was_lost_keeps_its_files(make_lake, m
     got = duckdb_reads(lake, "SELECT * FROM lake.main.t ORDER BY id")
     assert got.column("id").to_pylist() == [1, 2, 3, 4, 5]
     assert _listed(lake) <= _on_disk(lake)
+    # a row change (an UPDATE: a delete file and a data file) and DataFusion's INSERT: the
+    # same rule, the files the committed snapshot lists kept and named
+    from datafusion import SessionContext
+
+    from ducklake_datafusion import register
+
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**lake.reader_args()))
+    for write, count in [
+        (lambda: table.update({"name": "upper(name)"}, "id = 5"), 2),
+        (lambda: ctx.sql("INSERT INTO lake.main.t VALUES (6, 'f')").collect(), 1),
+    ]:
+        before = _on_disk(lake)
+        with pytest.raises(Exception) as raised:  # DataFusion's, carrying ours
+            write()
+        error = typed(raised.value)  # (DataFusion's INSERT: the object its text quotes)
+        assert isinstance(error, CommitStateUnknownError), raised.value
+        written = _on_disk(lake) - before
+        assert len(written) == count
+        notes = "\n".join(getattr(error, "__notes__", ()))
+        assert all(name in notes for name in written), notes
+        assert _listed(lake) <= _on_disk(lake)
+    got = duckdb_reads(lake, "SELECT * FROM lake.main.t ORDER BY id")
+    assert got.to_pylist() == [{"id": i, "name": name} for i, name in enumerate("abcdEf", start=1)]
 
 
 def _kill_before_commit(spec, admin_sql):
