@@ -333,3 +333,22 @@ def test_a_delete_is_refused_where_it_cannot_be_exact(make_lake):
         pinned.table("main", "t").delete("id = 1")
     after = duckdb_reads(lake, "SELECT rowid, * FROM lake.main.t ORDER BY rowid")
     assert after.equals(before)
+
+
+def test_deletes_of_whole_partitions_end_their_files_as_duckdb(make_lake):
+    """A partitioned table: a delete of one whole partition ends its files (no delete
+    file), one of a partition and scattered rows of the others mixes both, as DuckDB's."""
+    setup = [SETUP[0], "ALTER TABLE lake.main.t SET PARTITIONED BY (grp)", *SETUP[1:]]
+    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup)
+    for where in ["grp = 'g2'", "grp = 'g9' OR id % 10 = 1"]:
+        theirs.sql(f"DELETE FROM lake.main.t WHERE {where}")
+        theirs.detach()
+        DuckLakeCatalog(**ours.reader_args()).table("main", "t").delete(where)
+    assert_twins_agree(ours, theirs, file_ids=False)
+    ended = duckdb_reads(
+        ours,
+        f"SELECT count(*) FROM {META}.ducklake_data_file f JOIN "
+        f"{META}.ducklake_file_partition_value p USING (data_file_id) "
+        "WHERE p.partition_value IN ('g2', 'g9') AND f.end_snapshot IS NULL",
+    )
+    assert ended.column(0)[0].as_py() == 0

@@ -124,3 +124,35 @@ def test_bad_updates_are_refused_and_change_nothing(make_lake):
     with pytest.raises(InvalidOptionError, match="at least one column"):
         table.update({}, "id = 1")
     assert _catalog(lake) == before
+
+
+def test_updates_of_struct_and_map_columns_match_duckdb(make_lake):
+    """Nested values set whole and from their own fields, as DuckDB updates them."""
+    setup = [
+        (
+            "CREATE TABLE lake.main.t (id BIGINT, s STRUCT(a INTEGER, b VARCHAR), "
+            "m MAP(VARCHAR, INTEGER), l INTEGER[])"
+        ),
+        (
+            "INSERT INTO lake.main.t SELECT i, {'a': i, 'b': 'x' || i}, MAP {'k': i}, [i, i + 1] "
+            "FROM range(300) r(i)"
+        ),
+    ]
+    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup)
+    steps = [
+        (
+            {"s": "named_struct('a', s['a'] + 1, 'b', upper(s['b']))"},
+            "s = {'a': s.a + 1, 'b': upper(s.b)}",
+            "id % 7 = 1",
+        ),
+        (
+            {"m": "map(['k', 'j'], [id, 0])", "l": "[]"},
+            "m = MAP {'k': id, 'j': 0}, l = []",
+            "id % 5 = 2",
+        ),
+    ]
+    for ours_set, their_set, where in steps:
+        theirs.sql(f"UPDATE lake.main.t SET {their_set} WHERE {where}")
+        theirs.detach()
+        DuckLakeCatalog(**ours.reader_args()).table("main", "t").update(ours_set, where)
+    assert_twins_agree(ours, theirs)
