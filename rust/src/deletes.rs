@@ -295,9 +295,18 @@ mod tests {
         for (deleted, rows) in cases {
             let selection = row_selection(deleted, rows).unwrap();
             let runs = selection_runs(deleted, rows).unwrap();
-            assert_eq!(runs, selection.iter().count() as u64, "{deleted:?} of {rows}");
+            assert_eq!(
+                runs,
+                selection.iter().count() as u64,
+                "{deleted:?} of {rows}"
+            );
         }
-        for (bad, rows) in [(&[10][..], 10), (&[-1][..], 10), (&[3, 3][..], 10), (&[4, 3][..], 10)] {
+        for (bad, rows) in [
+            (&[10][..], 10),
+            (&[-1][..], 10),
+            (&[3, 3][..], 10),
+            (&[4, 3][..], 10),
+        ] {
             assert!(selection_runs(bad, rows).is_err());
             assert!(file_deletes(bad, rows).is_err());
         }
