@@ -11,8 +11,11 @@ still agree, read by DuckDB, our Rust scan and our exact path.
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
 from support.lakes import LakeSpec, assert_same_rows
@@ -250,22 +253,13 @@ def _delete_file_forms(lake) -> set[tuple]:
     """Each live delete file's Parquet form: its name's shape, and its columns with their
     types, field ids and repetition (DuckDB's: ``file_path`` 2147483646, ``pos``
     2147483645, and on a cumulative file ``_ducklake_internal_snapshot_id`` 2147483539)."""
-    import re
-
-    import pyarrow.parquet as pq
-
-    paths = duckdb_reads(
-        lake,
-        f"SELECT d.path, t.path AS table_path, s.path AS schema_path "
-        f"FROM {META}.ducklake_delete_file d JOIN {META}.ducklake_table t USING (table_id) "
-        f"JOIN {META}.ducklake_schema s USING (schema_id) "
-        "WHERE d.end_snapshot IS NULL AND t.end_snapshot IS NULL",
-    ).to_pylist()
+    files = lake.reference(
+        "SELECT delete_file FROM ducklake_list_files('lake', 't') WHERE delete_file IS NOT NULL"
+    )
     forms = set()
-    for row in paths:
-        path = f"{lake.data_path}/{row['schema_path']}{row['table_path']}{row['path']}"
+    for path in files.column(0).to_pylist():
         schema = pq.read_schema(path)
-        name = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uuid>", row["path"].rsplit("/", 1)[-1])
+        name = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uuid>", path.rsplit("/", 1)[-1])
         columns = tuple(
             (f.name, str(f.type), f.nullable, (f.metadata or {}).get(b"PARQUET:field_id"))
             for f in schema
