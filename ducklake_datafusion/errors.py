@@ -156,8 +156,9 @@ class InvalidOptionError(DuckLakeError, ValueError):
 
 class MergeError(InvalidOptionError):
     """A MERGE's rows break one of its rules: a target row matched by more than one
-    source row (the SQL standard's cardinality rule), or a ``THEN ERROR`` clause that
-    applies to a row. Nothing was written."""
+    source row (the SQL standard's cardinality rule; also an ``UPDATE ... FROM``'s target
+    row joined to several rows), or a ``THEN ERROR`` clause that applies to a row. Nothing
+    was written."""
 
 
 class InternalError(DuckLakeError):

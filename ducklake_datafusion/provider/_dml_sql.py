@@ -39,7 +39,7 @@ __all__ = [
 # the lakes registered in each session, by the name they were registered under
 _LAKES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-_KEYWORDS = {"where", "set", "as", "returning"}
+_KEYWORDS = {"where", "set", "as", "returning", "using", "from"}
 
 
 def remember_lake(ctx, name: str, lake) -> None:
@@ -59,6 +59,7 @@ class Statement:
     alias: str | None
     assignments: tuple[tuple[str, str], ...]  # UPDATE's (column, SQL expression)
     where: str | None
+    joined: str | None = None  # UPDATE's FROM or DELETE's USING: more relations, as written
 
 
 def parse_statement(text: str) -> Statement | None:
@@ -75,17 +76,24 @@ def parse_statement(text: str) -> Statement | None:
         where = rest[at + len("where") :].strip()
         rest = rest[:at]
     if kind == "delete":
-        if rest.strip():
+        joined = _after_keyword(rest, "using", text)
+        if joined is None and rest.strip():
             raise InvalidOptionError(
-                f"DELETE takes a table and a WHERE condition; cannot read {rest.strip()!r} "
-                f"in {text!r}"
+                f"DELETE takes a table, USING relations and a WHERE condition; cannot read "
+                f"{rest.strip()!r} in {text!r}"
             )
-        return Statement("delete", table, alias, (), where)
+        return Statement("delete", table, alias, (), where, joined)
     set_at = keyword_at(rest, "set")
     if set_at is None or rest[:set_at].strip():
         raise InvalidOptionError(f"UPDATE needs SET column = value in {text!r}")
+    rest = rest[set_at + len("set") :]
+    from_at = keyword_at(rest, "from")
+    joined = None
+    if from_at is not None:
+        joined = _after_keyword(rest[from_at:], "from", text)
+        rest = rest[:from_at]
     assignments = []
-    for piece in split_commas(rest[set_at + len("set") :]):
+    for piece in split_commas(rest):
         equals = [i for i, char in top_level(piece) if char == "="]
         if not equals:
             raise InvalidOptionError(f"cannot read the assignment {piece.strip()!r} in {text!r}")
@@ -95,7 +103,19 @@ def parse_statement(text: str) -> Statement | None:
         if len(column) != 1:
             raise InvalidOptionError(f"cannot read the column of {piece.strip()!r} in {text!r}")
         assignments.append((column[0], piece[equals[0] + 1 :].strip()))
-    return Statement("update", table, alias, tuple(assignments), where)
+    return Statement("update", table, alias, tuple(assignments), where, joined)
+
+
+def _after_keyword(rest: str, keyword: str, text: str) -> str | None:
+    """The relations after ``rest``'s leading ``keyword`` (``USING``, ``FROM``), or
+    ``None`` when ``rest`` does not start with it."""
+    at = keyword_at(rest, keyword)
+    if at is None or rest[:at].strip():
+        return None
+    joined = rest[at + len(keyword) :].strip()
+    if not joined:
+        raise InvalidOptionError(f"{keyword.upper()} names no relation in {text!r}")
+    return joined
 
 
 def _resolve(ctx, name: tuple[str, ...], text: str):
@@ -187,7 +207,12 @@ def sql(ctx, text: str, **commit_options):
         columns["inserted"] = result.inserted
     elif statement.kind == "delete":
         result = delete_rows(
-            table, statement.where, ctx=ctx, options=options, alias=statement.alias
+            table,
+            statement.where,
+            ctx=ctx,
+            options=options,
+            alias=statement.alias,
+            joined=statement.joined,
         )
         count = result.deleted
     else:
@@ -198,6 +223,7 @@ def sql(ctx, text: str, **commit_options):
             ctx=ctx,
             options=options,
             alias=statement.alias,
+            joined=statement.joined,
         )
         count = result.updated
     values = {"count": count, "snapshot_id": result.snapshot_id, **columns}

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import CommitOptions
-from ..errors import CommitConflictError, InvalidOptionError, TableNotFoundError
+from ..errors import CommitConflictError, InvalidOptionError, MergeError, TableNotFoundError
 from ..read import ROW_ID
 from ._change_target import LOCATION_COLUMNS, ChangeTarget
 from ._sql_text import quoted
@@ -37,22 +38,34 @@ __all__ = [
 REPLANS = 4
 
 
-def locate(table, where, ctx=None, *, alias: str | None = None, change=None) -> pa.Table:
+def locate(
+    table, where, ctx=None, *, alias: str | None = None, change=None, joined: str | None = None
+) -> pa.Table:
     """The locations (``rowid``, data file, position) of the rows of ``table`` (at its
     snapshot) for which ``where`` is true: SQL text, a pyarrow expression, or ``None`` for
-    every row. ``change``: the ``TableChange`` whose plan to read, when the caller has it."""
+    every row. ``change``: the ``TableChange`` whose plan to read, when the caller has it.
+    ``joined``: a DELETE's ``USING`` relations (SQL text), joined to the table by
+    ``where``; a row that several joined rows keep is located once."""
     target = _target(table, change)
-    if isinstance(where, pc.Expression):
+    if isinstance(where, pc.Expression) and joined is None:
         return target.scanner(columns=list(LOCATION_COLUMNS), filter=where).to_table()
     if where is not None and not isinstance(where, str):
         raise InvalidOptionError(
             f"where for {table.name} must be SQL text or a pyarrow.compute.Expression, got "
             f"{type(where).__name__}"
         )
-    columns = ", ".join(quoted(c) for c in LOCATION_COLUMNS)
+    shown = quoted(alias or table.entry.table_name)
+    columns = ", ".join(f"{shown}.{quoted(c)}" for c in LOCATION_COLUMNS)
     condition = "" if where is None else f" WHERE {where}"
+    if joined is None:
+        return query_target(
+            target, lambda relation: f"SELECT {columns} FROM {relation}{condition}", ctx, alias
+        )
     return query_target(
-        target, lambda relation: f"SELECT {columns} FROM {relation}{condition}", ctx, alias
+        target,
+        lambda relation: f"SELECT DISTINCT {columns} FROM {relation}, {joined}{condition}",
+        ctx,
+        alias,
     )
 
 
@@ -137,42 +150,62 @@ def current(table):
     return latest
 
 
-def delete_rows(table, where, *, ctx=None, options: CommitOptions | None = None, alias=None):
+def delete_rows(
+    table, where, *, ctx=None, options: CommitOptions | None = None, alias=None, joined=None
+):
     """Delete the rows of ``table`` for which ``where`` holds, as one new snapshot
-    (``alias``: the name ``where`` calls the table by; default its own)."""
-    return replanned(table, lambda change: stage_delete(change, where, ctx, alias), options)
+    (``alias``: the name ``where`` calls the table by; default its own; ``joined``: a
+    ``USING`` clause's relations)."""
+    return replanned(
+        table, lambda change: stage_delete(change, where, ctx, alias, joined), options
+    )
 
 
-def stage_delete(change, where, ctx=None, alias=None) -> dict[str, int]:
+def stage_delete(change, where, ctx=None, alias=None, joined=None) -> dict[str, int]:
     """Add the delete of the rows ``where`` selects to ``change`` (a ``TableChange``);
     the rows deleted."""
-    change.delete(locate(change.table, where, ctx, alias=alias, change=change))
+    change.delete(locate(change.table, where, ctx, alias=alias, change=change, joined=joined))
     return {"deleted": change.deleted_count}
 
 
 def update_rows(
-    table, assignments, where, *, ctx=None, options: CommitOptions | None = None, alias=None
+    table,
+    assignments,
+    where,
+    *,
+    ctx=None,
+    options: CommitOptions | None = None,
+    alias=None,
+    joined=None,
 ):
     """Set ``assignments`` (column -> SQL text or pyarrow expression, over the row's old
     values) on the rows for which ``where`` holds, as one new snapshot: each row deleted
-    where it is and written anew with its row id (DuckDB's form of an update)."""
+    where it is and written anew with its row id (DuckDB's form of an update).
+    ``joined``: an ``UPDATE ... FROM``'s relations, joined to the table by ``where``."""
     return replanned(
-        table, lambda change: stage_update(change, assignments, where, ctx, alias), options
+        table,
+        lambda change: stage_update(change, assignments, where, ctx, alias, joined),
+        options,
     )
 
 
-def stage_update(change, assignments, where, ctx=None, alias=None) -> dict[str, int]:
+def stage_update(change, assignments, where, ctx=None, alias=None, joined=None) -> dict[str, int]:
     """Add the update to ``change`` (a ``TableChange``); the rows updated."""
     # in row id order, as DuckDB writes an update's rows (a later rewrite that numbers
     # rows by position then numbers them alike)
     table = change.table
-    rows = updated_rows(table, assignments, where, ctx, alias, change).sort_by(ROW_ID)
+    rows = updated_rows(table, assignments, where, ctx, alias, change, joined).sort_by(ROW_ID)
+    if joined is not None:
+        _changed_once(table, rows.column(ROW_ID))
     change.delete(rows.select(list(LOCATION_COLUMNS)))
     return {"updated": change.add(rows.drop_columns(list(LOCATION_COLUMNS)), rows.column(ROW_ID))}
 
 
-def updated_rows(table, assignments, where, ctx=None, alias=None, change=None) -> pa.Table:
-    """The rows ``where`` selects, with their locations and every column's new value."""
+def updated_rows(
+    table, assignments, where, ctx=None, alias=None, change=None, joined=None
+) -> pa.Table:
+    """The rows ``where`` selects, with their locations and every column's new value
+    (one per joined row when ``joined`` names more relations)."""
     if not assignments:
         raise InvalidOptionError(f"an update of {table.name} needs at least one column to set")
     names = {name.lower(): name for name in table.schema.names}
@@ -187,14 +220,25 @@ def updated_rows(table, assignments, where, ctx=None, alias=None, change=None) -
         wanted[found] = value
     target = _target(table, change)
     if all(isinstance(v, str) for v in wanted.values()) and not isinstance(where, pc.Expression):
-        select = [quoted(c) for c in LOCATION_COLUMNS]
+        shown = quoted(alias or table.entry.table_name)
+        select = [f"{shown}.{quoted(c)}" for c in LOCATION_COLUMNS]
         for name in table.schema.names:
             value = wanted.get(name)
-            select.append(quoted(name) if value is None else f"({value}) AS {quoted(name)}")
+            column = f"{shown}.{quoted(name)}" if value is None else f"({value})"
+            select.append(f"{column} AS {quoted(name)}")
         condition = "" if where is None else f" WHERE {where}"
+        relations = "" if joined is None else f", {joined}"
         listed = ", ".join(select)
         return query_target(
-            target, lambda relation: f"SELECT {listed} FROM {relation}{condition}", ctx, alias
+            target,
+            lambda relation: f"SELECT {listed} FROM {relation}{relations}{condition}",
+            ctx,
+            alias,
+        )
+    if joined is not None:
+        raise InvalidOptionError(
+            f"an update of {table.name} FROM other relations takes SQL text, not pyarrow "
+            "expressions"
         )
     if isinstance(where, str) or any(isinstance(v, str) for v in wanted.values()):
         raise InvalidOptionError(
@@ -206,6 +250,22 @@ def updated_rows(table, assignments, where, ctx=None, alias=None, change=None) -
     projection = {c: pc.field(c) for c in LOCATION_COLUMNS}
     projection.update({n: wanted.get(n, pc.field(n)) for n in table.schema.names})
     return ds.dataset(rows).to_table(columns=projection)
+
+
+def _changed_once(table, row_ids: pa.ChunkedArray) -> None:
+    """Refuse an ``UPDATE ... FROM`` in which several joined rows set one target row:
+    which of their values would win is undefined (DuckDB, as PostgreSQL, takes any one);
+    the SQL standard's MERGE refuses it, and so do we, with nothing changed."""
+    ids = np.sort(row_ids.to_numpy())  # sorted (as the rows are): repeats sit side by side
+    repeated = ids[1:][ids[1:] == ids[:-1]]
+    if len(repeated):
+        rowid = int(repeated[0])
+        count = int(np.count_nonzero(ids == rowid))
+        raise MergeError(
+            f"UPDATE of {table.name}: the target row with rowid {rowid} is joined to {count} "
+            "rows of FROM, and an update may change a row once; make FROM unique on the "
+            "WHERE condition's keys (nothing was changed)"
+        )
 
 
 def replanned(table, stage, options: CommitOptions | None):

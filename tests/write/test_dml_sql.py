@@ -20,6 +20,7 @@ import ducklake_datafusion
 from ducklake_datafusion import DuckLakeCatalog, register
 from ducklake_datafusion.errors import (
     InvalidOptionError,
+    MergeError,
     TableNotFoundError,
     UnsupportedFeatureError,
 )
@@ -157,3 +158,57 @@ def test_merge_statements_split_where_duckdb_reads_them():
     }.items():
         with pytest.raises(InvalidOptionError, match=message):
             parse_merge(bad)
+
+
+JOINED = [
+    "DELETE FROM lake.main.t USING lake.main.src AS s WHERE t.id = s.id AND s.id % 2 = 0",
+    (
+        "UPDATE lake.main.t AS u SET v = s.v * 2, grp = s.grp || u.grp FROM lake.main.src AS s "
+        "WHERE u.id = s.id AND s.id > 1500"
+    ),
+    # every target row joined to many rows: deleted once
+    (
+        "DELETE FROM lake.main.t USING lake.main.src a JOIN lake.main.src b ON a.grp = b.grp "
+        "WHERE t.id = a.id + 1 AND a.grp = 'n1'"
+    ),
+    "UPDATE lake.main.t SET tags = [s.grp] FROM (SELECT id + 2 AS id, grp FROM fixes) s "
+    "WHERE t.id = s.id",
+]
+
+
+def test_delete_using_and_update_from_run_as_duckdb_runs_them(make_lake):
+    """``DELETE ... USING`` and ``UPDATE ... FROM`` join the target to other relations
+    (the lake's, the session's): the same rows change as in DuckDB, each once; the count is
+    the rows changed (DuckDB's DELETE counts joined rows). A target row that ``FROM``
+    joins to several rows is refused with nothing changed (DuckDB sets any one of them)."""
+    from test_merges import MERGE_SETUP, assert_merged_twins_agree
+
+    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
+    before = theirs.snapshot_id()
+    fixes = pa.table({"id": pa.array([1, 4, 100, 1601], pa.int64()), "grp": list("abcd")})
+    con = theirs.attach()
+    con.register("fixes", fixes)
+    counts = []
+    for statement in JOINED:
+        rows = "SELECT count(*) FROM lake.main.t"
+        if statement.startswith("DELETE"):
+            gone = con.execute(rows).fetchone()[0]
+            con.execute(statement)
+            counts.append(gone - con.execute(rows).fetchone()[0])
+        else:
+            counts.append(con.execute(statement).fetchone()[0])
+    theirs.detach()
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(**ours.reader_args()))
+    ctx.register_record_batches("fixes", [fixes.to_batches()])
+    done = [ducklake_datafusion.sql(ctx, s).to_pylist()[0]["count"] for s in JOINED]
+    assert done == counts and all(counts)
+    assert_merged_twins_agree(ours, theirs, before)
+    catalog = _catalog(ours)
+    with pytest.raises(MergeError, match="rowid .* joined to 2 rows of FROM.*nothing was changed"):
+        ducklake_datafusion.sql(
+            ctx,
+            "UPDATE lake.main.t SET v = s.v FROM lake.main.src s JOIN lake.main.src o "
+            "ON o.id - s.id IN (0, 3) WHERE t.id = s.id",
+        )
+    assert _catalog(ours) == catalog
