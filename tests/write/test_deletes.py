@@ -185,7 +185,7 @@ def _duckdb_expires(lake) -> None:
 TWINS = (
     [(SPECS[0], case) for case in CASES]
     + list(zip(SPECS[1:], ["scattered", "subquery", "whole_file", "scattered", "everything"]))
-    + [(LakeSpec("mysql", "local"), "scattered")]
+    + [(LakeSpec("mysql", "local"), "scattered"), (LakeSpec("postgres", "s3"), "scattered")]
 )
 
 

@@ -103,6 +103,8 @@ TWINS = [(LakeSpec("duckdb", "local"), case) for case in CASES] + [
     (LakeSpec("postgres", "s3"), "update_and_insert"),
     (LakeSpec("sqlite", "minio"), "by_source_delete"),
     (LakeSpec("mysql", "local"), "update_star_insert_star"),
+    (LakeSpec("duckdb", "gcs"), "conditional_delete"),
+    (LakeSpec("sqlite", "azure"), "by_source_update"),
 ]
 
 

@@ -32,7 +32,15 @@ from test_deletes import (
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import InvalidOptionError, UnsupportedTypeError
 
-SPECS = [LakeSpec("duckdb", "local"), LakeSpec("postgres", "s3"), LakeSpec("sqlite", "azure")]
+# every cell of the catalog x store matrix (``lakes.ALL_SPECS``)
+SPECS = [
+    LakeSpec("duckdb", "local"),
+    LakeSpec("postgres", "s3"),
+    LakeSpec("sqlite", "azure"),
+    LakeSpec("sqlite", "minio"),
+    LakeSpec("duckdb", "gcs"),
+    LakeSpec("mysql", "local"),
+]
 
 # (our set, DuckDB's SET, WHERE)
 CASES = {
@@ -52,7 +60,9 @@ CASES = {
 
 
 # every case on the DuckDB-file catalog, one on each other catalog database and store
-TWINS = [(SPECS[0], case) for case in CASES] + list(zip(SPECS[1:], ["scattered", "nested"]))
+TWINS = [(SPECS[0], case) for case in CASES] + list(
+    zip(SPECS[1:], ["scattered", "nested", "whole_file", "to_null_from_subquery", "scattered"])
+)
 
 
 @pytest.mark.parametrize(("spec", "case"), TWINS, ids=[f"{spec.id}-{case}" for spec, case in TWINS])
@@ -81,7 +91,8 @@ def test_update_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     )
     assert result.updated == changed > 0
     assert_twins_agree(ours, theirs)
-    if spec.storage == "local":
+    # (a MySQL cell's DuckDB writes a file catalog copied into MySQL: it cannot write after us)
+    if spec.storage == "local" and spec.catalog != "mysql":
         for lake in (ours, theirs):
             _duckdb_after(lake)
         assert_twins_agree(ours, theirs, first=6)
