@@ -55,6 +55,9 @@ _UNREACHABLE = {2002, 2003, 2005, 2006, 2013, 2055}
 _ACCESS_DENIED = {1044, 1045, 1698}
 _UNKNOWN_DATABASE = 1049
 _NO_SUCH_TABLE = 1146
+# "Table definition has changed, please retry transaction": a table created after this
+# transaction's consistent snapshot began (ER_TABLE_DEF_CHANGED)
+TABLE_NEWER_THAN_SNAPSHOT = 1412
 _LITERAL = re.compile(r"('(?:[^'\\]|\\.|'')*')")
 _RESERVED = re.compile(r'(?<![\w"])(key|sql)(?![\w"])')
 _CASTS = re.compile(r"\bAS\s+(VARCHAR|TEXT|BIGINT|INTEGER)\s*\)", re.IGNORECASE)
@@ -109,6 +112,29 @@ class _MySQLSession(SessionBase):
     def __init__(self, connection, cache: dict, description: str) -> None:
         super().__init__(cache, description)
         self._connection = connection
+        self._readable: dict[str, bool] = {}
+
+    def has_table(self, name: str) -> bool:
+        """Whether ``name`` exists *at this session's snapshot*. The table list comes from
+        ``information_schema``, which is not transactional: an inlined-rows table that
+        DuckDB created after this transaction began is listed, yet reading it fails (1412).
+        Created later, it holds only rows of later snapshots, so here it does not exist."""
+        if not super().has_table(name):
+            return False
+        if not name.startswith("ducklake_inlined_"):
+            return True
+        if name not in self._readable:
+            import pymysql
+
+            try:
+                # (not LIMIT 0: MariaDB answers that without opening the table)
+                self._execute(f"SELECT 1 FROM {name} LIMIT 1", ()).fetchall()
+                self._readable[name] = True
+            except pymysql.MySQLError as exc:
+                if _code(exc) != TABLE_NEWER_THAN_SNAPSHOT:
+                    raise
+                self._readable[name] = False
+        return self._readable[name]
 
     def _execute(self, sql: str, params: Sequence[object]):
         cursor = self._connection.cursor()

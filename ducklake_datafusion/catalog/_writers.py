@@ -347,6 +347,9 @@ def postgres_writer(connect, description: str, read_sql) -> Iterator[WriteSessio
 
 _DUPLICATE_KEY = 1062
 _DEADLOCK = (1213, 1205)
+# a table another writer created after this transaction's snapshot began: the commit is
+# made again on the catalog as it now is
+_TABLE_DEF_CHANGED = 1412
 _READ_ONLY = (1142, 1290, 1792)
 # the client's own codes for a connection that broke (gone away, lost, closed)
 _CONNECTION_LOST = (0, 2006, 2013, 2055)
@@ -379,7 +382,7 @@ class _MySQLWriteSession(WriteSession):
             cursor.execute(self._translate_sql(sql, params), tuple(params))
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-            if (code == _DUPLICATE_KEY and race_point) or code in _DEADLOCK:
+            if (code == _DUPLICATE_KEY and race_point) or code in (*_DEADLOCK, _TABLE_DEF_CHANGED):
                 raise SnapshotRace(str(exc)) from exc
             raise _mysql_error(exc, self.description) from exc
         self._last_names = [d[0] for d in cursor.description or ()]

@@ -242,3 +242,30 @@ def test_the_sql_is_spelled_for_mysql_outside_literals_only():
         'SELECT "key", value, v."sql", CAST(x AS CHAR), CAST(y AS SIGNED) FROM t '
         "WHERE a = %s AND b = BINARY %s AND c LIKE 'key %% ?' AND partition_key_index = %s"
     )
+
+
+def test_a_table_created_after_a_read_began_is_not_there_for_that_read(native):
+    """MySQL's table list is not transactional: an inlined-rows table DuckDB creates after a
+    read's consistent snapshot began is listed, yet reading it fails ("Table definition has
+    changed", 1412). For that read it does not exist (its rows are of later snapshots);
+    the next read sees it. (Found by the racing writers of ``test_write_concurrency``.)"""
+    import pymysql
+
+    from ducklake_datafusion.catalog._backend import open_backend
+
+    backend = open_backend(native.metadata)
+    name = "ducklake_inlined_delete_424242"
+    admin = pymysql.connect(**parse_mysql(native.conninfo).connect_kwargs(), autocommit=True)
+    try:
+        with backend.session() as session:
+            session.lake_version()  # the snapshot taken
+            with admin.cursor() as cursor:
+                cursor.execute(f"CREATE TABLE {name} (file_id BIGINT, row_id BIGINT)")
+            assert not session.has_table(name)
+        with backend.session() as session:
+            assert session.has_table(name)
+    finally:
+        with admin.cursor() as cursor:
+            cursor.execute(f"DROP TABLE IF EXISTS {name}")
+        admin.close()
+        backend.close()

@@ -134,7 +134,9 @@ def test_racing_updates_and_deletes_lose_no_update_and_raise_no_row(make_lake, s
     the same data file and append: every increment that reported success is in the final
     value (no lost update), exactly the deletes that succeeded are gone (no resurrected
     row), every append landed; a change that lost four times is a ``CommitConflictError``
-    naming the table; the row keeps its rowid; DuckDB reads exactly that."""
+    naming the table; the row keeps its rowid; one snapshot per change that landed, no
+    snapshot id twice; DuckDB reads exactly that. On MySQL DuckDB's writer deletes rows of
+    the same file instead (its UPDATE fails there: ``support.mysql_lakes``)."""
     import json
 
     lake = make_lake(spec, inline_limit=0)
@@ -142,7 +144,7 @@ def test_racing_updates_and_deletes_lose_no_update_and_raise_no_row(make_lake, s
         "CREATE TABLE lake.main.t (id BIGINT, v BIGINT)",
         (
             "INSERT INTO lake.main.t SELECT i, 0 FROM range(10) r(i) UNION ALL "
-            f"SELECT w * 100 + i, 0 FROM range(1, 3) a(w), range({CHANGES}) b(i) ORDER BY 1"
+            f"SELECT w * 100 + i, 0 FROM range(1, 4) a(w), range({CHANGES}) b(i) ORDER BY 1"
         ),
     ]
     for statement in setup:
@@ -167,18 +169,24 @@ def test_racing_updates_and_deletes_lose_no_update_and_raise_no_row(make_lake, s
         )
         for worker in (1, 2)
     ]
-    duck_updates = 0
-    if spec.catalog in ("sqlite", "postgres"):  # (MySQL cells have no DuckDB writer)
-        time.sleep(max(0.0, start_at - time.time()))
-        deadline = time.monotonic() + 90
-        while duck_updates < CHANGES and time.monotonic() < deadline:
-            try:
-                lake.sql("UPDATE lake.main.t SET v = v + 1 WHERE id = 3")
+    time.sleep(max(0.0, start_at - time.time()))
+    duck = _duckdb_writer(lake, spec)
+    duck_updates, duck_deletes = 0, []
+    deadline = time.monotonic() + 90
+    while len(duck_deletes) < CHANGES and time.monotonic() < deadline:
+        try:
+            if spec.catalog == "mysql":
+                duck(f"DELETE FROM lake.main.t WHERE id = {300 + len(duck_deletes)}")
+                duck_deletes.append(300 + len(duck_deletes))
+            else:
+                duck("UPDATE lake.main.t SET v = v + 1 WHERE id = 3")
                 duck_updates += 1
-            except duckdb.Error as exc:  # DuckDB's own conflict: it says so; retry
-                assert "conflict" in str(exc).lower() or "lock" in str(exc).lower(), exc
-            finally:
-                lake.detach()
+                duck(f"DELETE FROM lake.main.t WHERE id = {300 + len(duck_deletes)}")
+                duck_deletes.append(300 + len(duck_deletes))
+        except duckdb.Error as exc:  # DuckDB's own conflict: it says so; retry
+            # (on MySQL it is the snapshot table's key refusing a snapshot id taken meanwhile)
+            lost = ("conflict", "lock", "duplicate entry")
+            assert any(word in str(exc).lower() for word in lost), exc
     results = []
     for worker in workers:
         stdout, stderr = worker.communicate(timeout=600)
@@ -194,9 +202,44 @@ def test_racing_updates_and_deletes_lose_no_update_and_raise_no_row(make_lake, s
     }
     assert rows[3]["v"] == ours + duck_updates
     assert rows[3]["rowid"] == rowid.as_py()
-    deleted = {i for r in results for i in r["deleted"]}
-    own = {w * 100 + i for w in (1, 2) for i in range(CHANGES)}
+    deleted = {i for r in results for i in r["deleted"]} | set(duck_deletes)
+    own = {w * 100 + i for w in (1, 2, 3) for i in range(CHANGES)}
     appended = {10000 * w + i for w in (1, 2) for i in range(CHANGES)}
     assert set(rows) == (set(range(10)) | own | appended) - deleted
     for lake_rows in (ours_reads(lake, "SELECT id, v FROM lake.main.t"),):
         assert sorted(lake_rows.column("id").to_pylist()) == sorted(rows)
+    snapshots = duckdb_reads(lake, "SELECT snapshot_id FROM lake.snapshots()").column(0)
+    landed = 2 * CHANGES + ours + len(deleted) + duck_updates
+    # the schema's and the set-up's two, then one per change that landed, ids distinct
+    assert len(set(snapshots.to_pylist())) == len(snapshots) == 3 + landed
+
+
+def _duckdb_writer(lake, spec):
+    """``run(statement)``: DuckDB's writer on ``lake``'s catalog, attached per statement
+    (DuckDB holds no lock between them). A MySQL cell's lake is written through a DuckDB
+    file and copied (``support.mysql_lakes``); its racing writer attaches DuckDB's own
+    ``ducklake:mysql:`` catalog instead, which takes DELETEs of file rows."""
+    if spec.catalog != "mysql":
+
+        def run(statement: str) -> None:
+            try:
+                lake.sql(statement)
+            finally:
+                lake.detach()
+
+        return run
+    import duckdb_extensions
+
+    lake.reader_args()  # the copy into MySQL made, the writer detached
+    con = duckdb.connect()
+    for name in ("ducklake", "mysql_scanner"):
+        duckdb_extensions.import_extension(name, con=con)
+
+    def run_on_mysql(statement: str) -> None:
+        con.execute(f"ATTACH 'ducklake:{lake.metadata}' AS lake (DATA_PATH '{lake.data_path}')")
+        try:
+            con.execute(statement)
+        finally:
+            con.execute("DETACH lake")
+
+    return run_on_mysql
