@@ -156,9 +156,7 @@ def delete_rows(
     """Delete the rows of ``table`` for which ``where`` holds, as one new snapshot
     (``alias``: the name ``where`` calls the table by; default its own; ``joined``: a
     ``USING`` clause's relations)."""
-    return replanned(
-        table, lambda change: stage_delete(change, where, ctx, alias, joined), options
-    )
+    return replanned(table, lambda change: stage_delete(change, where, ctx, alias, joined), options)
 
 
 def stage_delete(change, where, ctx=None, alias=None, joined=None) -> dict[str, int]:

@@ -171,8 +171,10 @@ JOINED = [
         "DELETE FROM lake.main.t USING lake.main.src a JOIN lake.main.src b ON a.grp = b.grp "
         "WHERE t.id = a.id + 1 AND a.grp = 'n1'"
     ),
-    "UPDATE lake.main.t SET tags = [s.grp] FROM (SELECT id + 2 AS id, grp FROM fixes) s "
-    "WHERE t.id = s.id",
+    (
+        "UPDATE lake.main.t SET tags = [s.grp] FROM (SELECT id + 2 AS id, grp FROM fixes) s "
+        "WHERE t.id = s.id"
+    ),
 ]
 
 
