@@ -32,6 +32,20 @@ from ..catalog import CommitOptions, NoRowsInserted
 from ..errors import InvalidOptionError, MergeError
 from ..read import ROW_ID
 from ._change_target import LOCATION_COLUMNS, ChangeTarget
+from ._merge_arrow import arrow_merge_rows, uses_expressions
+from ._merge_clauses import (
+    ACTION,
+    ACTIONS,
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    SOURCE_ROW,
+    MergeClause,
+    MergeStatement,
+    clause_values,
+    join_query,
+    value_column,
+)
 from ._row_statements import query_target, replanned
 from ._sql_text import quoted
 
@@ -44,49 +58,6 @@ __all__ = [
     "upsert_builder",
     "upsert_rows",
 ]
-
-MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not matched", "not matched by source"
-_ACTIONS = {
-    MATCHED: ("update", "delete", "nothing", "error"),
-    NOT_MATCHED: ("insert", "nothing", "error"),
-    NOT_MATCHED_BY_SOURCE: ("update", "delete", "nothing", "error"),
-}
-_ACTION = "__ducklake_action"
-_SOURCE_ROW = "__ducklake_source_row"
-
-
-@dataclass(frozen=True)
-class MergeClause:
-    """One ``WHEN`` of a MERGE.
-
-    ``columns``/``expressions``: an ``UPDATE``'s ``SET column = expression`` pairs, or an
-    ``INSERT``'s columns (``None``: the table's, in order) and values; ``by``: instead,
-    every column from the source's, by ``"position"`` (``SET *``, ``INSERT *``, as DuckDB
-    reads them) or by ``"name"`` (``BY NAME``). An ``INSERT`` with neither inserts
-    ``DEFAULT VALUES`` (nulls).
-    """
-
-    when: str  # MATCHED, NOT_MATCHED or NOT_MATCHED_BY_SOURCE
-    action: str  # "update", "delete", "insert", "nothing" or "error"
-    condition: str | None = None
-    columns: tuple[str, ...] | None = None
-    expressions: tuple[str, ...] = ()
-    by: str | None = None
-    message: str | None = None  # an ERROR's
-
-
-@dataclass(frozen=True)
-class MergeStatement:
-    """``MERGE INTO target [AS target_alias] USING source [AS source_alias] ON on`` (or
-    ``USING (using)``), then ``clauses``. ``source``: a relation in the session's SQL (a
-    table's name, a table function, a parenthesized query)."""
-
-    source: str
-    source_alias: str
-    target_alias: str | None
-    on: str | None
-    using: tuple[str, ...] = ()
-    clauses: tuple[MergeClause, ...] = ()
 
 
 def merge_rows(table, statement: MergeStatement, *, ctx=None, options=None, source_data=None):
@@ -118,8 +89,14 @@ def stage_merge(change, statement: MergeStatement, ctx=None, source_data=None) -
         if any(c.when != MATCHED and c.action != "nothing" for c in statement.clauses):
             change.requirements.append(NoRowsInserted(change.ref))
         target = ChangeTarget(table, change.plan, change.files)
-        query = _merge_query(table, statement, source_columns)
-        rows = query_target(target, query, session, statement.target_alias)
+
+        def run(query):
+            return query_target(target, query, session, statement.target_alias)
+
+        if uses_expressions(statement):
+            rows = arrow_merge_rows(table, statement, source_columns, run)
+        else:
+            rows = run(_merge_query(table, statement, source_columns))
         return _apply(table, statement, rows, change)
     finally:
         if registered is not None:
@@ -130,10 +107,10 @@ def _check_clauses(table, statement: MergeStatement) -> None:
     if not statement.clauses:
         raise InvalidOptionError(f"a MERGE into {table.name} needs at least one WHEN clause")
     for clause in statement.clauses:
-        if clause.action not in _ACTIONS[clause.when]:
+        if clause.action not in ACTIONS[clause.when]:
             raise InvalidOptionError(
                 f"a MERGE into {table.name}: WHEN {clause.when.upper()} cannot "
-                f"{clause.action.upper()}; it takes {', '.join(_ACTIONS[clause.when])}"
+                f"{clause.action.upper()}; it takes {', '.join(ACTIONS[clause.when])}"
             )
 
 
@@ -159,14 +136,11 @@ def _merge_query(table, statement: MergeStatement, source_columns: list[str]):
     target = quoted(statement.target_alias or table.entry.table_name)
     source = quoted(statement.source_alias)
     clauses = statement.clauses
-    kinds = {c.when for c in clauses if c.action != "nothing"}
-    matched = (
-        f"{target}.{quoted(ROW_ID)} IS NOT NULL AND {source}.{quoted(_SOURCE_ROW)} IS NOT NULL"
-    )
+    matched = f"{target}.{quoted(ROW_ID)} IS NOT NULL AND {source}.{quoted(SOURCE_ROW)} IS NOT NULL"
     presence = {
         MATCHED: matched,
         NOT_MATCHED: f"{target}.{quoted(ROW_ID)} IS NULL",
-        NOT_MATCHED_BY_SOURCE: f"{source}.{quoted(_SOURCE_ROW)} IS NULL",
+        NOT_MATCHED_BY_SOURCE: f"{source}.{quoted(SOURCE_ROW)} IS NULL",
     }
     applies = []
     for clause in clauses:
@@ -176,9 +150,15 @@ def _merge_query(table, statement: MergeStatement, source_columns: list[str]):
         applies.append(condition)
     select = [f"{target}.{quoted(c)}" for c in LOCATION_COLUMNS]
     branches = " ".join(f"WHEN {a} THEN {i}" for i, a in enumerate(applies))
-    select.append(f"CASE {branches} END AS {quoted(_ACTION)}")
+    select.append(f"CASE {branches} END AS {quoted(ACTION)}")
+
+    def column_of(relation: str, column: str) -> str:
+        return f"{quoted(relation)}.{quoted(column)}"
+
     for index, clause in enumerate(clauses):  # each writing clause's values, typed alone
-        values = _values(table, clause, target, source, source_columns)
+        values = clause_values(
+            table, statement, clause, source_columns, column_of, lambda e: f"({e})"
+        )
         if values is None:
             continue
         earlier = " ".join(f"WHEN {a} THEN NULL" for a in applies[:index])
@@ -186,76 +166,15 @@ def _merge_query(table, statement: MergeStatement, source_columns: list[str]):
             value = values.get(name, "NULL")
             select.append(
                 f"CASE {earlier} WHEN {applies[index]} THEN {value} END AS "
-                f"{quoted(_value_column(index, position))}"
+                f"{quoted(value_column(index, position))}"
             )
-    join = {
-        frozenset(): "INNER",
-        frozenset({MATCHED}): "INNER",
-        frozenset({NOT_MATCHED}): "RIGHT",
-        frozenset({NOT_MATCHED_BY_SOURCE}): "LEFT",
-    }.get(frozenset(kinds - {MATCHED}), "FULL")
-    if statement.using:
-        on = " AND ".join(f"{target}.{quoted(c)} = {source}.{quoted(c)}" for c in statement.using)
-    else:
-        on = statement.on
-    listed = ", ".join(select)
-    inner = (
-        f"(SELECT *, TRUE AS {quoted(_SOURCE_ROW)} FROM {statement.source} "
-        f"AS __ducklake_source) AS {source}"
-    )
-    return lambda relation: f"SELECT {listed} FROM {relation} {join} JOIN {inner} ON ({on})"
-
-
-def _value_column(clause: int, column: int) -> str:
-    return f"__ducklake_value_{clause}_{column}"
-
-
-def _values(table, clause: MergeClause, target: str, source: str, source_columns: list[str]):
-    """Column -> SQL value under ``clause`` (an UPDATE's unset columns keep their value,
-    an INSERT's are null), or ``None`` for a clause that writes no row."""
-    if clause.action not in ("update", "insert"):
-        return None
-    names = list(table.schema.names)
-    by_lower = {n.lower(): n for n in names}
-    values = {n: f"{target}.{quoted(n)}" for n in names} if clause.action == "update" else {}
-    what = f"a MERGE into {table.name}: WHEN {clause.when.upper()} THEN {clause.action.upper()}"
-    if clause.by == "position":
-        if len(source_columns) != len(names):
-            raise InvalidOptionError(
-                f"{what} * takes the source's columns by position: the table has "
-                f"{len(names)} columns ({names}), the source {len(source_columns)} "
-                f"({source_columns}); name them (SET column = ..., BY NAME)"
-            )
-        values.update({n: f"{source}.{quoted(c)}" for n, c in zip(names, source_columns)})
-    elif clause.by == "name":
-        for column in source_columns:
-            found = by_lower.get(column.lower())
-            if found is None:
-                raise InvalidOptionError(
-                    f"{what} BY NAME: the source's column {column!r} is not a column of the "
-                    f"table; its columns are {names}"
-                )
-            values[found] = f"{source}.{quoted(column)}"
-    else:
-        columns = clause.columns if clause.columns is not None else tuple(names)
-        if len(columns) != len(clause.expressions):
-            raise InvalidOptionError(
-                f"{what} names {len(columns)} columns and gives {len(clause.expressions)} values"
-            )
-        for column, expression in zip(columns, clause.expressions):
-            found = by_lower.get(column.lower())
-            if found is None:
-                raise InvalidOptionError(
-                    f"{what}: table {table.name} has no column {column!r}; its columns are {names}"
-                )
-            values[found] = f"({expression})"
-    return values
+    return join_query(table, statement, ", ".join(select))
 
 
 def _apply(table, statement: MergeStatement, rows: pa.Table, change) -> dict[str, int]:
     """Hand the joined rows' deletes, updates and inserts to ``change``; the counts."""
     clauses = statement.clauses
-    action = rows.column(_ACTION)
+    action = rows.column(ACTION)
 
     def taking(*actions: str, when: tuple[str, ...] = (MATCHED, NOT_MATCHED_BY_SOURCE)):
         indices = [i for i, c in enumerate(clauses) if c.action in actions and c.when in when]
@@ -311,8 +230,8 @@ def _written(table, clauses, rows: pa.Table, action: str, change) -> pa.Table | 
     for index, clause in enumerate(clauses):
         if clause.action != action:
             continue
-        taken = rows.filter(pc.fill_null(pc.equal(rows.column(_ACTION), index), False))
-        values = taken.select([_value_column(index, k) for k in range(len(names))])
+        taken = rows.filter(pc.fill_null(pc.equal(rows.column(ACTION), index), False))
+        values = taken.select([value_column(index, k) for k in range(len(names))])
         values = change.conformed(values.rename_columns(names))
         parts.append(values.append_column(ROW_ID, taken.column(ROW_ID)))
     return pa.concat_tables(parts) if parts else None
@@ -323,7 +242,9 @@ class MergeBuilder:
     """``table.merge(source, on)``: add ``when_*`` clauses (each returns a new builder),
     then :meth:`execute`. Clauses apply in the order given; the first whose kind and
     ``where`` hold takes a row. ``set``/``values``: column -> SQL text over
-    ``target_alias``'s and ``source_alias``'s columns; ``where``: SQL text."""
+    ``target_alias``'s and ``source_alias``'s columns; ``where``: SQL text. Or, in every
+    clause, pyarrow expressions naming columns as ``pc.field(alias, column)``
+    (``_merge_arrow``)."""
 
     table: object
     source_data: object
@@ -354,8 +275,8 @@ class MergeBuilder:
 
     def when_not_matched_insert(self, values: dict, where: str | None = None) -> MergeBuilder:
         """Source rows no target row matches are inserted with ``values`` (others null)."""
-        columns = tuple(values)
-        expressions = tuple(str(values[c]) for c in columns)
+        columns = tuple(str(c) for c in values)
+        expressions = tuple(_expression(v) for v in values.values())
         return self._with(MergeClause(NOT_MATCHED, "insert", where, columns, expressions))
 
     def when_not_matched_insert_all(self, where: str | None = None) -> MergeBuilder:
@@ -389,14 +310,24 @@ def _setting(when: str, assignments: dict, where: str | None) -> MergeClause:
     if not assignments:
         raise InvalidOptionError("an update needs at least one column to set")
     columns = tuple(str(c) for c in assignments)
-    expressions = tuple(str(assignments[c]) for c in assignments)
+    expressions = tuple(_expression(v) for v in assignments.values())
     return MergeClause(when, "update", where, columns, expressions)
+
+
+def _expression(value):
+    """A clause's value as given: a pyarrow expression, else SQL text."""
+    return value if isinstance(value, pc.Expression) else str(value)
 
 
 def merge_builder(table, source, on, *, source_alias, target_alias, ctx, options) -> MergeBuilder:
     """The builder ``table.merge`` returns; ``source`` is Arrow data (anything ``append``
     takes), read once; ``on``: SQL text, or key column names equal on both sides."""
     data = _materialized(source, table.name)
+    if isinstance(on, pc.Expression):
+        raise InvalidOptionError(
+            f"a MERGE into {table.name} joins ON SQL text or key column names (the join is "
+            "DataFusion's); its clauses may take pyarrow expressions"
+        )
     if isinstance(on, str):
         condition, keys = on, ()
     else:

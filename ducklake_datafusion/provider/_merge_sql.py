@@ -1,4 +1,4 @@
-"""``MERGE INTO`` statements, from SQL text, split into a ``_merge.MergeStatement``.
+"""``MERGE INTO`` statements, from SQL text, split into a ``_merge_clauses.MergeStatement``.
 
 The forms are DuckDB's: ``MERGE INTO t [[AS] a] USING source [[AS] s] ON condition`` (or
 ``USING (columns)``), then ``WHEN MATCHED``, ``WHEN NOT MATCHED [BY TARGET]`` and ``WHEN
@@ -15,7 +15,13 @@ from __future__ import annotations
 import re
 
 from ..errors import InvalidOptionError
-from ._merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, MergeStatement
+from ._merge_clauses import (
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    MergeClause,
+    MergeStatement,
+)
 from ._sql_text import (
     IDENT,
     alias_of,

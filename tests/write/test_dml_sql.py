@@ -119,7 +119,11 @@ def test_a_session_that_runs_row_changes_in_its_own_sql(make_lake):
 
 def test_merge_statements_split_where_duckdb_reads_them():
     """Keywords inside quotes, parentheses and CASE ... END are not the statement's."""
-    from ducklake_datafusion.provider._merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
+    from ducklake_datafusion.provider._merge_clauses import (
+        MATCHED,
+        NOT_MATCHED,
+        NOT_MATCHED_BY_SOURCE,
+    )
     from ducklake_datafusion.provider._merge_sql import parse_merge
 
     name, merge = parse_merge(

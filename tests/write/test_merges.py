@@ -138,9 +138,46 @@ def test_merge_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
         _expired_twins_agree(ours, theirs)
 
 
-def test_a_merge_of_every_clause_is_one_duckdb_transaction(make_lake):
+def _every_clause(builder, form: str):
+    """The clauses of ``test_a_merge_of_every_clause_is_one_duckdb_transaction``, as SQL
+    text or as pyarrow expressions over the aliases' structs."""
+    if form == "sql":
+        return (
+            builder.when_matched_delete(where="s.id % 5 = 1")
+            .when_matched_update({"v": "s.v * 2"})
+            .when_not_matched_insert(
+                {"id": "s.id", "grp": "'ins'", "v": "s.v"}, where="s.id % 2 = 1"
+            )
+            .when_not_matched_by_source_update(
+                {"grp": "'orphan'"}, where="t.id BETWEEN 1000 AND 1020"
+            )
+        )
+
+    def s(column):
+        return pc.field("s", column)
+
+    def remainder(value, by):
+        return value - value / by * by  # (integer division: pyarrow has no % operator)
+
+    target_id = pc.field("t", "id")
+    return (
+        builder.when_matched_delete(where=remainder(s("id"), 5) == 1)
+        .when_matched_update({"v": s("v") + s("v")})
+        .when_not_matched_insert(
+            {"id": s("id"), "grp": pc.scalar("ins"), "v": s("v")},
+            where=remainder(s("id"), 2) == 1,
+        )
+        .when_not_matched_by_source_update(
+            {"grp": pc.scalar("orphan")}, where=(target_id >= 1000) & (target_id <= 1020)
+        )
+    )
+
+
+@pytest.mark.parametrize("form", ["sql", "pyarrow"])
+def test_a_merge_of_every_clause_is_one_duckdb_transaction(make_lake, form):
     """Several UPDATE and DELETE clauses (DuckDB's MERGE takes one): the same change as
-    DuckDB's statements in one transaction, one snapshot, read back alike."""
+    DuckDB's statements in one transaction, one snapshot, read back alike; the clauses
+    given as SQL text or as pyarrow expressions."""
     ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
     before = theirs.snapshot_id()
     theirs.sql(
@@ -158,14 +195,8 @@ def test_a_merge_of_every_clause_is_one_duckdb_transaction(make_lake):
     theirs.detach()
     table = DuckLakeCatalog(**ours.reader_args()).table("main", "t")
     src = DuckLakeCatalog(**ours.reader_args()).table("main", "src").to_arrow()
-    result = (
-        table.merge(src, "t.id = s.id", source_alias="s", target_alias="t")
-        .when_matched_delete(where="s.id % 5 = 1")
-        .when_matched_update({"v": "s.v * 2"})
-        .when_not_matched_insert({"id": "s.id", "grp": "'ins'", "v": "s.v"}, where="s.id % 2 = 1")
-        .when_not_matched_by_source_update({"grp": "'orphan'"}, where="t.id BETWEEN 1000 AND 1020")
-        .execute()
-    )
+    builder = table.merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+    result = _every_clause(builder, form).execute()
     counted = duckdb_reads(
         theirs,
         "SELECT count(*) FILTER (change_type = 'delete') AS deleted, count(*) FILTER "
@@ -251,6 +282,23 @@ def test_a_row_matched_twice_and_an_error_clause_change_nothing(make_lake):
         table.merge(
             pa.table({"id": [1], "nope": [1]}), ["id"]
         ).when_not_matched_insert_all().execute()
+    # pyarrow expressions: in every clause or none, columns named through the aliases,
+    # the cardinality rule as for SQL text
+    one = pa.table({"id": [5], "v": [1.0]})
+    for message, merge in {
+        "all SQL text or all pyarrow": lambda b: b.when_matched_update(
+            {"v": pc.field("source", "v")}, where="source.v > 0"
+        ),
+        "pc.field\\(alias, column\\)": lambda b: b.when_matched_update({"v": pc.field("v")}),
+        "ON SQL text or key column": None,
+    }.items():
+        with pytest.raises(InvalidOptionError, match=message):
+            if merge is None:
+                table.merge(one, pc.field("target", "id") == pc.field("source", "id"))
+            else:
+                merge(table.merge(one, ["id"])).execute()
+    with pytest.raises(MergeError, match="rowid 5 is matched by 2 source rows"):
+        table.merge(twice, ["id"]).when_matched_update({"v": pc.field("source", "v")}).execute()
     assert _catalog(lake) == before
 
 
