@@ -1,7 +1,7 @@
 """Row-change benchmark: our DELETE, UPDATE and MERGE against DuckDB's own, on twin lakes.
 
-    .venv/bin/python bench/dml.py                   # 10M rows, a DuckDB-file catalog
-    .venv/bin/python bench/dml.py --rows 1000000    # quicker
+    .venv/bin/python bench/dml.py                   # 10M rows, a DuckDB-file catalog, 5 runs
+    .venv/bin/python bench/dml.py --rows 1000000 --repeat 1   # quicker
 
 Two identical lakes are built by DuckDB (``--rows`` rows of k BIGINT, g INTEGER, v DOUBLE,
 s VARCHAR, in files of DuckDB's size, inlining off). On each, in turn:
@@ -13,8 +13,10 @@ s VARCHAR, in files of DuckDB's size, inlining off). On each, in turn:
   on the twin;
 * then a read of the table (``count(*)``, ``sum(v)``) by each engine of its own lake.
 
-Printed: each statement's time and the ratio ours/DuckDB, and the read ratio; both lakes'
-answers are compared (DuckDB reads both). Neither side's set-up is timed: DuckDB's attach
+Printed: each statement's time and the ratio ours/DuckDB, and the read ratio, as the
+median of ``--repeat`` runs, each on fresh copies of one pair of twins (a single run of a
+0.2 s statement on two cores varied by 1.0-1.8x); both lakes' answers are compared
+(DuckDB reads both) in every run. Neither side's set-up is timed: DuckDB's attach
 and extension load, our catalog's registration and the modules a first statement imports
 (a statement that changes nothing, ``WARM``, runs on each twin first).
 """
@@ -76,51 +78,80 @@ def _build(root: str, rows: int) -> tuple[str, str]:
     return catalog, data
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    args = parser.parse_args()
-    root = tempfile.mkdtemp(prefix="ducklake-dml-")
-    try:
-        ours = _build(os.path.join(root, "ours"), args.rows)
-        theirs = _build(os.path.join(root, "theirs"), args.rows)
-        print(f"{args.rows:,} rows; seconds, ours / DuckDB")
-        ctx = SessionContext()
-        register(ctx, "lake", DuckLakeCatalog(ours[0], data_path=ours[1]))
-        ducklake_datafusion.sql(ctx, WARM).collect()
-        con = _duckdb(*theirs)
-        con.execute(WARM)
-        con.close()
-        for name, statement in STATEMENTS:
-            ctx = SessionContext()
-            register(ctx, "lake", DuckLakeCatalog(ours[0], data_path=ours[1]))
-            start = time.perf_counter()
-            ducklake_datafusion.sql(ctx, statement).collect()
-            mine = time.perf_counter() - start
-            con = _duckdb(*theirs)
-            start = time.perf_counter()
-            con.execute(statement)
-            reference = time.perf_counter() - start
-            con.close()
-            print(f"{name:>10}: {mine:7.2f} {reference:7.2f}  {mine / reference:5.2f}x")
+def _run_once(ours: tuple[str, str], theirs: tuple[str, str]) -> dict[str, tuple[float, float]]:
+    """Each statement, then the read, on the twins: name -> (ours, DuckDB's) seconds."""
+    times = {}
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(ours[0], data_path=ours[1]))
+    ducklake_datafusion.sql(ctx, WARM).collect()
+    con = _duckdb(*theirs)
+    con.execute(WARM)
+    con.close()
+    for name, statement in STATEMENTS:
         ctx = SessionContext()
         register(ctx, "lake", DuckLakeCatalog(ours[0], data_path=ours[1]))
         start = time.perf_counter()
-        mine_rows = ctx.sql(READ).to_pylist()
+        ducklake_datafusion.sql(ctx, statement).collect()
         mine = time.perf_counter() - start
         con = _duckdb(*theirs)
         start = time.perf_counter()
-        reference_rows = con.execute(READ).fetchall()
+        con.execute(statement)
         reference = time.perf_counter() - start
         con.close()
-        print(f"{'read':>10}: {mine:7.2f} {reference:7.2f}  {mine / reference:5.2f}x")
-        check, twin = _duckdb(*ours), _duckdb(*theirs)
-        assert check.execute(SAME).fetchall() == twin.execute(SAME).fetchall(), "the lakes differ"
-        check.close()
-        twin.close()
-        (n, total), mine_n, mine_total = reference_rows[0], *mine_rows[0].values()
-        assert mine_n == n and abs(mine_total - total) <= 1e-9 * abs(total)  # (float sums)
-        print("both lakes read the same by DuckDB")
+        times[name] = (mine, reference)
+    ctx = SessionContext()
+    register(ctx, "lake", DuckLakeCatalog(ours[0], data_path=ours[1]))
+    start = time.perf_counter()
+    mine_rows = ctx.sql(READ).to_pylist()
+    mine = time.perf_counter() - start
+    con = _duckdb(*theirs)
+    start = time.perf_counter()
+    reference_rows = con.execute(READ).fetchall()
+    reference = time.perf_counter() - start
+    con.close()
+    times["read"] = (mine, reference)
+    check, twin = _duckdb(*ours), _duckdb(*theirs)
+    assert check.execute(SAME).fetchall() == twin.execute(SAME).fetchall(), "the lakes differ"
+    check.close()
+    twin.close()
+    (n, total), mine_n, mine_total = reference_rows[0], *mine_rows[0].values()
+    assert mine_n == n and abs(mine_total - total) <= 1e-9 * abs(total)  # (float sums)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="runs on fresh twins; the medians are printed"
+    )
+    args = parser.parse_args()
+    root = tempfile.mkdtemp(prefix="ducklake-dml-")
+    try:
+        twins = [_build(os.path.join(root, side), args.rows) for side in ("ours", "theirs")]
+        for side in ("ours", "theirs"):  # (a catalog names its data path: runs restore these)
+            shutil.copytree(os.path.join(root, side), os.path.join(root, f"{side}.pristine"))
+        runs = []
+        for run in range(args.repeat):
+            if run:
+                for side in ("ours", "theirs"):
+                    shutil.rmtree(os.path.join(root, side))
+                    shutil.copytree(
+                        os.path.join(root, f"{side}.pristine"), os.path.join(root, side)
+                    )
+            runs.append(_run_once(*twins))
+        print(f"{args.rows:,} rows, {args.repeat} runs on fresh twins; median seconds (range)")
+        for name in runs[0]:
+            mine = sorted(r[name][0] for r in runs)
+            reference = sorted(r[name][1] for r in runs)
+            ratios = sorted(r[name][0] / r[name][1] for r in runs)
+            middle = len(runs) // 2
+            print(
+                f"{name:>10}: ours {mine[middle]:5.2f} ({mine[0]:.2f}-{mine[-1]:.2f})  "
+                f"DuckDB {reference[middle]:5.2f} ({reference[0]:.2f}-{reference[-1]:.2f})  "
+                f"ratio {ratios[middle]:4.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+            )
+        print("both lakes read the same by DuckDB, every run")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

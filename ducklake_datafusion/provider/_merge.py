@@ -206,7 +206,7 @@ def _apply(table, statement: MergeStatement, rows: pa.Table, change) -> dict[str
     counts = {"deleted": 0, "updated": 0, "inserted": 0}
     removing = taking("update", "delete")
     if removing is not None:
-        change.delete(rows.filter(removing).select(list(LOCATION_COLUMNS)))
+        change.delete(rows.select(list(LOCATION_COLUMNS)).filter(removing))
     deleting = taking("delete")
     if deleting is not None:
         counts["deleted"] = int(pc.sum(deleting.cast(pa.int64())).as_py() or 0)
@@ -230,9 +230,11 @@ def _written(table, clauses, rows: pa.Table, action: str, change) -> pa.Table | 
     for index, clause in enumerate(clauses):
         if clause.action != action:
             continue
-        taken = rows.filter(pc.fill_null(pc.equal(rows.column(ACTION), index), False))
-        values = taken.select([value_column(index, k) for k in range(len(names))])
-        values = change.conformed(values.rename_columns(names))
+        taking = pc.fill_null(pc.equal(rows.column(ACTION), index), False)
+        # (the clause's columns first, then the filter: rows holds every clause's values)
+        taken = rows.select([*(value_column(index, k) for k in range(len(names))), ROW_ID])
+        taken = taken.filter(taking)
+        values = change.conformed(taken.drop_columns([ROW_ID]).rename_columns(names))
         parts.append(values.append_column(ROW_ID, taken.column(ROW_ID)))
     return pa.concat_tables(parts) if parts else None
 

@@ -188,6 +188,7 @@ class TableChange:
         depends = False
         if self._cumulative_for not in (None, snapshot_id):
             self._drop_cumulative()
+        wanted: list[tuple] = []  # (file_id, cache, positions, snapshots, replaced ids)
         for file_id, new in self.positions.items():
             task, entry = self.tasks[file_id], self.entries[file_id]
             old_files = [d for d in (entry.delete_file, *entry.extra_delete_files) if d is not None]
@@ -212,21 +213,12 @@ class TableChange:
                 )
             else:  # the file's first delete file: this commit's positions alone
                 cache, positions, snapshots = self._plain, new, None
-            written = cache.get(file_id)
-            if written is None:
-                written = write_delete_file(
-                    self.directory,
-                    self.table.lake.storage,
-                    _file_path(task),
-                    positions,
-                    snapshots,
-                    self.description,
-                )
-                cache[file_id] = written
-                if old_files:
-                    self._cumulative_for = snapshot_id
             replaces = tuple(d.delete_file_id for d in old_files)
-            actions.append(SetDeleteFile(self.ref, file_id, written.delete_file, replaces))
+            wanted.append((file_id, cache, positions, snapshots, replaces))
+        self._write_delete_files(wanted, snapshot_id)
+        for file_id, cache, _, _, replaces in wanted:
+            delete_file = cache[file_id].delete_file
+            actions.append(SetDeleteFile(self.ref, file_id, delete_file, replaces))
         if ended:
             actions.append(EndDataFiles(self.ref, tuple(ended)))
         if self.inlined_row_ids:
@@ -242,6 +234,45 @@ class TableChange:
         if checked:
             requirements.append(FilesUnchanged(self.ref, tuple(checked)))
         return actions, requirements, depends
+
+    def _write_delete_files(self, wanted: list[tuple], snapshot_id: int) -> None:
+        """Write the delete files ``wanted`` that are not written yet, several at once (a
+        store's round trips and the Parquet encoding overlap), each kept in its cache
+        (whence ``discard`` deletes it); a failed write raises after the others finished."""
+        missing = [job for job in wanted if job[0] not in job[1]]
+
+        def write(job) -> WrittenDeleteFile:
+            file_id, _, positions, snapshots, _ = job
+            return write_delete_file(
+                self.directory,
+                self.table.lake.storage,
+                _file_path(self.tasks[file_id]),
+                positions,
+                snapshots,
+                self.description,
+            )
+
+        def keep(job, written: WrittenDeleteFile) -> None:
+            file_id, cache, _, snapshots, _ = job
+            cache[file_id] = written
+            if snapshots is not None:  # a cumulative file records this snapshot id
+                self._cumulative_for = snapshot_id
+
+        if len(missing) == 1:
+            keep(missing[0], write(missing[0]))
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, len(missing) or 1)) as pool:
+            futures = [pool.submit(write, job) for job in missing]
+        failure = None  # (the pool has joined: every write has finished)
+        for job, future in zip(missing, futures):
+            if future.exception() is None:
+                keep(job, future.result())
+            elif failure is None:
+                failure = future.exception()
+        if failure is not None:
+            raise failure
 
     def _old_deletes(self, task: DataFileTask, old_files) -> tuple[np.ndarray, np.ndarray]:
         """The file's deleted positions in its delete files, with each one's snapshot."""
