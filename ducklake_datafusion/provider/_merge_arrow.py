@@ -71,7 +71,7 @@ def arrow_merge_rows(table, statement, source_columns, run_query) -> pa.Table:
         "not matched by source": pc.invert(has_source),
     }
     action = pa.nulls(count, pa.int64())
-    taken = pa.array([False] * count)
+    taken = pa.repeat(pa.scalar(False), count)
     columns = {name: joined.column(name) for name in LOCATION_COLUMNS}
     for index, clause in enumerate(statement.clauses):
         applies = kinds[clause.when]

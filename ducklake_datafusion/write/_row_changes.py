@@ -258,12 +258,13 @@ class TableChange:
             if snapshots is not None:  # a cumulative file records this snapshot id
                 self._cumulative_for = snapshot_id
 
-        if len(missing) == 1:
-            keep(missing[0], write(missing[0]))
+        if len(missing) <= 1:
+            for job in missing:
+                keep(job, write(job))
             return
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=min(8, len(missing) or 1)) as pool:
+        with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
             futures = [pool.submit(write, job) for job in missing]
         failure = None  # (the pool has joined: every write has finished)
         for job, future in zip(missing, futures):
