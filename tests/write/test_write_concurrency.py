@@ -130,22 +130,32 @@ CHANGER = textwrap.dedent(
     "spec", [LakeSpec(c, "local") for c in ("sqlite", "postgres", "mysql")], ids=lambda s: s.id
 )
 def test_racing_updates_and_deletes_lose_no_update_and_raise_no_row(make_lake, spec):
-    """Two processes of ours and DuckDB's writer increment the same row, delete rows of
-    the same data file and append: every increment that reported success is in the final
-    value (no lost update), exactly the deletes that succeeded are gone (no resurrected
-    row), every append landed; a change that lost four times is a ``CommitConflictError``
+    """Two processes of ours increment the same row, delete rows of one data file (racing
+    each other) and append; DuckDB's writer increments the row too and deletes rows of a
+    file of its own (on MySQL it only deletes: its UPDATE fails there,
+    ``support.mysql_lakes``). Every increment that reported success is in the final value
+    (no lost update), exactly the deletes that succeeded are gone (no resurrected row),
+    every append landed; a change that lost four times is a ``CommitConflictError``
     naming the table; the row keeps its rowid; one snapshot per change that landed, no
-    snapshot id twice; DuckDB reads exactly that. On MySQL DuckDB's writer deletes rows of
-    the same file instead (its UPDATE fails there: ``support.mysql_lakes``)."""
+    snapshot id twice; DuckDB reads exactly that."""
     import json
 
     lake = make_lake(spec, inline_limit=0)
+    # three data files: our workers' rows (each deletes its own, racing the other), the
+    # row everyone updates (each update ends the one-row file it is in), DuckDB's rows.
+    # DuckDB 1.5.5 deletes only from a file no other writer deletes from: its conflict
+    # check misses another writer's cumulative delete file on the same data file (it looks
+    # for delete files that begin after its snapshot, and a cumulative one begins at its
+    # oldest position's), so both commit and rows come back: DuckDB's bug, and DuckDB's own
+    # two writers do the same (docs/writing.md); ours see every other writer's.
     setup = [
         "CREATE TABLE lake.main.t (id BIGINT, v BIGINT)",
         (
-            "INSERT INTO lake.main.t SELECT i, 0 FROM range(10) r(i) UNION ALL "
-            f"SELECT w * 100 + i, 0 FROM range(1, 4) a(w), range({CHANGES}) b(i) ORDER BY 1"
+            "INSERT INTO lake.main.t SELECT i, 0 FROM range(10) r(i) WHERE i <> 3 UNION ALL "
+            f"SELECT w * 100 + i, 0 FROM range(1, 3) a(w), range({CHANGES}) b(i) ORDER BY 1"
         ),
+        "INSERT INTO lake.main.t VALUES (3, 0)",
+        f"INSERT INTO lake.main.t SELECT 300 + i, 0 FROM range({CHANGES}) r(i)",
     ]
     for statement in setup:
         lake.sql(statement)
@@ -210,8 +220,8 @@ def test_racing_updates_and_deletes_lose_no_update_and_raise_no_row(make_lake, s
         assert sorted(lake_rows.column("id").to_pylist()) == sorted(rows)
     snapshots = duckdb_reads(lake, "SELECT snapshot_id FROM lake.snapshots()").column(0)
     landed = 2 * CHANGES + ours + len(deleted) + duck_updates
-    # the schema's and the set-up's two, then one per change that landed, ids distinct
-    assert len(set(snapshots.to_pylist())) == len(snapshots) == 3 + landed
+    # the schema's and the set-up's four, then one per change that landed, ids distinct
+    assert len(set(snapshots.to_pylist())) == len(snapshots) == 5 + landed
 
 
 def _duckdb_writer(lake, spec):
@@ -243,3 +253,33 @@ def _duckdb_writer(lake, spec):
             con.execute("DETACH lake")
 
     return run_on_mysql
+
+
+def test_duckdb_s_racing_deletes_of_one_file_both_commit(make_lake):
+    """A canary for DuckDB 1.5.5's conflict check (docs/writing.md, "DuckDB 1.5.5 beside
+    us"): two DuckDB transactions deleting rows of a data file that has a delete file both
+    commit, and both rows come back. The racing test keeps DuckDB's deletes off our files
+    for this; when DuckDB refuses the second commit, this fails, and that test can let
+    DuckDB delete from our files again."""
+    lake = make_lake(inline_limit=0)
+    for statement in (
+        "CREATE TABLE lake.main.t AS SELECT i AS id FROM range(100) r(i)",
+        "DELETE FROM lake.main.t WHERE id = 1",  # the file's first delete file
+        "DELETE FROM lake.main.t WHERE id = 2",  # a cumulative one
+    ):
+        lake.sql(statement)
+    con = lake.attach()
+    first, second = con.cursor(), con.cursor()
+    first.execute("BEGIN")
+    first.execute("DELETE FROM lake.main.t WHERE id = 10")
+    second.execute("DELETE FROM lake.main.t WHERE id = 20")
+    first.execute("COMMIT")  # DuckDB's conflict check does not see the second's file
+    lake.detach()
+    kept = duckdb_reads(lake, "SELECT id FROM lake.main.t WHERE id IN (1, 2, 10, 20)")
+    assert sorted(kept.column(0).to_pylist()) == [10, 20]  # both deletes lost
+    live = duckdb_reads(
+        lake,
+        "SELECT count(*) FROM __ducklake_metadata_lake.ducklake_delete_file "
+        "WHERE end_snapshot IS NULL",
+    )
+    assert live.column(0)[0].as_py() == 2  # two live delete files for one data file
