@@ -28,18 +28,17 @@ from ._footers import parsed_fragment, require_regular_file
 from ._layouts import FileLayout, file_layout
 from ._reader import (
     FILE_ID,
-    PARQUET_FORMAT,
     POSITION,
     ROW_ID,
     deleted_positions_of,
     open_file,
+    parquet_format,
     read_data_file,
     read_error,
 )
 
 __all__ = [
     "FILE_ID",
-    "PARQUET_FORMAT",
     "PLAN_SCHEMA",
     "PLAN_VERSION",
     "POSITION",
@@ -64,6 +63,7 @@ __all__ = [
     "files_unchanged",
     "import_plan",
     "open_file",
+    "parquet_format",
     "parsed_fragment",
     "plan_changes",
     "plan_export",

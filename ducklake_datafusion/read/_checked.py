@@ -29,7 +29,7 @@ from ._file_checks import check_data_file, reads_by_name
 from ._file_columns import ROW_ID_FIELD_ID
 from ._footers import parsed_fragment, require_regular_file
 from ._layouts import FileLayout, file_layout
-from ._reader import PARQUET_FORMAT, read_error
+from ._reader import parquet_format, read_error
 
 __all__ = ["CheckedFile", "checked_file"]
 
@@ -84,7 +84,7 @@ def checked_file(task, storage, columns, what: str, *, signature=None) -> Checke
                 require_regular_file(location.path, task.file.url)  # raises, naming the kind
         checked = _CHECKED.get(key, _MISSING) if key is not None else _MISSING
         if checked is _MISSING:
-            fragment = parsed_fragment(task.file, storage, PARQUET_FORMAT)
+            fragment = parsed_fragment(task.file, storage, parquet_format())
             physical = fragment.physical_schema
     except Exception as exc:  # translated as the exact reader does
         raise read_error(exc, what) from exc

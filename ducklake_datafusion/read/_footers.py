@@ -18,13 +18,15 @@ from __future__ import annotations
 import atexit
 import os
 import stat
-
-import pyarrow.dataset as ds
+from typing import TYPE_CHECKING
 
 from ..common import LRUCache
 from ..errors import DataFileCorruptError
 from ..pathres import StorageOptions, filesystem_for, parse_location
 from ..scan import FileRef
+
+if TYPE_CHECKING:  # (pyarrow.dataset imports pandas: 0.2 s a planner process would pay)
+    import pyarrow.dataset as ds
 
 __all__ = ["FOOTER_CACHE_BYTES", "parsed_fragment", "parsed_fragments", "require_regular_file"]
 

@@ -13,14 +13,13 @@ Two readers:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from pyarrow import acero
 
 from ..errors import (
     DataFileCorruptError,
@@ -48,9 +47,17 @@ __all__ = [
     "scan_clean_files",
 ]
 
-PARQUET_FORMAT = ds.ParquetFileFormat(
-    default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
-)
+
+@functools.cache
+def parquet_format():
+    """The Parquet format every fragment is made with. (``pyarrow.dataset`` and
+    ``pyarrow.acero`` are imported on first use: both import pandas, 0.2 s that a Spark
+    planner process, which reads no file at all for most requests, would pay at start.)"""
+    import pyarrow.dataset as ds
+
+    return ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
+    )
 
 
 def open_file(ref: FileRef, storage: StorageOptions):
@@ -93,7 +100,7 @@ def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterato
     for task in tasks:
         what = f"data file {task.file.url} of table {request.table} (snapshot {request.snapshot})"
         try:
-            fragment = parsed_fragment(task.file, request.storage, PARQUET_FORMAT)
+            fragment = parsed_fragment(task.file, request.storage, parquet_format())
             physical = fragment.physical_schema
         except Exception as exc:
             raise read_error(exc, what) from exc
@@ -109,10 +116,12 @@ def scan_clean_files(tasks: list[DataFileTask], request: ReadRequest) -> Iterato
 
 
 def _scan_fragments(fragments: list, request: ReadRequest) -> Iterator[pa.RecordBatch]:
+    import pyarrow.dataset as ds
+
     what = f"data files of table {request.table} (snapshot {request.snapshot})"
     try:
         schema = pa.schema([pa.field(c.name, c.arrow_type) for c in request.columns])
-        dataset = ds.FileSystemDataset(fragments, schema, PARQUET_FORMAT, fragments[0].filesystem)
+        dataset = ds.FileSystemDataset(fragments, schema, parquet_format(), fragments[0].filesystem)
         scanner = dataset.scanner(
             columns=list(request.output),
             filter=request.filter,
@@ -187,7 +196,7 @@ def _read(task, request: ReadRequest, what: str, positions) -> Iterator[pa.Recor
     if task.encryption_key is not None:
         yield from read_encrypted_file(task, request, deleted, what)
         return
-    fragment = parsed_fragment(task.file, request.storage, PARQUET_FORMAT)
+    fragment = parsed_fragment(task.file, request.storage, parquet_format())
     metadata = fragment.metadata
     parquet = pq.ParquetFile(fragment.open(), metadata=metadata)
     check_data_file(task, metadata, parquet.schema_arrow, request.columns, what)
@@ -333,6 +342,8 @@ def _evaluate(table: pa.Table, expression: pc.Expression, length: int) -> pa.Chu
     """The filter's boolean value per row (null where it is null), without threads."""
     if table.num_columns == 0:  # a filter on no column (a constant) still needs the rows
         table = pa.table({"__rows": pa.nulls(length)})
+    from pyarrow import acero
+
     declaration = acero.Declaration.from_sequence(
         [
             acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
