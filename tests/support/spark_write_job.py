@@ -1,10 +1,16 @@
 """Spark writes under faults, in a session of their own (``local[2,4]``: a failed task is
-retried, which the suite's ``local[2]`` session never does), run by ``test_spark_writes``:
+retried, which the suite's ``local[2]`` session never does), run by
+``test_spark_write_faults``:
 
-    python spark_write_job.py SPEC.json
+    python spark_write_job.py SPEC.json      # one case, in a session of its own
+    python spark_write_job.py --serve JAR    # cases one after another, in one session
 
-SPEC: ``metadata`` (the lake's catalog), ``jar`` (the package's jar), ``out`` (a directory)
-and ``case``, one of:
+``--serve`` reads one SPEC path per line on standard input and runs each as it comes
+(its ``result.json`` says it is done; the JVM shares standard output): the cases but
+speculation (a session-wide setting) share one
+session and its JVM's start (~10 s a case), each on its own lake through a catalog of its
+own. SPEC: ``metadata`` (the lake's catalog), ``data_path``, ``jar`` (the package's jar),
+``out`` (a directory) and ``case``, one of:
 
 * ``retry``: the first attempt of one task fails after writing rows; Spark retries it;
 * ``speculation``: one task's first attempt is slow; Spark runs a speculative copy, and
@@ -30,7 +36,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import lit, udf
 
 
-def _session(jar: str, metadata: str, speculation: bool) -> SparkSession:
+def _session(jar: str, speculation: bool) -> SparkSession:
     builder = (
         SparkSession.builder.master("local[2,4]")
         .appName("ducklake-datafusion-write-faults")
@@ -43,9 +49,6 @@ def _session(jar: str, metadata: str, speculation: bool) -> SparkSession:
             "spark.driver.extraJavaOptions",
             os.environ.get("DUCKLAKE_TEST_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
         )
-        .config("spark.sql.catalog.lake", "io.ducklake_datafusion.spark.DuckLakeCatalog")
-        .config("spark.sql.catalog.lake.metadata", metadata)
-        .config("spark.sql.catalog.lake.python", sys.executable)
     )
     if speculation:
         builder = (
@@ -55,7 +58,23 @@ def _session(jar: str, metadata: str, speculation: bool) -> SparkSession:
             .config("spark.speculation.quantile", "0.5")
             .config("spark.speculation.minTaskRuntime", "0")
         )
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("FATAL")
+    return spark
+
+
+def _catalog(spark: SparkSession, metadata: str) -> str:
+    """A catalog of the lake ``metadata`` in the session, under a name of its own."""
+    global _catalogs
+    _catalogs += 1
+    name = f"lake{_catalogs}"
+    spark.conf.set(f"spark.sql.catalog.{name}", "io.ducklake_datafusion.spark.DuckLakeCatalog")
+    spark.conf.set(f"spark.sql.catalog.{name}.metadata", metadata)
+    spark.conf.set(f"spark.sql.catalog.{name}.python", sys.executable)
+    return name
+
+
+_catalogs = 0
 
 
 def _faulty(case: str, metadata: str, marks: str):
@@ -94,13 +113,12 @@ def _parquet_files(folder: Path) -> set[Path]:
     return set(folder.rglob("*.parquet"))
 
 
-def main(path: str) -> None:
-    spec = json.loads(Path(path).read_text())
+def run_case(spark: SparkSession, spec: dict) -> None:
+    """Write as ``spec`` says, acting out its case; ``result.json`` in its ``out``."""
     case, out = spec["case"], Path(spec["out"])
-    spark = _session(spec["jar"], spec["metadata"], case == "speculation")
+    table = f"{_catalog(spark, spec['metadata'])}.main.t"
     data = Path(spec["data_path"])
     before = _parquet_files(data)
-    spark.sparkContext.setLogLevel("FATAL")
     act = _faulty(case, spec["metadata"], str(out))
     rows = (
         spark.range(0, 4000, 1, 4)
@@ -131,9 +149,9 @@ def main(path: str) -> None:
     error = None
     try:
         if case == "concurrent_overwrite":
-            rows.writeTo("lake.main.t").overwrite(lit(True))
+            rows.writeTo(table).overwrite(lit(True))
         else:
-            rows.writeTo("lake.main.t").append()
+            rows.writeTo(table).append()
     except Exception as exc:  # noqa: BLE001 - the test inspects the error text
         error = f"{type(exc).__name__}: {exc}"[:4000]
     if lock is not None:
@@ -148,9 +166,32 @@ def main(path: str) -> None:
         deadline = time.monotonic() + 90
         while _parquet_files(data) != before and time.monotonic() < deadline:
             time.sleep(0.2)
-    (out / "result.json").write_text(json.dumps({"error": error}))
+    written = out / "result.json.tmp"  # (renamed: a test waiting for it reads it whole)
+    written.write_text(json.dumps({"error": error}))
+    written.replace(out / "result.json")
+
+
+def serve(jar: str) -> None:
+    """Run the cases whose SPEC paths arrive on standard input, in one session."""
+    spark = None
+    for line in sys.stdin:
+        spec = json.loads(Path(line.strip()).read_text())
+        if spark is None:
+            spark = _session(jar, speculation=False)
+        run_case(spark, spec)
+    if spark is not None:
+        spark.stop()
+
+
+def main(path: str) -> None:
+    spec = json.loads(Path(path).read_text())
+    spark = _session(spec["jar"], spec["case"] == "speculation")
+    run_case(spark, spec)
     spark.stop()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--serve":
+        serve(sys.argv[2])
+    else:
+        main(sys.argv[1])
