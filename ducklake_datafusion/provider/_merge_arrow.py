@@ -19,7 +19,16 @@ import pyarrow.compute as pc
 from ..errors import InvalidOptionError
 from ..read import ROW_ID
 from ._change_target import LOCATION_COLUMNS
-from ._merge_clauses import ACTION, SOURCE_ROW, clause_values, join_query, value_column
+from ._merge_clauses import (
+    ACTION,
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    SOURCE_ROW,
+    clause_values,
+    join_query,
+    value_column,
+)
 from ._sql_text import quoted
 
 __all__ = ["arrow_merge_rows", "uses_expressions"]
@@ -66,9 +75,9 @@ def arrow_merge_rows(table, statement, source_columns, run_query) -> pa.Table:
     count = joined.num_rows
     has_target, has_source = joined.column(_HAS_TARGET), joined.column(_HAS_SOURCE)
     kinds = {
-        "matched": pc.and_(has_target, has_source),
-        "not matched": pc.invert(has_target),
-        "not matched by source": pc.invert(has_source),
+        MATCHED: pc.and_(has_target, has_source),
+        NOT_MATCHED: pc.invert(has_target),
+        NOT_MATCHED_BY_SOURCE: pc.invert(has_source),
     }
     action = pa.nulls(count, pa.int64())
     taken = pa.repeat(pa.scalar(False), count)
