@@ -24,7 +24,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -46,7 +45,7 @@ from ._merge_clauses import (
     join_query,
     value_column,
 )
-from ._row_statements import query_target, replanned
+from ._row_statements import query_target, repeated_row_id, replanned
 from ._sql_text import quoted
 
 __all__ = [
@@ -192,12 +191,9 @@ def _apply(table, statement: MergeStatement, rows: pa.Table, change) -> dict[str
         )
     changing = taking("update", "delete", when=(MATCHED,))
     if changing is not None:
-        # (a matched row has its target's rowid; sorting finds repeats faster than hashing)
-        ids = np.sort(rows.column(ROW_ID).filter(changing).to_numpy(zero_copy_only=False))
-        repeated = ids[1:][ids[1:] == ids[:-1]]
-        if len(repeated):
-            rowid = int(repeated[0])
-            count = int(np.count_nonzero(ids == rowid))
+        found = repeated_row_id(rows.column(ROW_ID).filter(changing))  # (matched: a rowid)
+        if found is not None:
+            rowid, count = found
             raise MergeError(
                 f"MERGE into {table.name}: the target row with rowid {rowid} is "
                 f"matched by {count} source rows, and a MERGE may change a row "
