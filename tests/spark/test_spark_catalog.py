@@ -498,7 +498,7 @@ def test_the_planner_protocol_answers_without_spark(make_lake):
     import struct
 
     from ducklake_datafusion.read import import_plan
-    from ducklake_datafusion.spark.planner import serve
+    from ducklake_datafusion.spark.planner import PROTOCOL_VERSION, serve
 
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
@@ -528,7 +528,7 @@ def test_the_planner_protocol_answers_without_spark(make_lake):
             blobs.append(bytes(view[8 : 8 + size]))
             view = view[8 + size :]
         answers.append((header, blobs))
-    assert answers[0][0]["protocol"] == 1
+    assert answers[0][0]["protocol"] == PROTOCOL_VERSION
     assert answers[1][0]["snapshot"] == 3 and '"name":"k"' in answers[1][0]["schema"]
     export = import_plan(answers[2][1][0])
     assert export.files.column("deleted").to_pylist() == [[3]]
@@ -718,9 +718,9 @@ def test_files_on_a_store_without_a_connector_are_read_by_the_planner(make_lake,
     args = lake.reader_args()
     planner = Planner()
     request.addfinalizer(planner.close)
-    planner.handle(
-        {"op": "open", "options": {"metadata": args["metadata"], **args["storage_options"]}}
-    )
+    options = {"metadata": args["metadata"], **args["storage_options"]}
+    # the JVM sends every option as text, as Spark's configuration holds them
+    planner.handle({"op": "open", "options": {k: str(v) for k, v in options.items()}})
     scan = {"op": "scan", "namespace": "main", "name": "t", "snapshot": lake.snapshot_id()}
     header, _ = planner.handle({**scan, "hadoop_schemes": ["s3a"]})
     assert (header["files_spark"], header["files_exact"]) == (1, 0)

@@ -8,7 +8,8 @@ snapshot resolution, same typed errors), and the scan plan is this package's
 ``ScanPlan``, handed over as the plan export every engine outside Python reads
 (``read.export_plan``).
 
-Requests (``op``) and their answers:
+Requests (``op``) and their answers, each field declared with its kind in ``_protocol``
+(the jar declares the same; both sides check every message as it crosses):
 
 * ``open`` ``{options}`` -> ``{protocol, package}``: open the lake (validates the options);
 * ``namespaces`` -> ``{namespaces: [name]}`` at the catalog's snapshot;
@@ -37,7 +38,7 @@ from __future__ import annotations
 import select
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import BinaryIO
 
 from ...errors import DuckLakeError, InvalidOptionError
@@ -46,6 +47,7 @@ from ...scan import Lake
 from .._core import snapshot_option, snapshot_time_option
 from ._changes import changes_response
 from ._frames import read_request, write_response
+from ._protocol import MESSAGES, PROTOCOL_VERSION, check_answer, check_request
 from ._scan import scan_response
 from ._stream import stream_end_response, stream_rows_response, stream_start_response
 from ._table import resolve_table, table_response
@@ -59,10 +61,39 @@ from ._write import (
 
 __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 
-PROTOCOL_VERSION = 1
 # The catalog's own options (spark.sql.catalog.<name>.<key>); every other key must be a
 # storage option.
 CATALOG_KEYS = ("metadata", "data_path", "snapshot", "snapshot_time", "metadata_schema")
+
+Handler = Callable[[Lake, Mapping], tuple[dict, list[bytes]]]
+
+
+def _no_blobs(answer: Callable[[Lake, Mapping], dict]) -> Handler:
+    return lambda lake, request: (answer(lake, request), [])
+
+
+def _scan(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
+    return scan_response(resolve_table(lake, request), request)
+
+
+# Every request but ``open`` (the one that makes the lake), by its op.
+_HANDLERS: dict[str, Handler] = {
+    "namespaces": _no_blobs(lambda lake, _: {"namespaces": sorted(lake.list_schema_names())}),
+    "tables": _no_blobs(lambda lake, r: {"tables": table_names(lake, str(r["namespace"]))}),
+    "table": _no_blobs(table_response),
+    "views": _no_blobs(lambda lake, r: {"views": view_names(lake, str(r["namespace"]))}),
+    "view": _no_blobs(view_response),
+    "changes": changes_response,
+    "scan": _scan,
+    "stream_start": stream_start_response,
+    "stream_end": stream_end_response,
+    "stream_rows": stream_rows_response,
+    "write_begin": _no_blobs(write_begin_response),
+    "create_begin": _no_blobs(create_begin_response),
+    "write_commit": _no_blobs(write_commit_response),
+    "create_table": _no_blobs(create_table_response),
+}
+assert set(_HANDLERS) | {"open"} == set(MESSAGES), "every declared request has its handler"
 
 
 class Planner:
@@ -72,43 +103,16 @@ class Planner:
         self.lake: Lake | None = None
 
     def handle(self, request: Mapping) -> tuple[dict, list[bytes]]:
-        """Answer one request: ``(header, blobs)``."""
-        op = request.get("op")
-        if op == "open":
-            return self._open(request.get("options") or {}), []
-        if self.lake is None:
-            raise InvalidOptionError(f"the planner got {op!r} before 'open'")
-        if op == "namespaces":
-            return {"namespaces": sorted(self.lake.list_schema_names())}, []
-        if op == "tables":
-            return {"tables": table_names(self.lake, str(request["namespace"]))}, []
-        if op == "table":
-            return table_response(self.lake, request), []
-        if op == "views":
-            return {"views": view_names(self.lake, str(request["namespace"]))}, []
-        if op == "view":
-            return view_response(self.lake, request), []
-        if op == "changes":
-            return changes_response(self.lake, request)
-        streams = {
-            "stream_start": stream_start_response,
-            "stream_end": stream_end_response,
-            "stream_rows": stream_rows_response,
-        }
-        if op in streams:
-            return streams[op](self.lake, request)
-        if op == "scan":
-            table = resolve_table(self.lake, request)
-            return scan_response(table, request)
-        writes = {
-            "write_begin": write_begin_response,
-            "create_begin": create_begin_response,
-            "write_commit": write_commit_response,
-            "create_table": create_table_response,
-        }
-        if op in writes:
-            return writes[op](self.lake, request), []
-        raise InvalidOptionError(f"the planner has no request {op!r}")
+        """Answer one request: ``(header, blobs)``, both checked against the protocol."""
+        message = check_request(request)
+        if message.op == "open":
+            header, blobs = self._open(request["options"]), []
+        elif self.lake is None:
+            raise InvalidOptionError(f"the planner got {message.op!r} before 'open'")
+        else:
+            header, blobs = _HANDLERS[message.op](self.lake, request)
+        check_answer(message, header)
+        return header, blobs
 
     def _open(self, options: Mapping[str, object]) -> dict:
         from ... import __version__

@@ -72,6 +72,17 @@ __all__ = [
 # table at the snapshot it ends at, read as a scan (as Delta's stream starts by default).
 BEFORE_THE_TABLE = -1
 
+# What a micro-batch's answer has of a scan's (the protocol's ``stream_rows`` answer).
+_BATCH_FIELDS = (
+    "snapshot",
+    "files_spark",
+    "files_exact",
+    "exact_rows",
+    "exact_reasons",
+    "hadoop_urls",
+    "hadoop_options",
+)
+
 STREAM_CHANGE_FIELDS = (
     StructField("_change_type", StringType(), nullable=True),
     StructField("_commit_snapshot_id", LongType(), nullable=True),
@@ -220,7 +231,9 @@ def _initial(lake: Lake, table: LakeTable, columns, request: Mapping) -> tuple[d
     snapshot."""
     if request.get("mode", "inserts") != "changes":
         names = [c.name for c in columns]
-        return scan_response(table, {**request, "columns": names, "filters": None})
+        header, blobs = scan_response(table, {**request, "columns": names, "filters": None})
+        batch = {k: header[k] for k in _BATCH_FIELDS}
+        return {**batch, "skipped_snapshots": []}, blobs
     rows = execute_plan(table.scan_plan(), with_row_ids=True)
     n = rows.num_rows
     with lake.backend.session() as session:

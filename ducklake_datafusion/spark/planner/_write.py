@@ -39,6 +39,7 @@ import json
 import posixpath
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.types import StructType
@@ -101,16 +102,16 @@ def write_begin_response(lake: Lake, request: Mapping) -> dict:
         overwrite=mode != "append",
         at_snapshot=None if snapshot is None else int(snapshot),
     )
-    target = {
-        "kind": "append",
-        "namespace": plan.request.schema_name,
-        "name": plan.request.table_name,
-        "snapshot": plan.snapshot,
-        "table_id": plan.request.table_id,
-        "overwrite": plan.request.overwrite,
+    target = WriteTarget(
+        kind="append",
+        namespace=plan.request.schema_name,
+        name=plan.request.table_name,
+        snapshot=plan.snapshot,
+        table_id=plan.request.table_id,
+        overwrite=plan.request.overwrite,
         # a dynamic partition overwrite of an unpartitioned table replaces its one partition
-        "replace_partitions": mode == "overwrite_partitions" and plan.partitioning is not None,
-    }
+        replace_partitions=mode == "overwrite_partitions" and plan.partitioning is not None,
+    )
     return _begin_answer(lake, plan, target)
 
 
@@ -126,15 +127,15 @@ def create_begin_response(lake: Lake, request: Mapping) -> dict:
         _arrow_schema(schema_json, f"{namespace}.{name}"),
         partitioned_by=partitioning,
     )
-    target = {
-        "kind": "create",
-        "namespace": namespace,
-        "name": name,
-        "snapshot": plan.snapshot,
-        "table_uuid": str(plan.request.new_table.table_uuid),
-        "schema": schema_json,
-        "partitioning": partitioning,
-    }
+    target = WriteTarget(
+        kind="create",
+        namespace=namespace,
+        name=name,
+        snapshot=plan.snapshot,
+        table_uuid=str(plan.request.new_table.table_uuid),
+        schema=schema_json,
+        partitioning=tuple(partitioning),
+    )
     return _begin_answer(lake, plan, target)
 
 
@@ -165,7 +166,8 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
         # checked inside the commit's own transaction: a batch is committed at most once
         batch = StreamBatch(query_id, batch_id, marker)
         options = dataclasses.replace(options, commit_extra_info=extra_info)
-    plan = _plan_again(lake, request["target"], options)
+    target = WriteTarget.from_json(request["target"])
+    plan = _plan_again(lake, target, options)
     description = f"table {plan.name} of {lake.description}"
     files = []
     for entry in request.get("files") or ():
@@ -180,7 +182,7 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
                 description=description,
             )
         )
-    if request["target"].get("replace_partitions"):
+    if target.replace_partitions:
         written = tuple(dict.fromkeys(f.partition_values for f in files))
         plan = dataclasses.replace(
             plan, request=dataclasses.replace(plan.request, replace_partitions=written)
@@ -200,33 +202,73 @@ def stream_commit_info(query_id: str, batch_id: int, extra: str | None) -> tuple
     return info, marker
 
 
-def _plan_again(lake: Lake, target: Mapping, options: CommitOptions) -> WritePlan:
+@dataclass(frozen=True)
+class WriteTarget:
+    """The facts that identify a write (the protocol's ``WriteTarget``), handed out by
+    ``*_begin`` and back at ``write_commit``, where :func:`_plan_again` makes the plan
+    again from them: the planner keeps nothing between requests."""
+
+    kind: str
+    """``append`` (to an existing table: also an overwrite) or ``create``."""
+    namespace: str
+    name: str
+    snapshot: int
+    """The snapshot the write began at: the commit's base."""
+    table_id: int | None = None
+    """An append's table, which must still be the one of that name at commit."""
+    overwrite: bool = False
+    replace_partitions: bool = False
+    """A dynamic partition overwrite: only the partitions the files fall in."""
+    table_uuid: str | None = None
+    """A new table's uuid, chosen at ``create_begin``."""
+    schema: str | None = None
+    """A new table's Spark schema (JSON)."""
+    partitioning: tuple[str, ...] = ()
+    """A new table's ``PARTITIONED BY`` keys."""
+
+    def to_json(self) -> dict:
+        values = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {**values, "partitioning": list(self.partitioning)}
+
+    @classmethod
+    def from_json(cls, value: Mapping) -> WriteTarget:
+        """The target as it came back (its fields checked by the protocol on arrival)."""
+        if value["kind"] not in ("append", "create"):
+            raise InvalidOptionError(f"a Spark write's target of unknown kind {value['kind']!r}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in value.items() if k in names and v is not None}
+        return cls(**{**values, "partitioning": tuple(value.get("partitioning") or ())})
+
+
+def _plan_again(lake: Lake, target: WriteTarget, options: CommitOptions) -> WritePlan:
     """The plan ``*_begin`` made, from the facts it handed out."""
-    namespace, name = str(target["namespace"]), str(target["name"])
-    snapshot = int(target["snapshot"])
-    if target.get("kind") == "create":
+    if target.kind == "create":
         return create_plan(
             lake,
-            namespace,
-            name,
-            _arrow_schema(str(target["schema"]), f"{namespace}.{name}"),
-            partitioned_by=[str(k) for k in target.get("partitioning") or ()],
+            target.namespace,
+            target.name,
+            _arrow_schema(str(target.schema), f"{target.namespace}.{target.name}"),
+            partitioned_by=list(target.partitioning),
             options=options,
-            table_uuid=uuid.UUID(str(target["table_uuid"])),
-            at_snapshot=snapshot,
+            table_uuid=uuid.UUID(str(target.table_uuid)),
+            at_snapshot=target.snapshot,
+        )
+    if target.table_id is None:
+        raise InvalidOptionError(
+            f"a Spark append to {target.namespace}.{target.name} came back without its table id"
         )
     return append_plan(
         lake,
-        namespace,
-        name,
-        overwrite=bool(target.get("overwrite")),
-        expected_table_id=int(target["table_id"]),
+        target.namespace,
+        target.name,
+        overwrite=target.overwrite,
+        expected_table_id=target.table_id,
         options=options,
-        at_snapshot=snapshot,
+        at_snapshot=target.snapshot,
     )
 
 
-def _begin_answer(lake: Lake, plan: WritePlan, target: dict) -> dict:
+def _begin_answer(lake: Lake, plan: WritePlan, target: WriteTarget) -> dict:
     _check_spark_writes(plan)
     location = parse_location(plan.directory)
     if location.scheme == "file":
@@ -241,7 +283,7 @@ def _begin_answer(lake: Lake, plan: WritePlan, target: dict) -> dict:
                 "files; write with the package's Python API (DuckLakeCatalog) instead"
             )
     return {
-        "target": target,
+        "target": target.to_json(),
         "directory": directory.rstrip("/") + "/",
         "hadoop_options": options,
         "schema": spark_schema(plan.columns).json(),

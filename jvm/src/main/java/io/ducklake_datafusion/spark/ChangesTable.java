@@ -1,6 +1,5 @@
 package io.ducklake_datafusion.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.EnumSet;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
@@ -26,24 +25,24 @@ final class ChangesTable implements Table, SupportsRead {
   private final byte[] rows;
   private final String description;
 
-  ChangesTable(String catalogName, JsonNode header, byte[] rows) {
+  ChangesTable(String catalogName, Protocol.Reply header, byte[] rows) {
     this.name =
         catalogName
             + "."
-            + header.path("namespace").asText()
+            + header.text("namespace")
             + "."
-            + header.path("name").asText();
-    this.schema = (StructType) DataType.fromJson(header.path("schema").asText());
+            + header.text("name");
+    this.schema = (StructType) DataType.fromJson(header.text("schema"));
     this.rows = rows;
     this.description =
         "DuckLake changes of "
             + name
             + " from snapshot "
-            + header.path("first").asLong()
+            + header.integer("first")
             + " through "
-            + header.path("last").asLong()
+            + header.integer("last")
             + " ["
-            + header.path("rows").asLong()
+            + header.integer("rows")
             + " rows from the planner]";
   }
 

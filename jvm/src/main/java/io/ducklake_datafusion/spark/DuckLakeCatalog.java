@@ -154,7 +154,7 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
   }
 
   /** Ask the planner; once more, of a new process, if the last one exited idle meanwhile. */
-  PlannerProcess.Answer call(ObjectNode request) {
+  PlannerProcess.Answer call(Protocol.Request request) {
     try {
       return planner().call(request);
     } catch (PlannerProcess.Exited e) {
@@ -162,20 +162,14 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
     }
   }
 
-  private ObjectNode request(String op) {
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", op);
-    return request;
+  private Protocol.Request request(String op) {
+    return Protocol.request(op);
   }
 
   // -- namespaces ------------------------------------------------------------------------
 
   private List<String> namespaceNames() {
-    List<String> names = new ArrayList<>();
-    for (JsonNode found : call(request("namespaces")).header.path("namespaces")) {
-      names.add(found.asText());
-    }
-    return names;
+    return call(request("namespaces")).header.texts("namespaces");
   }
 
   @Override
@@ -235,11 +229,10 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
     if (namespace.length != 1 || !namespaceNames().contains(namespace[0])) {
       throw new NoSuchNamespaceException(namespace);
     }
-    ObjectNode request = request("tables");
-    request.put("namespace", namespace[0]);
+    Protocol.Request request = request("tables").put("namespace", namespace[0]);
     List<Identifier> found = new ArrayList<>();
-    for (JsonNode table : call(request).header.path("tables")) {
-      found.add(Identifier.of(namespace, table.asText()));
+    for (String table : call(request).header.texts("tables")) {
+      found.add(Identifier.of(namespace, table));
     }
     return found.toArray(new Identifier[0]);
   }
@@ -251,19 +244,15 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
 
   @Override
   public Table loadTable(Identifier ident, String version) throws NoSuchTableException {
-    ObjectNode request = request("table");
-    request.put("version", version);
-    return load(ident, request);
+    return load(ident, request("table").put("version", version));
   }
 
   @Override
   public Table loadTable(Identifier ident, long timestamp) throws NoSuchTableException {
-    ObjectNode request = request("table");
-    request.put("timestamp_us", timestamp);
-    return load(ident, request);
+    return load(ident, request("table").put("timestamp_us", timestamp));
   }
 
-  private Table load(Identifier ident, ObjectNode request) throws NoSuchTableException {
+  private Table load(Identifier ident, Protocol.Request request) throws NoSuchTableException {
     if (ident.namespace().length == 2 && ident.name().equals(ChangeFeedTable.SUFFIX)) {
       // lake.main.t.changes: DuckLake schemas have one level, so this names no table
       Identifier base = Identifier.of(new String[] {ident.namespace()[0]}, ident.namespace()[1]);
@@ -278,7 +267,7 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
     }
     request.put("namespace", ident.namespace()[0]);
     request.put("name", ident.name());
-    JsonNode table;
+    Protocol.Reply table;
     try {
       table = call(request).header;
     } catch (DuckLakeException e) {
@@ -288,7 +277,7 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
       }
       throw e;
     }
-    StructType schema = (StructType) DataType.fromJson(table.path("schema").asText());
+    StructType schema = (StructType) DataType.fromJson(table.text("schema"));
     return new DuckLakeTable(this, name, table, schema);
   }
 
@@ -296,18 +285,18 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
    * Without {@link DuckLakeExtensions} Spark never asks for a view, and would report a view of
    * the lake as a missing table: say what to configure instead.
    */
-  private void refuseViewWithoutExtension(Identifier ident, ObjectNode tableRequest) {
+  private void refuseViewWithoutExtension(Identifier ident, Protocol.Request tableRequest) {
     SparkSession session = SparkSession.getActiveSession().getOrElse(() -> null);
     if (session == null || DuckLakeViews.configured(session)) {
       return;
     }
     String version = tableRequest.has("version") ? tableRequest.get("version").asText() : null;
     Long micros = tableRequest.has("timestamp_us") ? tableRequest.get("timestamp_us").asLong() : null;
-    JsonNode view = loadView(ident, version, micros);
+    Protocol.Reply view = loadView(ident, version, micros);
     if (view != null) {
       throw new DuckLakeException(
           ErrorNames.UNSUPPORTED_FEATURE,
-          view.path("view").path("label").asText()
+          view.record("view").text("label")
               + " is a view: Spark resolves the views of catalog '"
               + name
               + "' only with the package's session extension; set spark.sql.extensions="
@@ -321,40 +310,34 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
    * TIMESTAMP AS OF micros}: the planner's answer ({@code view}: its query for Spark, columns,
    * label; {@code snapshot}), or null when the namespace has no view of that name.
    */
-  JsonNode loadView(Identifier ident, String version, Long micros) {
+  Protocol.Reply loadView(Identifier ident, String version, Long micros) {
     if (ident.namespace().length != 1) {
       return null;
     }
-    ObjectNode request = request("view");
-    request.put("namespace", ident.namespace()[0]);
-    request.put("name", ident.name());
+    Protocol.Request request =
+        request("view").put("namespace", ident.namespace()[0]).put("name", ident.name());
     if (version != null) {
       request.put("version", version);
     }
     if (micros != null) {
       request.put("timestamp_us", micros.longValue());
     }
-    JsonNode answer = call(request).header;
-    return answer.path("view").isObject() ? answer : null;
+    Protocol.Reply answer = call(request).header;
+    return answer.has("view") ? answer : null;
   }
 
   /** The names of the views of {@code namespace} at the catalog's snapshot. */
   List<String> viewNames(String namespace) {
-    ObjectNode request = request("views");
-    request.put("namespace", namespace);
-    List<String> names = new ArrayList<>();
-    for (JsonNode view : call(request).header.path("views")) {
-      names.add(view.asText());
-    }
-    return names;
+    return call(request("views").put("namespace", namespace)).header.texts("views");
   }
 
   /** The change feed of {@code ident} from {@code start} through {@code end} (null: latest). */
   ChangesTable loadChanges(Identifier ident, String start, String end) {
-    ObjectNode request = request("changes");
-    request.put("namespace", ident.namespace()[0]);
-    request.put("name", ident.name());
-    request.put("start", start);
+    Protocol.Request request =
+        request("changes")
+            .put("namespace", ident.namespace()[0])
+            .put("name", ident.name())
+            .put("start", start);
     if (end != null) {
       request.put("end", end);
     }
@@ -388,7 +371,7 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
     ObjectNode stream = PlannerProcess.JSON.createObjectNode();
     stream.put("query_id", query);
     stream.put("batch_id", epoch);
-    return !writes.commit(target, files, options, stream).path("replayed").asBoolean(false);
+    return !writes.commit(target, files, options, stream).flag("replayed");
   }
 
   @Override

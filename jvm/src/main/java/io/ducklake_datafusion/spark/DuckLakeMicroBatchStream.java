@@ -1,7 +1,5 @@
 package io.ducklake_datafusion.spark;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.network.util.JavaUtils;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -105,12 +103,8 @@ final class DuckLakeMicroBatchStream
         null);
   }
 
-  private ObjectNode request(String op) {
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", op);
-    request.put("namespace", table.namespace());
-    request.put("name", table.tableName());
-    return request;
+  private Protocol.Request request(String op) {
+    return Protocol.request(op).put("namespace", table.namespace()).put("name", table.tableName());
   }
 
   /** A snapshot id as a stream's offset. */
@@ -130,14 +124,14 @@ final class DuckLakeMicroBatchStream
   /** Where a new query starts: the planner's {@code stream_start}. */
   @Override
   public Offset initialOffset() {
-    ObjectNode request = request("stream_start");
+    Protocol.Request request = request("stream_start");
     if (startingVersion != null) {
       request.put("starting_version", startingVersion);
     }
     if (startingTimestamp != null) {
       request.put("starting_timestamp", startingTimestamp);
     }
-    return new SnapshotOffset(table.catalog().call(request).header.path("after").asLong());
+    return new SnapshotOffset(table.catalog().call(request).header.integer("after"));
   }
 
   @Override
@@ -147,7 +141,7 @@ final class DuckLakeMicroBatchStream
 
   /** The end of a micro-batch after {@code after}: the planner's {@code stream_end}. */
   private long end(long after, boolean limited) {
-    ObjectNode request = request("stream_end");
+    Protocol.Request request = request("stream_end");
     request.put("after", after);
     if (availableNow >= 0) {
       request.put("until", availableNow);
@@ -157,7 +151,7 @@ final class DuckLakeMicroBatchStream
       request.put("max_files", maxFiles);
       request.put("max_bytes", maxBytes);
     }
-    return table.catalog().call(request).header.path("end").asLong();
+    return table.catalog().call(request).header.integer("end");
   }
 
   @Override
@@ -198,14 +192,13 @@ final class DuckLakeMicroBatchStream
     if (to <= from) {
       return new InputPartition[0];
     }
-    ObjectNode request = request("stream_rows");
+    Protocol.Request request = request("stream_rows");
     request.put("after", from);
     request.put("through", to);
     request.put("mode", changes ? "changes" : "inserts");
     request.put("skip_change_commits", skipChangeCommits);
     request.put("schema", schema.json());
-    ArrayNode schemes = request.putArray("hadoop_schemes");
-    table.catalog().hadoopSchemes().forEach(schemes::add);
+    request.put("hadoop_schemes", table.catalog().hadoopSchemes());
     request.put("hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
     DuckLakeScan.Plan plan = new DuckLakeScan.Plan(table.catalog().call(request), table.name());
     if (plan.files.isEmpty() && plan.exactRows == null) {

@@ -3,7 +3,6 @@ package io.ducklake_datafusion.spark;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
@@ -57,7 +56,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   private final DuckLakeTable table;
   private final StructType readSchema;
   private final Filter[] pushed;
-  private final ObjectNode request;
+  private final Protocol.Request request;
   private Plan plan; // made on first use: a stream of the table never needs the batch plan
 
   /**
@@ -68,7 +67,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
    * is planned anew, where the planner's checks raise our typed error.
    */
   static final class Plan {
-    final JsonNode header;
+    final Protocol.Reply header;
     final List<PlannedFiles.File> files;
     final byte[] exactRows;
     InputPartition[] partitions;
@@ -76,13 +75,12 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
     Plan(PlannerProcess.Answer answer, String table) {
       this.header = answer.header;
-      List<String> urls = new ArrayList<>();
-      header.path("hadoop_urls").forEach(url -> urls.add(url.asText()));
+      List<String> urls = header.texts("hadoop_urls");
       this.files =
           answer.blobs[0].length == 0
               ? Collections.<PlannedFiles.File>emptyList()
               : PlannedFiles.parse(answer.blobs[0], urls, table);
-      this.exactRows = header.path("exact_rows").asLong() > 0 ? answer.blobs[1] : null;
+      this.exactRows = header.integer("exact_rows") > 0 ? answer.blobs[1] : null;
     }
 
     /** Every local file still has its planned length (object stores are not re-listed). */
@@ -110,19 +108,15 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     this.options = options;
     this.readSchema = fullFields(required, table.schema());
     this.pushed = pushed;
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", "scan");
-    request.put("namespace", table.namespace());
-    request.put("name", table.tableName());
-    request.put("snapshot", table.snapshot());
-    ArrayNode columns = request.putArray("columns");
-    for (StructField field : readSchema.fields()) {
-      columns.add(field.name());
-    }
-    ArrayNode pushedJson = request.putArray("filters");
+    Protocol.Request request =
+        Protocol.request("scan")
+            .put("namespace", table.namespace())
+            .put("name", table.tableName())
+            .put("snapshot", table.snapshot())
+            .put("columns", java.util.Arrays.asList(readSchema.fieldNames()))
+            .put("hadoop_schemes", table.catalog().hadoopSchemes());
+    ArrayNode pushedJson = request.array("filters");
     filters.forEach(pushedJson::add);
-    ArrayNode schemes = request.putArray("hadoop_schemes");
-    table.catalog().hadoopSchemes().forEach(schemes::add);
     // Which ABFS modes this Hadoop has (a Blob endpoint needs 3.4.2+): the planner reads
     // the files Spark's connector cannot reach exactly instead.
     request.put("hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
@@ -132,7 +126,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   /** The planner's plan of this scan, asked once (or reused from the table's). */
   private synchronized Plan plan() {
     if (plan == null) {
-      String key = request.toString() + readSettings();
+      String key = request.text() + readSettings();
       Plan found = table.plan(key);
       if (found == null || !found.localFilesUnchanged()) {
         found = new Plan(table.catalog().call(request), table.name());
@@ -182,23 +176,23 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   public String description() {
     Plan plan = plan();
     StringBuilder text = new StringBuilder("DuckLake ");
-    text.append(table.name()).append(" snapshot ").append(plan.header.path("snapshot").asLong());
-    text.append(" [files: ").append(plan.header.path("files_spark").asLong()).append(" read by Spark");
-    long exact = plan.header.path("files_exact").asLong();
+    text.append(table.name()).append(" snapshot ").append(plan.header.integer("snapshot"));
+    text.append(" [files: ").append(plan.header.integer("files_spark")).append(" read by Spark");
+    long exact = plan.header.integer("files_exact");
     if (exact > 0) {
       text.append(", ").append(exact).append(" read exactly by the planner");
     }
-    text.append(", ").append(plan.header.path("files_pruned").asLong()).append(" pruned of ");
-    text.append(plan.header.path("files_live").asLong()).append(" live");
-    long rows = plan.header.path("exact_rows").asLong();
+    text.append(", ").append(plan.header.integer("files_pruned")).append(" pruned of ");
+    text.append(plan.header.integer("files_live")).append(" live");
+    long rows = plan.header.integer("exact_rows");
     if (rows > 0) {
       text.append("; ").append(rows).append(" rows from the planner");
     }
-    for (JsonNode reason : plan.header.path("exact_reasons")) {
-      text.append("; ").append(reason.asText());
+    for (String reason : plan.header.texts("exact_reasons")) {
+      text.append("; ").append(reason);
     }
-    if (plan.header.has("filter") && !plan.header.path("filter").isNull()) {
-      text.append("; pruned with ").append(plan.header.path("filter").asText());
+    if (plan.header.has("filter")) {
+      text.append("; pruned with ").append(plan.header.text("filter"));
     }
     return text.append("]").toString();
   }
@@ -225,8 +219,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   @Override
   public Statistics estimateStatistics() {
     Plan plan = plan();
-    final long bytes = plan.header.path("bytes").asLong();
-    final long rows = plan.header.path("rows").asLong();
+    final long bytes = plan.header.integer("bytes");
+    final long rows = plan.header.integer("rows");
     return new Statistics() {
       @Override
       public OptionalLong sizeInBytes() {
@@ -325,7 +319,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
       columnar &= format.supportBatch(session, schema);
     }
     Configuration hadoop = session.sessionState().newHadoopConf();
-    plan.header.path("hadoop_options").fields().forEachRemaining(e -> hadoop.set(e.getKey(), e.getValue().asText()));
+    plan.header.textMap("hadoop_options").forEach(hadoop::set);
     List<String> urls = new ArrayList<>();
     plan.files.forEach(file -> urls.add(file.hadoopUrl));
     Connectors.prepare(hadoop, urls, table.name());
@@ -360,7 +354,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
         }
       }
       String name =
-          "table " + table.name() + " (snapshot " + plan.header.path("snapshot").asLong() + ")";
+          "table " + table.name() + " (snapshot " + plan.header.integer("snapshot") + ")";
       deletes =
           JavaSparkContext.fromSparkContext(session.sparkContext())
               .broadcast(DeletedRows.of(name, byPath));

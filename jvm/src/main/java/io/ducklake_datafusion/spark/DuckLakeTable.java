@@ -1,6 +1,5 @@
 package io.ducklake_datafusion.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -40,18 +39,18 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
         }
       };
 
-  DuckLakeTable(DuckLakeCatalog catalog, String catalogName, JsonNode info, StructType schema) {
+  DuckLakeTable(DuckLakeCatalog catalog, String catalogName, Protocol.Reply info, StructType schema) {
     this.catalog = catalog;
     this.catalogName = catalogName;
-    this.namespace = info.path("namespace").asText();
-    this.tableName = info.path("name").asText();
-    this.snapshot = info.path("snapshot").asLong();
+    this.namespace = info.text("namespace");
+    this.tableName = info.text("name");
+    this.snapshot = info.integer("snapshot");
     this.schema = schema;
     properties.put("provider", "ducklake");
     properties.put("ducklake.snapshot", Long.toString(snapshot));
-    properties.put("ducklake.snapshot_time", info.path("snapshot_time").asText());
-    properties.put("ducklake.table_id", info.path("table_id").asText());
-    properties.put("ducklake.table_uuid", info.path("table_uuid").asText());
+    properties.put("ducklake.snapshot_time", info.text("snapshot_time"));
+    properties.put("ducklake.table_id", Long.toString(info.integer("table_id")));
+    properties.put("ducklake.table_uuid", info.text("table_uuid"));
   }
 
   @Override

@@ -1,6 +1,5 @@
 package io.ducklake_datafusion.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
@@ -111,17 +110,16 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
     }
     DuckLakeCatalog catalog = (DuckLakeCatalog) plugin;
     Identifier ident = Identifier.of(namespace.toArray(new String[0]), parts.get(parts.size() - 1));
-    JsonNode answer = catalog.loadView(ident, version, micros);
+    Protocol.Reply answer = catalog.loadView(ident, version, micros);
     if (answer == null) {
       return null;
     }
-    JsonNode view = answer.get("view");
+    Protocol.Reply view = answer.record("view");
     if (relation.isStreaming()) {
       throw cannotRun(view, "Spark streams tables, not views; read the view's tables instead", null);
     }
-    LogicalPlan analyzed = analyse(qualify(catalog, view, answer.get("snapshot").asLong()), view);
-    List<String> aliases = new ArrayList<>();
-    view.path("columns").forEach(c -> aliases.add(c.asText()));
+    LogicalPlan analyzed = analyse(qualify(catalog, view, answer.integer("snapshot")), view);
+    List<String> aliases = view.texts("columns");
     List<Attribute> output = ScalaBridge.javaList(analyzed.output());
     if (aliases.size() > output.size()) {
       throw cannotRun(view, aliases.size() + " column names for " + output.size() + " columns", null);
@@ -139,25 +137,25 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
               Option.empty(),
               ScalaBridge.list(new ArrayList<String>())));
     }
-    List<String> qualifier = java.util.Arrays.asList(catalog.name(), view.path("namespace").asText());
+    List<String> qualifier = java.util.Arrays.asList(catalog.name(), view.text("namespace"));
     return new SubqueryAlias(
-        new AliasIdentifier(view.path("name").asText(), ScalaBridge.list(qualifier)),
+        new AliasIdentifier(view.text("name"), ScalaBridge.list(qualifier)),
         new Project(ScalaBridge.list(renamed), analyzed));
   }
 
   /** The view's query parsed, its relations in the lake at {@code snapshot}. */
-  private LogicalPlan qualify(DuckLakeCatalog catalog, JsonNode view, long snapshot) {
+  private LogicalPlan qualify(DuckLakeCatalog catalog, Protocol.Reply view, long snapshot) {
     LogicalPlan parsed;
     try {
-      parsed = session.sessionState().sqlParser().parsePlan(view.path("sql").asText());
+      parsed = session.sessionState().sqlParser().parsePlan(view.text("sql"));
     } catch (Exception e) {
       throw cannotRun(view, "Spark cannot parse it: " + e.getMessage(), e);
     }
     // WITH clauses first, as Spark's analyzer does: their names are the query's own (not
     // relations of the lake), and their bodies become children that the walk below reaches.
     LogicalPlan substituted = CTESubstitution$.MODULE$.apply(parsed);
-    String marker = view.path("catalog_marker").asText();
-    String schema = view.path("namespace").asText();
+    String marker = view.text("catalog_marker");
+    String schema = view.text("namespace");
     return substituted.transformUpWithSubqueries(
         new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
           @Override
@@ -193,7 +191,7 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
         });
   }
 
-  private LogicalPlan analyse(LogicalPlan plan, JsonNode view) {
+  private LogicalPlan analyse(LogicalPlan plan, Protocol.Reply view) {
     Analyzer analyzer = session.sessionState().analyzer();
     try {
       LogicalPlan analyzed = analyzer.execute(plan);
@@ -208,16 +206,16 @@ final class DuckLakeViews extends Rule<LogicalPlan> {
     }
   }
 
-  private static DuckLakeException cannotRun(JsonNode view, String reason, Throwable cause) {
+  private static DuckLakeException cannotRun(Protocol.Reply view, String reason, Throwable cause) {
     return new DuckLakeException(
         ErrorNames.UNSUPPORTED_FEATURE,
-        view.path("label").asText()
+        view.text("label")
             + " cannot be run by Spark: "
             + reason
             + ". Its SQL, in DuckDB's dialect: "
-            + view.path("duckdb_sql").asText()
+            + view.text("duckdb_sql")
             + " (as Spark SQL: "
-            + view.path("sql").asText()
+            + view.text("sql")
             + "). Query it in DuckDB, or define an equivalent view in Spark",
         cause);
   }

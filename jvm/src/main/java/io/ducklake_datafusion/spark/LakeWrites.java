@@ -1,6 +1,5 @@
 package io.ducklake_datafusion.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Base64;
@@ -29,8 +28,8 @@ final class LakeWrites {
    * goes, from the snapshot it was loaded at ({@code loaded}) or the latest.
    */
   WriteTarget beginWrite(DuckLakeTable table, String mode, boolean loaded) {
-    ObjectNode request = request("write_begin", table.namespace(), table.tableName());
-    request.put("mode", mode);
+    Protocol.Request request =
+        request("write_begin", table.namespace(), table.tableName()).put("mode", mode);
     if (loaded) {
       request.put("snapshot", table.snapshot());
     }
@@ -39,7 +38,7 @@ final class LakeWrites {
 
   /** Where the rows of a table being created go. */
   WriteTarget beginCreate(Identifier ident, StructType schema, String[] partitionKeys) {
-    ObjectNode request = creation("create_begin", ident, schema, partitionKeys);
+    Protocol.Request request = creation("create_begin", ident, schema, partitionKeys);
     return new WriteTarget(label(ident), catalog.call(request).header);
   }
 
@@ -53,17 +52,16 @@ final class LakeWrites {
    * ids, or null); the planner's answer ({@code snapshot}, and {@code replayed} when that
    * batch of that query was committed before).
    */
-  JsonNode commit(WriteTarget target, List<WrittenFile> files, ObjectNode options, ObjectNode stream) {
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", "write_commit");
-    request.set("target", target.target);
+  Protocol.Reply commit(
+      WriteTarget target, List<WrittenFile> files, ObjectNode options, ObjectNode stream) {
+    Protocol.Request request = Protocol.request("write_commit").put("target", target.target);
     if (options != null) {
-      request.setAll(options);
+      options.fields().forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
     }
     if (stream != null) {
-      request.set("stream", stream);
+      request.put("stream", stream);
     }
-    ArrayNode list = request.putArray("files");
+    ArrayNode list = request.array("files");
     Base64.Encoder base64 = Base64.getEncoder();
     for (WrittenFile file : files == null ? java.util.Collections.<WrittenFile>emptyList() : files) {
       ObjectNode entry = list.addObject();
@@ -81,22 +79,14 @@ final class LakeWrites {
     return catalog.call(request).header;
   }
 
-  private ObjectNode creation(String op, Identifier ident, StructType schema, String[] keys) {
-    ObjectNode request = request(op, namespace(ident), ident.name());
-    request.put("schema", schema.json());
-    ArrayNode partitioning = request.putArray("partitioning");
-    for (String key : keys) {
-      partitioning.add(key);
-    }
-    return request;
+  private Protocol.Request creation(String op, Identifier ident, StructType schema, String[] keys) {
+    return request(op, namespace(ident), ident.name())
+        .put("schema", schema.json())
+        .put("partitioning", java.util.Arrays.asList(keys));
   }
 
-  private ObjectNode request(String op, String namespace, String name) {
-    ObjectNode request = PlannerProcess.JSON.createObjectNode();
-    request.put("op", op);
-    request.put("namespace", namespace);
-    request.put("name", name);
-    return request;
+  private Protocol.Request request(String op, String namespace, String name) {
+    return Protocol.request(op).put("namespace", namespace).put("name", name);
   }
 
   private String namespace(Identifier ident) {

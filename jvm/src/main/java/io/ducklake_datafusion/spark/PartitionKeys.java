@@ -1,6 +1,5 @@
 package io.ducklake_datafusion.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.io.Serializable;
 import java.time.Instant;
@@ -9,6 +8,7 @@ import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.util.Arrays;
 import java.util.Base64;
+import java.util.List;
 import java.util.Locale;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.BinaryType;
@@ -48,14 +48,14 @@ final class PartitionKeys implements Serializable {
   }
 
   /** The keys of the planner's {@code partition_keys} (empty: unpartitioned). */
-  static PartitionKeys of(JsonNode keys, StructType schema) {
-    int n = keys == null ? 0 : keys.size();
+  static PartitionKeys of(List<Protocol.Reply> keys, StructType schema) {
+    int n = keys.size();
     int[] ordinals = new int[n];
     String[] transforms = new String[n];
     DataType[] types = new DataType[n];
     for (int i = 0; i < n; i++) {
-      ordinals[i] = keys.get(i).path("ordinal").asInt();
-      transforms[i] = keys.get(i).path("transform").asText().toLowerCase(Locale.ROOT);
+      ordinals[i] = (int) keys.get(i).integer("ordinal");
+      transforms[i] = keys.get(i).text("transform").toLowerCase(Locale.ROOT);
       types[i] = schema.fields()[ordinals[i]].dataType();
     }
     return new PartitionKeys(ordinals, transforms, types);

@@ -37,12 +37,12 @@ final class PlannerProcess implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
   private static final int KEPT_LINES = 40;
 
-  /** One answer: its JSON header and its binary blobs. */
+  /** One answer: its header, checked against the protocol, and its binary blobs. */
   static final class Answer {
-    final JsonNode header;
+    final Protocol.Reply header;
     final byte[][] blobs;
 
-    Answer(JsonNode header, byte[][] blobs) {
+    Answer(Protocol.Reply header, byte[][] blobs) {
       this.header = header;
       this.blobs = blobs;
     }
@@ -150,9 +150,8 @@ final class PlannerProcess implements AutoCloseable {
           e);
     }
     PlannerProcess planner = new PlannerProcess(python, process);
-    ObjectNode open = JSON.createObjectNode();
-    open.put("op", "open");
-    ObjectNode values = open.putObject("options");
+    Protocol.Request open = Protocol.request("open");
+    ObjectNode values = open.object("options");
     options.forEach(values::put);
     synchronized (LIVE) {
       if (LIVE.isEmpty() && !hookAdded) {
@@ -161,19 +160,43 @@ final class PlannerProcess implements AutoCloseable {
       }
       LIVE.add(planner);
     }
-    planner.call(open);
+    Answer opened;
+    try {
+      opened = planner.call(open);
+    } catch (RuntimeException e) {
+      planner.close();
+      throw e;
+    }
+    long version = opened.header.integer("protocol");
+    if (version != Protocol.VERSION) {
+      planner.close();
+      throw new DuckLakeException(
+          ErrorNames.MISSING_DEPENDENCY,
+          "the DuckLake planner of "
+              + python
+              + " (ducklake-datafusion "
+              + opened.header.text("package")
+              + ") speaks protocol "
+              + version
+              + ", this Spark jar protocol "
+              + Protocol.VERSION
+              + ": the jar and the package are of different releases; use the jar of the "
+              + "installed package (ducklake_datafusion.spark_jar()) or install the package "
+              + "of the jar's release",
+          null);
+    }
     return planner;
   }
 
   /** Send one request; the answer, or our exception named by the planner's error class. */
-  synchronized Answer call(ObjectNode request) {
+  synchronized Answer call(Protocol.Request request) {
     if (evicted) {
       throw new Exited("the DuckLake planner was closed to make room for another", null);
     }
     JsonNode header;
     byte[][] blobs;
     try {
-      byte[] body = JSON.writeValueAsBytes(request);
+      byte[] body = JSON.writeValueAsBytes(request.json());
       requests.writeInt(body.length);
       requests.write(body);
       requests.flush();
@@ -204,7 +227,7 @@ final class PlannerProcess implements AutoCloseable {
       throw new Refused(
           error.path("class").asText(ErrorNames.DUCKLAKE), error.path("message").asText(""));
     }
-    return new Answer(header, blobs);
+    return new Answer(Protocol.reply(request.message, header), blobs);
   }
 
   private DuckLakeException died(Exception cause) {

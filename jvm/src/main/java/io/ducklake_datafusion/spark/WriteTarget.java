@@ -5,6 +5,7 @@ import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.internal.config.ConfigEntry;
@@ -28,25 +29,25 @@ final class WriteTarget {
   final long targetFileSize;
   final PartitionKeys partitionKeys;
   final String[] partitionColumns;
-  private final JsonNode hadoopOptions;
+  private final Map<String, String> hadoopOptions;
 
-  WriteTarget(String table, JsonNode answer) {
+  WriteTarget(String table, Protocol.Reply answer) {
     this.table = table;
-    this.target = answer.path("target");
-    this.directory = answer.path("directory").asText();
-    this.schema = answer.path("schema").asText();
-    this.fieldIds = answer.path("field_ids").toString();
-    this.targetFileSize = answer.path("target_file_size").asLong();
-    this.hadoopOptions = answer.path("hadoop_options");
+    this.target = answer.raw("target");
+    this.directory = answer.text("directory");
+    this.schema = answer.text("schema");
+    this.fieldIds = answer.raw("field_ids").toString();
+    this.targetFileSize = answer.integer("target_file_size");
+    this.hadoopOptions = answer.textMap("hadoop_options");
     StructType struct = (StructType) DataType.fromJson(schema);
-    this.partitionKeys = PartitionKeys.of(answer.path("partition_keys"), struct);
+    this.partitionKeys = PartitionKeys.of(answer.records("partition_keys"), struct);
     this.partitionColumns = partitionKeys.columns(struct);
   }
 
   /** The session's Hadoop configuration with the lake's store options. */
   Configuration hadoop(SparkSession session) {
     Configuration conf = session.sessionState().newHadoopConf();
-    hadoopOptions.fields().forEachRemaining(e -> conf.set(e.getKey(), e.getValue().asText()));
+    hadoopOptions.forEach(conf::set);
     return conf;
   }
 
