@@ -59,6 +59,7 @@ from ._timetravel import (
     snapshot_bounds,
     split_table_suffix,
 )
+from ._whole_files import WholeFileMatch, whole_file_match
 
 __all__ = [
     "CHANGE_TYPES",
@@ -89,6 +90,7 @@ __all__ = [
     "ScanTask",
     "SnapshotRef",
     "StringMatch",
+    "WholeFileMatch",
     "all_of",
     "balanced_groups",
     "bind",
@@ -114,6 +116,7 @@ __all__ = [
     "split_table_suffix",
     "table_directory",
     "to_expression",
+    "whole_file_match",
     "with_field_id",
     "zero_based",
 ]

@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import re
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
 from support.lakes import LakeSpec, assert_same_rows
+from support.twins import (
+    TWIN_SETUP,
+    assert_twins_agree,
+    duckdb_writes_after,
+    expired_twins_agree,
+    twin_catalog,
+    twin_feed,
+    twin_lakes,
+    twin_rows,
+)
 from support.writes import META, duckdb_reads, ours_reads
 
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -33,13 +42,6 @@ SPECS = [
     LakeSpec("sqlite", "azure"),
 ]
 
-SETUP = [
-    "CREATE TABLE lake.main.t (id BIGINT, grp VARCHAR, v DOUBLE, tags VARCHAR[])",
-    "INSERT INTO lake.main.t SELECT i, 'g' || (i % 4), i / 2, ['x' || i] FROM range(1000) r(i)",
-    "INSERT INTO lake.main.t SELECT i, 'g9', -i, NULL FROM range(1000, 1040) r(i)",
-    "DELETE FROM lake.main.t WHERE id % 7 = 0",  # DuckDB's own delete file on both files
-    "INSERT INTO lake.main.t SELECT i, 'g5', i, [] FROM range(2000, 2100) r(i)",
-]
 
 # (our where, DuckDB's WHERE): scattered rows of a file that has a delete file already
 # and of one that has none, a whole file, and nothing at all
@@ -50,133 +52,6 @@ CASES = {
     "nothing": "id < 0",
     "subquery": "id IN (SELECT id * 3 FROM lake.main.t WHERE id < 50)",
 }
-
-
-def _twins(make_lake, spec, setup=SETUP, inline_limit=0):
-    lakes = []
-    for _ in range(2):
-        lake = make_lake(spec, inline_limit=inline_limit)
-        for statement in setup:
-            lake.sql(statement)
-        lake.reader_args()  # detached (and a GCS or Azure mirror synced to its store)
-        lakes.append(lake)
-    return lakes
-
-
-def _state(lake, snapshot: int) -> pa.Table:
-    return duckdb_reads(lake, "SELECT rowid, * FROM lake.main.t ORDER BY rowid", snapshot)
-
-
-def _feed(lake, snapshot: int) -> pa.Table:
-    return duckdb_reads(
-        lake,
-        f"SELECT * FROM ducklake_table_changes('lake', 'main', 't', {snapshot}, {snapshot}) "
-        "ORDER BY rowid, change_type",
-    )
-
-
-def _catalog(lake) -> dict:
-    """The catalog rows a delete writes; delete file ids aside (DuckDB numbers the delete
-    files of one statement in no fixed order: they are compared as a set of rows)."""
-
-    def rows(sql):
-        return [tuple(r.values()) for r in duckdb_reads(lake, sql).to_pylist()]
-
-    return {
-        "delete_files": rows(
-            f"SELECT table_id, begin_snapshot, end_snapshot, data_file_id, "
-            f"path_is_relative, format, delete_count, encryption_key, partial_max "
-            f"FROM {META}.ducklake_delete_file ORDER BY ALL"
-        ),
-        "data_files": rows(
-            f"SELECT data_file_id, begin_snapshot, end_snapshot, record_count, row_id_start, "
-            f"partial_max, partition_id FROM {META}.ducklake_data_file "
-            "ORDER BY ALL"
-        ),
-        # the statistics of every file, the new files of an UPDATE or MERGE among them
-        # (column sizes aside: they follow each writer's encoding)
-        "file_column_stats": rows(
-            f"SELECT data_file_id, column_id, value_count, null_count, min_value, max_value, "
-            f"contains_nan FROM {META}.ducklake_file_column_stats ORDER BY ALL"
-        ),
-        "scheduled": rows(
-            "SELECT path_is_relative, regexp_replace(path, '[^/]*$', '') "
-            f"FROM {META}.ducklake_files_scheduled_for_deletion ORDER BY ALL"
-        ),
-        "changes": rows(
-            f"SELECT snapshot_id, changes_made FROM {META}.ducklake_snapshot_changes ORDER BY ALL"
-        ),
-        "snapshots": rows(
-            f"SELECT snapshot_id, schema_version, next_catalog_id, next_file_id "
-            f"FROM {META}.ducklake_snapshot ORDER BY ALL"
-        ),
-        "table_stats": rows(
-            f"SELECT table_id, record_count, next_row_id FROM {META}.ducklake_table_stats"
-        ),
-        "column_stats": rows(f"SELECT * FROM {META}.ducklake_table_column_stats ORDER BY ALL"),
-    }
-
-
-def _without_file_ids(catalog: dict) -> dict:
-    """The catalog rows with the data files' ids and row id starts left out: DuckDB
-    numbers the files of a write to several partitions in no fixed order."""
-    catalog = dict(catalog)
-    catalog["data_files"] = sorted((r[1:4] + r[5:] for r in catalog["data_files"]), key=str)
-    catalog["delete_files"] = sorted((r[:3] + r[4:] for r in catalog["delete_files"]), key=str)
-    catalog["file_column_stats"] = sorted((r[1:] for r in catalog["file_column_stats"]), key=str)
-    return catalog
-
-
-def assert_twins_agree(ours, theirs, first: int = 1, *, file_ids: bool = True) -> None:
-    """Rows (with rowid) and the change feed at every snapshot, read by DuckDB, and our
-    readers at the latest; the catalog rows (``file_ids``: with the data files' ids)."""
-    last = theirs.snapshot_id()
-    assert ours.snapshot_id() == last
-    for snapshot in range(first, last + 1):
-        ours_rows, their_rows = _state(ours, snapshot), _state(theirs, snapshot)
-        ours_feed, their_feed = _feed(ours, snapshot), _feed(theirs, snapshot)
-        if first > 1:  # after DuckDB's own writes: the rows, not their ids (see _duckdb_after)
-            ours_rows, their_rows = (
-                ours_rows.drop_columns("rowid"),
-                their_rows.drop_columns("rowid"),
-            )
-            ours_feed, their_feed = (
-                ours_feed.drop_columns("rowid"),
-                their_feed.drop_columns("rowid"),
-            )
-        assert_same_rows(ours_rows, their_rows, ordered=first == 1)
-        assert_same_rows(ours_feed, their_feed, ordered=first == 1)
-    ours_catalog, their_catalog = _catalog(ours), _catalog(theirs)
-    if not file_ids:
-        ours_catalog, their_catalog = (
-            _without_file_ids(ours_catalog),
-            _without_file_ids(their_catalog),
-        )
-    for key in their_catalog:
-        assert ours_catalog[key] == their_catalog[key], key
-    expected = duckdb_reads(theirs, "SELECT * FROM lake.main.t")
-    for lake in (ours, theirs):
-        assert_same_rows(ours_reads(lake, "SELECT * FROM lake.main.t"), expected)
-        assert_same_rows(ours_reads(lake, "SELECT * FROM lake.main.t", native=False), expected)
-
-
-def _duckdb_after(lake) -> None:
-    """DuckDB's own writes after a delete: a delete and an update of the same files, then
-    compaction. (The row ids DuckDB gives the rows it rewrites follow the order its
-    threads write them in, which differs from run to run: after these, rows are compared
-    without their ids.)"""
-    lake.sql("DELETE FROM lake.main.t WHERE id % 10 = 4")
-    lake.sql("UPDATE lake.main.t SET v = v + 1000 WHERE id % 10 = 5")
-    lake.sql("CALL ducklake_merge_adjacent_files('lake')")
-    lake.sql("CALL ducklake_rewrite_data_files('lake', delete_threshold => 0)")
-    lake.detach()
-
-
-def _duckdb_expires(lake) -> None:
-    """DuckDB expires every snapshot but the latest and deletes the files none needs."""
-    lake.sql("CALL ducklake_expire_snapshots('lake', older_than => now())")
-    lake.sql("CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
-    lake.detach()
 
 
 # every case on the DuckDB-file catalog; on each other catalog database and store one case
@@ -191,7 +66,7 @@ TWINS = (
 
 @pytest.mark.parametrize(("spec", "case"), TWINS, ids=[f"{spec.id}-{case}" for spec, case in TWINS])
 def test_delete_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
-    ours, theirs = _twins(make_lake, spec)
+    ours, theirs = twin_lakes(make_lake, spec)
     where = CASES[case]
     theirs.sql(f"DELETE FROM lake.main.t WHERE {where}")
     theirs.detach()
@@ -209,27 +84,16 @@ def test_delete_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     if spec.storage != "local" or spec.catalog == "mysql" or case in ("nothing", "everything"):
         return
     for lake in (ours, theirs):
-        _duckdb_after(lake)
+        duckdb_writes_after(lake)
     assert_twins_agree(ours, theirs, first=6)
-    _expired_twins_agree(ours, theirs)
-
-
-def _expired_twins_agree(ours, theirs) -> None:
-    """After DuckDB's expiry and cleanup on both: the same rows, read by DuckDB and both
-    of our paths, every file a snapshot lists still there."""
-    for lake in (ours, theirs):
-        _duckdb_expires(lake)
-    expected = duckdb_reads(theirs, "SELECT * FROM lake.main.t")
-    assert_same_rows(duckdb_reads(ours, "SELECT * FROM lake.main.t"), expected)
-    assert_same_rows(ours_reads(ours, "SELECT * FROM lake.main.t"), expected)
-    assert_same_rows(ours_reads(ours, "SELECT * FROM lake.main.t", native=False), expected)
+    expired_twins_agree(ours, theirs)
 
 
 @pytest.mark.parametrize("spec", SPECS[:1], ids=lambda s: s.id)
 def test_deletes_of_our_own_delete_files_are_cumulative(make_lake, spec):
     """Three deletes in a row on the same files (each replaces the last one's delete file),
     and a pyarrow expression and a delete of everything: every snapshot as DuckDB's."""
-    ours, theirs = _twins(make_lake, spec)
+    ours, theirs = twin_lakes(make_lake, spec)
     steps = [
         ("id < 300", pc.field("id") < 300),
         ("id % 5 = 2", None),
@@ -283,7 +147,7 @@ def test_deleting_inlined_rows_ends_them_in_the_catalog(make_lake):
         # positions of the file deleted through the catalog (ducklake_inlined_delete_1)
         "DELETE FROM lake.main.t WHERE id % 50 = 7",
     ]
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup, inline_limit=10)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup, inline_limit=10)
     where = "id IN (5000, 5002) OR id % 50 = 1"
     theirs.sql(f"DELETE FROM lake.main.t WHERE {where}")
     theirs.detach()
@@ -294,11 +158,11 @@ def test_deleting_inlined_rows_ends_them_in_the_catalog(make_lake):
     last = theirs.snapshot_id()
     assert ours.snapshot_id() == last
     for snapshot in range(1, last + 1):
-        assert_same_rows(_state(ours, snapshot), _state(theirs, snapshot), ordered=True)
-        assert_same_rows(_feed(ours, snapshot), _feed(theirs, snapshot), ordered=True)
+        assert_same_rows(twin_rows(ours, snapshot), twin_rows(theirs, snapshot), ordered=True)
+        assert_same_rows(twin_feed(ours, snapshot), twin_feed(theirs, snapshot), ordered=True)
     # DuckDB also inlines the file rows' deletes (``ducklake_inlined_delete_1``); we write
     # them as a delete file: the rows and the feed above are the same either way
-    ours_catalog, their_catalog = _catalog(ours), _catalog(theirs)
+    ours_catalog, their_catalog = twin_catalog(ours), twin_catalog(theirs)
     for key in ("data_files", "table_stats", "column_stats"):
         assert ours_catalog[key] == their_catalog[key], (key, ours_catalog[key], their_catalog[key])
     assert ours_catalog["changes"][-1] == (5, "deleted_from_table:1,inlined_delete:1")
@@ -311,7 +175,7 @@ def test_deleting_inlined_rows_ends_them_in_the_catalog(make_lake):
 
 def test_a_delete_is_refused_where_it_cannot_be_exact(make_lake):
     lake = make_lake(inline_limit=0)
-    for statement in SETUP[:2]:
+    for statement in TWIN_SETUP[:2]:
         lake.sql(statement)
     lake.detach()
     before = duckdb_reads(lake, "SELECT rowid, * FROM lake.main.t ORDER BY rowid")
@@ -332,8 +196,8 @@ def test_a_delete_is_refused_where_it_cannot_be_exact(make_lake):
 def test_deletes_of_whole_partitions_end_their_files_as_duckdb(make_lake):
     """A partitioned table: a delete of one whole partition ends its files (no delete
     file), one of a partition and scattered rows of the others mixes both, as DuckDB's."""
-    setup = [SETUP[0], "ALTER TABLE lake.main.t SET PARTITIONED BY (grp)", *SETUP[1:]]
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup)
+    setup = [TWIN_SETUP[0], "ALTER TABLE lake.main.t SET PARTITIONED BY (grp)", *TWIN_SETUP[1:]]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
     for where in ["grp = 'g2'", "grp = 'g9' OR id % 10 = 1"]:
         theirs.sql(f"DELETE FROM lake.main.t WHERE {where}")
         theirs.detach()

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 from datafusion import SessionContext
 from support.lakes import LakeSpec
+from support.twins import assert_twins_agree, twin_catalog, twin_lakes
 from support.writes import duckdb_reads
-from test_deletes import _catalog, _twins, assert_twins_agree
 
 import ducklake_datafusion
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -37,7 +37,7 @@ STATEMENTS = [
 
 
 def test_statements_run_as_duckdb_runs_them(make_lake):
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"))
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
     for statement in STATEMENTS:
         theirs.sql(statement)
         theirs.detach()
@@ -50,7 +50,7 @@ def test_statements_run_as_duckdb_runs_them(make_lake):
 
 
 def test_the_session_s_own_tables_and_other_statements(make_lake):
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"))
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
     gone = pa.table({"id": pa.array([3, 30, 300, 3000], pa.int64())})
     theirs.sql("DELETE FROM lake.main.t WHERE id IN (3, 30, 300, 3000)")
     theirs.detach()
@@ -61,7 +61,7 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
     assert done.to_arrow_table().column("count").to_pylist() == [3]
     assert_twins_agree(ours, theirs)
     assert ducklake_datafusion.sql(ctx, "SELECT count(*) AS n FROM gone").to_pylist() == [{"n": 4}]
-    before = _catalog(ours)
+    before = twin_catalog(ours)
     with pytest.raises(TableNotFoundError, match="missing"):
         ducklake_datafusion.sql(ctx, "DELETE FROM lake.main.missing WHERE true")
     with pytest.raises(InvalidOptionError, match="SET"):
@@ -83,7 +83,7 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
     for statement in STATEMENTS[:2]:
         with pytest.raises(Exception, match="not supported"):
             ctx.sql(statement).collect()
-    assert _catalog(ours) == before
+    assert twin_catalog(ours) == before
     assert duckdb_reads(ours, "SELECT count(*) AS n FROM lake.main.t").num_rows == 1
 
 
@@ -92,7 +92,7 @@ def test_a_session_that_runs_row_changes_in_its_own_sql(make_lake):
     session's own table run as DuckDB runs them; a query is DataFusion's."""
     from test_merges import MERGE_SETUP, assert_merged_twins_agree
 
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
     before = theirs.snapshot_id()
     fixes = pa.table({"id": pa.array([1, 4, 9001], pa.int64()), "note": ["a", "b", "c"]})
     theirs.attach().register("fixes", fixes)
@@ -189,7 +189,7 @@ def test_delete_using_and_update_from_run_as_duckdb_runs_them(make_lake):
     joins to several rows is refused with nothing changed (DuckDB sets any one of them)."""
     from test_merges import MERGE_SETUP, assert_merged_twins_agree
 
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
     before = theirs.snapshot_id()
     fixes = pa.table({"id": pa.array([1, 4, 100, 1601], pa.int64()), "grp": list("abcd")})
     con = theirs.attach()
@@ -210,11 +210,11 @@ def test_delete_using_and_update_from_run_as_duckdb_runs_them(make_lake):
     done = [ducklake_datafusion.sql(ctx, s).to_pylist()[0]["count"] for s in JOINED]
     assert done == counts and all(counts)
     assert_merged_twins_agree(ours, theirs, before)
-    catalog = _catalog(ours)
+    catalog = twin_catalog(ours)
     with pytest.raises(MergeError, match="rowid .* joined to 2 rows of FROM.*nothing was changed"):
         ducklake_datafusion.sql(
             ctx,
             "UPDATE lake.main.t SET v = s.v FROM lake.main.src s JOIN lake.main.src o "
             "ON o.id - s.id IN (0, 3) WHERE t.id = s.id",
         )
-    assert _catalog(ours) == catalog
+    assert twin_catalog(ours) == catalog

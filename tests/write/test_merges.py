@@ -18,17 +18,17 @@ import pyarrow.compute as pc
 import pytest
 from datafusion import SessionContext
 from support.lakes import LakeSpec, assert_same_rows
-from support.writes import duckdb_reads, ours_reads
-from test_deletes import (
-    SETUP,
-    _catalog,
-    _duckdb_after,
-    _expired_twins_agree,
-    _feed,
-    _state,
-    _twins,
+from support.twins import (
+    TWIN_SETUP,
     assert_twins_agree,
+    duckdb_writes_after,
+    expired_twins_agree,
+    twin_catalog,
+    twin_feed,
+    twin_lakes,
+    twin_rows,
 )
+from support.writes import duckdb_reads, ours_reads
 
 import ducklake_datafusion
 from ducklake_datafusion import DuckLakeCatalog, register
@@ -42,7 +42,7 @@ from ducklake_datafusion.errors import (
 # the source, in the lake: ids 1, 4, 7, ... match some rows of t, rows DuckDB deleted
 # (id % 7 = 0) and ids t never had
 MERGE_SETUP = [
-    *SETUP,
+    *TWIN_SETUP,
     (
         "CREATE TABLE lake.main.src AS SELECT i AS id, 'n' || (i % 3) AS grp, i * 1.5 AS v, "
         "['s' || i] AS tags FROM range(1, 2400, 3) r(i)"
@@ -68,7 +68,7 @@ CASES = {
 
 
 def _rows_and_feed(lake, snapshot: int) -> tuple[pa.Table, pa.Table]:
-    return _state(lake, snapshot), _feed(lake, snapshot)
+    return twin_rows(lake, snapshot), twin_feed(lake, snapshot)
 
 
 def _split_new_ids(table: pa.Table, old_ids) -> tuple[pa.Table, pa.Table, list]:
@@ -92,7 +92,7 @@ def assert_merged_twins_agree(ours, theirs, before: int) -> None:
             assert_same_rows(kept, their_kept, ordered=True)
             assert_same_rows(added, their_added)
             assert added_ids == their_ids or set(added_ids) == set(their_ids)
-    ours_catalog, their_catalog = _catalog(ours), _catalog(theirs)
+    ours_catalog, their_catalog = twin_catalog(ours), twin_catalog(theirs)
     for key in their_catalog:
         assert ours_catalog[key] == their_catalog[key], key
     assert_twins_agree(ours, theirs, first=last + 1)  # our readers at the latest
@@ -110,7 +110,7 @@ TWINS = [(LakeSpec("duckdb", "local"), case) for case in CASES] + [
 
 @pytest.mark.parametrize(("spec", "case"), TWINS, ids=[f"{spec.id}-{case}" for spec, case in TWINS])
 def test_merge_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
-    ours, theirs = _twins(make_lake, spec, MERGE_SETUP)
+    ours, theirs = twin_lakes(make_lake, spec, MERGE_SETUP)
     before = theirs.snapshot_id()
     theirs.sql(CASES[case])
     theirs.detach()
@@ -133,9 +133,9 @@ def test_merge_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     # (a MySQL cell's DuckDB writes a file catalog copied into MySQL: it cannot write after us)
     if spec.storage == "local" and spec.catalog != "mysql" and case != "nothing":
         for lake in (ours, theirs):
-            _duckdb_after(lake)
+            duckdb_writes_after(lake)
         assert_twins_agree(ours, theirs, first=theirs.snapshot_id() + 1)
-        _expired_twins_agree(ours, theirs)
+        expired_twins_agree(ours, theirs)
 
 
 def _every_clause(builder, form: str):
@@ -178,7 +178,7 @@ def test_a_merge_of_every_clause_is_one_duckdb_transaction(make_lake, form):
     """Several UPDATE and DELETE clauses (DuckDB's MERGE takes one): the same change as
     DuckDB's statements in one transaction, one snapshot, read back alike; the clauses
     given as SQL text or as pyarrow expressions."""
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
     before = theirs.snapshot_id()
     theirs.sql(
         "BEGIN; "
@@ -221,7 +221,7 @@ def test_a_merge_of_every_clause_is_one_duckdb_transaction(make_lake, form):
 def test_upsert_updates_changed_rows_and_inserts_the_rest(make_lake):
     """pyiceberg's upsert: rows of the same key whose values differ are updated (by
     name), equal ones left alone, new keys inserted; DuckDB's MERGE of the same."""
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), MERGE_SETUP)
     before = theirs.snapshot_id()
     data = pa.table(
         {
@@ -248,7 +248,7 @@ def test_a_row_matched_twice_and_an_error_clause_change_nothing(make_lake):
     for statement in MERGE_SETUP:
         lake.sql(statement)
     lake.detach()
-    before = _catalog(lake)
+    before = twin_catalog(lake)
     catalog = DuckLakeCatalog(**lake.reader_args())
     table = catalog.table("main", "t")
     twice = pa.table({"id": [5, 5], "v": [1.0, 2.0]})
@@ -299,7 +299,7 @@ def test_a_row_matched_twice_and_an_error_clause_change_nothing(make_lake):
                 merge(table.merge(one, ["id"])).execute()
     with pytest.raises(MergeError, match="rowid 5 is matched by 2 source rows"):
         table.merge(twice, ["id"]).when_matched_update({"v": pc.field("source", "v")}).execute()
-    assert _catalog(lake) == before
+    assert twin_catalog(lake) == before
 
 
 def test_a_merge_that_inserts_is_planned_again_after_an_append(make_lake, monkeypatch):
@@ -309,7 +309,7 @@ def test_a_merge_that_inserts_is_planned_again_after_an_append(make_lake, monkey
     from ducklake_datafusion.provider import _merge
 
     lake = make_lake(inline_limit=0)
-    for statement in SETUP[:2]:
+    for statement in TWIN_SETUP[:2]:
         lake.sql(statement)
     lake.detach()
     catalog = DuckLakeCatalog(**lake.reader_args())
@@ -356,7 +356,7 @@ def test_a_source_of_dataframe_view_types_merges_as_in_duckdb(make_lake):
         "MERGE INTO lake.main.t USING lake.main.src AS s ON t.k = s.k WHEN MATCHED THEN "
         "UPDATE SET s = s.s WHEN NOT MATCHED THEN INSERT VALUES (s.k, s.s)"
     )
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
     before = theirs.snapshot_id()
     theirs.sql(statement)
     theirs.detach()

@@ -13,8 +13,8 @@ import os
 import pyarrow as pa
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
+from support.twins import twin_feed, twin_lakes, twin_rows
 from support.writes import duckdb_reads, ours_reads
-from test_deletes import _feed, _state, _twins
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import CommitConflictError, InvalidOptionError
@@ -45,7 +45,7 @@ def _rows(lake, name: str, snapshot: int | None = None) -> pa.Table:
     "spec", [LakeSpec("duckdb", "local"), LakeSpec("postgres", "local")], ids=lambda s: s.id
 )
 def test_changes_of_four_tables_are_one_snapshot_as_in_duckdb(make_lake, spec):
-    ours, theirs = _twins(make_lake, spec, SETUP)
+    ours, theirs = twin_lakes(make_lake, spec, SETUP)
     before = theirs.snapshot_id()
     theirs.sql(
         "BEGIN; "
@@ -153,7 +153,7 @@ def test_what_commits_between_a_deletes_plan_and_its_commit(make_lake, monkeypat
     statement, conflict = BETWEEN[case]
     where = "id % 10 = 3"
     for replans in (1, _row_statements.REPLANS):
-        ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"))
+        ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
         base = ours.snapshot_id()
         interleaved = []
         real = _row_statements.locate
@@ -191,8 +191,8 @@ def test_what_commits_between_a_deletes_plan_and_its_commit(make_lake, monkeypat
         # every snapshot since the base: rows (with rowid) and the change feed
         for snapshot in range(base + 1, theirs.snapshot_id() + 1):
             for mine, their in zip(
-                (_state(ours, snapshot), _feed(ours, snapshot)),
-                (_state(theirs, snapshot), _feed(theirs, snapshot)),
+                (twin_rows(ours, snapshot), twin_feed(ours, snapshot)),
+                (twin_rows(theirs, snapshot), twin_feed(theirs, snapshot)),
             ):
                 if case == "rewrite":  # DuckDB numbers the rows it rewrites in its threads'
                     mine, their = mine.drop_columns("rowid"), their.drop_columns("rowid")

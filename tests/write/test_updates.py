@@ -12,6 +12,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
+from support.twins import (
+    TWIN_SETUP,
+    assert_twins_agree,
+    duckdb_writes_after,
+    expired_twins_agree,
+    twin_catalog,
+    twin_lakes,
+)
 from support.writes import (
     META,
     catalog_rows,
@@ -19,14 +27,6 @@ from support.writes import (
     duckdb_writes,
     every_type,
     ours_reads,
-)
-from test_deletes import (
-    SETUP,
-    _catalog,
-    _duckdb_after,
-    _expired_twins_agree,
-    _twins,
-    assert_twins_agree,
 )
 
 from ducklake_datafusion import DuckLakeCatalog
@@ -71,7 +71,7 @@ def test_update_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
 
     from ducklake_datafusion import register
 
-    ours, theirs = _twins(make_lake, spec)
+    ours, theirs = twin_lakes(make_lake, spec)
     ours_set, their_set, where = CASES[case]
     theirs.sql(f"UPDATE lake.main.t SET {their_set} WHERE {where}")
     theirs.reader_args()
@@ -94,20 +94,20 @@ def test_update_matches_duckdb_on_a_twin_lake(make_lake, spec, case):
     # (a MySQL cell's DuckDB writes a file catalog copied into MySQL: it cannot write after us)
     if spec.storage == "local" and spec.catalog != "mysql":
         for lake in (ours, theirs):
-            _duckdb_after(lake)
+            duckdb_writes_after(lake)
         assert_twins_agree(ours, theirs, first=6)
-        _expired_twins_agree(ours, theirs)
+        expired_twins_agree(ours, theirs)
 
 
 def test_updates_of_partition_keys_move_rows_and_updates_stack(make_lake):
     """A partitioned table: rows whose key changes land in their new partition's files
     with DuckDB's partition values; two updates of the same rows, and a pyarrow one."""
     setup = [
-        SETUP[0],
+        TWIN_SETUP[0],
         "ALTER TABLE lake.main.t SET PARTITIONED BY (grp)",
-        *SETUP[1:],
+        *TWIN_SETUP[1:],
     ]
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
     steps = [
         ({"grp": "'g1'"}, "grp = 'g1'", "id % 4 = 0", None),
         ({"v": "v - 1"}, "v = v - 1", "grp = 'g1'", None),
@@ -129,10 +129,10 @@ def test_updates_of_partition_keys_move_rows_and_updates_stack(make_lake):
 
 def test_bad_updates_are_refused_and_change_nothing(make_lake):
     lake = make_lake(inline_limit=0)
-    for statement in SETUP[:2]:
+    for statement in TWIN_SETUP[:2]:
         lake.sql(statement)
     lake.detach()
-    before = _catalog(lake)
+    before = twin_catalog(lake)
     table = DuckLakeCatalog(**lake.reader_args()).table("main", "t")
     with pytest.raises(InvalidOptionError, match="no column 'nope'"):
         table.update({"nope": "1"}, "id = 1")
@@ -142,7 +142,7 @@ def test_bad_updates_are_refused_and_change_nothing(make_lake):
         table.update({"v": "1"}, "grp")  # not a boolean
     with pytest.raises(InvalidOptionError, match="at least one column"):
         table.update({}, "id = 1")
-    assert _catalog(lake) == before
+    assert twin_catalog(lake) == before
 
 
 def test_updates_of_struct_and_map_columns_match_duckdb(make_lake):
@@ -157,7 +157,7 @@ def test_updates_of_struct_and_map_columns_match_duckdb(make_lake):
             "FROM range(300) r(i)"
         ),
     ]
-    ours, theirs = _twins(make_lake, LakeSpec("duckdb", "local"), setup)
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
     steps = [
         (
             {"s": "named_struct('a', s['a'] + 1, 'b', upper(s['b']))"},

@@ -97,6 +97,7 @@ def condition_filter(
     columns: Mapping[str, FilterColumn],
     *,
     negated: bool = False,
+    whole: bool = False,
 ) -> scan.Filter | None:
     """The scan ``Filter`` of a condition tree in any of Spark's forms, or ``None``.
 
@@ -107,17 +108,20 @@ def condition_filter(
             :data:`SPARK_FILTERS`; ``value`` a tuple for ``In``), or ``None`` for anything
             else (left to Spark).
         negated: translate ``NOT node``.
+        whole: all of the tree or ``None`` (a delete's condition must not widen), where
+            by default a conjunction keeps the parts that translate (pruning by fewer
+            conditions is still correct).
     """
     found = shape(node)
     if found is None:
         return None
     kind, args = found
     if kind == "Not":
-        return condition_filter(args[0], shape, columns, negated=not negated)
+        return condition_filter(args[0], shape, columns, negated=not negated, whole=whole)
     if kind in ("And", "Or"):
-        parts = [condition_filter(c, shape, columns, negated=negated) for c in args]
-        if (kind == "And") != negated:  # a conjunction, also after moving NOT down
-            return combine(parts)
+        parts = [condition_filter(c, shape, columns, negated=negated, whole=whole) for c in args]
+        if (kind == "And") != negated and not (whole and None in parts):
+            return combine(parts)  # a conjunction, also after moving NOT down
         return None if any(p is None for p in parts) else scan.Or(tuple(parts))
     if kind != "leaf":
         return None

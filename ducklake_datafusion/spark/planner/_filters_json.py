@@ -17,13 +17,15 @@ filter left out here only prunes less.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
+from ...errors import UnsupportedFeatureError
 from ...scan import Filter
 from .._core import SPARK_FILTERS, FilterColumn, combine, condition_filter
 
-__all__ = ["json_filter"]
+__all__ = ["json_filter", "whole_json_filter"]
 
 _UNKNOWN = object()
 
@@ -32,6 +34,23 @@ def json_filter(filters: Sequence[Mapping], columns) -> Filter | None:
     """The AND of the filters that translate exactly (``None``: nothing to prune with)."""
     by_name = {c.name: FilterColumn(c.name, c.arrow_type, True) for c in columns}
     return combine([condition_filter(f, _shape, by_name) for f in filters])
+
+
+def whole_json_filter(filters: Sequence[Mapping], columns) -> Filter | None:
+    """The AND of all ``filters`` (``None``: no filter), raising ``UnsupportedFeatureError``
+    when one does not translate whole: a delete's condition, which must not widen."""
+    by_name = {c.name: FilterColumn(c.name, c.arrow_type, True) for c in columns}
+    parts = []
+    for spec in filters:
+        part = condition_filter(spec, _shape, by_name, whole=True)
+        if part is None:
+            raise UnsupportedFeatureError(
+                f"the condition {json.dumps(spec)} has no exact form in the lake's filters "
+                "(a column of a nested or unsupported type, a function, a timestamp or "
+                "binary literal)"
+            )
+        parts.append(part)
+    return combine(parts)
 
 
 def _shape(spec) -> tuple[str, tuple] | None:

@@ -246,6 +246,11 @@ MESSAGES: dict[str, Message] = {
             ("snapshot: integer", "replayed?: boolean"),
         ),
         _message(
+            "delete_where",
+            (*_TABLE_NAME, "filters: [object]", *_COMMIT_INFO),
+            ("snapshot: integer", "files: integer", "rows: integer"),
+        ),
+        _message(
             "create_table",
             (*_TABLE_NAME, "schema: string", "partitioning: [string]", *_COMMIT_INFO),
             ("snapshot: integer",),

@@ -25,7 +25,9 @@ Requests (``op``) and their answers, each field declared with its kind in ``_pro
 * ``stream_start`` / ``stream_end`` / ``stream_rows``: a streaming source's offsets and
   micro-batches (``_stream``);
 * ``write_begin`` / ``create_begin`` / ``write_commit`` / ``create_table``: Spark's writes,
-  planned and committed once through the core's protocol (``_write``).
+  planned and committed once through the core's protocol (``_write``);
+* ``delete_where`` ``{namespace, name, filters}`` -> ``{snapshot, files, rows}``: ``DELETE
+  FROM`` of whole files, decided by catalog metadata (``_delete``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -46,6 +48,7 @@ from ...pathres import ACCEPTED_KEYS
 from ...scan import Lake
 from .._core import snapshot_option, snapshot_time_option
 from ._changes import changes_response
+from ._delete import delete_where_response
 from ._frames import read_request, write_response
 from ._protocol import MESSAGES, PROTOCOL_VERSION, check_answer, check_request
 from ._scan import scan_response
@@ -92,6 +95,7 @@ _HANDLERS: dict[str, Handler] = {
     "create_begin": _no_blobs(create_begin_response),
     "write_commit": _no_blobs(write_commit_response),
     "create_table": _no_blobs(create_table_response),
+    "delete_where": _no_blobs(delete_where_response),
 }
 assert set(_HANDLERS) | {"open"} == set(MESSAGES), "every declared request has its handler"
 

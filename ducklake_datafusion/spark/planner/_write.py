@@ -63,6 +63,7 @@ from .._core import spark_arrow_type, spark_schema
 from ..parquet import hadoop_options, hadoop_url
 
 __all__ = [
+    "commit_options",
     "create_begin_response",
     "create_table_response",
     "write_begin_response",
@@ -149,7 +150,7 @@ def create_table_response(lake: Lake, request: Mapping) -> dict:
         name,
         _arrow_schema(str(request["schema"]), f"{namespace}.{name}"),
         partitioned_by=[str(k) for k in request.get("partitioning") or ()],
-        options=_options(request),
+        options=commit_options(request),
     )
     return {"snapshot": commit_files(lake, plan, ())}
 
@@ -158,7 +159,7 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     """Commit the files Spark's executors wrote as one snapshot; for a streaming query's
     batch (``stream``), none when that batch of that query was committed before."""
     stream = request.get("stream")
-    options = _options(request)
+    options = commit_options(request)
     batch = None
     if stream is not None:
         query_id, batch_id = str(stream["query_id"]), int(stream["batch_id"])
@@ -384,7 +385,7 @@ def _arrow_schema(schema_json: str, table: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _options(request: Mapping) -> CommitOptions:
+def commit_options(request: Mapping) -> CommitOptions:
     def text(key: str) -> str | None:
         value = request.get(key)
         return None if value is None else str(value)

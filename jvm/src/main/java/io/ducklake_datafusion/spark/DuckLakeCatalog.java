@@ -365,6 +365,20 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
     writes.commit(target, files, options, null);
   }
 
+  /** Delete the rows of {@code table} that match every filter (whole files), one snapshot. */
+  void deleteWhere(DuckLakeTable table, List<ObjectNode> filters) {
+    Protocol.Request request =
+        request("delete_where")
+            .put("namespace", table.namespace())
+            .put("name", table.tableName());
+    com.fasterxml.jackson.databind.node.ArrayNode list = request.array("filters");
+    filters.forEach(list::add);
+    DuckLakeWriteBuilder.commitOptions(null)
+        .fields()
+        .forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
+    call(request);
+  }
+
   /** Commit a streaming query's epoch; false when it was committed before (a replay). */
   boolean commitEpoch(
       WriteTarget target, List<WrittenFile> files, ObjectNode options, String query, long epoch) {

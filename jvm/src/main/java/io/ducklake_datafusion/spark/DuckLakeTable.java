@@ -1,16 +1,23 @@
 package io.ducklake_datafusion.spark;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.internal.connector.PredicateUtils;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -19,8 +26,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * snapshot (the planner is asked for it by id), so a query sees one table state. A write
  * begins at that snapshot too: an overwrite that reads the table ({@code INSERT OVERWRITE t
  * SELECT ... FROM t}) fails to commit if another commit changed its rows meanwhile.
+ *
+ * <p>{@code DELETE FROM} (and {@code TRUNCATE TABLE}) ends whole data files, decided by
+ * catalog metadata alone ({@link SupportsDeleteV2}): the planner's {@code delete_where}.
  */
-final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
+final class DuckLakeTable implements Table, SupportsRead, SupportsWrite, SupportsDeleteV2 {
   private final DuckLakeCatalog catalog;
   private final String catalogName;
   private final String namespace;
@@ -90,6 +100,46 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite {
         (mode, loaded) -> catalog.beginWrite(this, mode, loaded),
         target -> files -> catalog.commitWrite(target, files, options),
         target -> (epoch, files) -> catalog.commitEpoch(target, files, options, query, epoch));
+  }
+
+  /** Whether every predicate has an exact form the planner reads (see {@link #deleteWhere}). */
+  @Override
+  public boolean canDeleteWhere(Predicate[] predicates) {
+    return deleteFilters(predicates) != null;
+  }
+
+  /**
+   * Delete the rows matching every predicate, as one snapshot, where catalog statistics and
+   * partition values show each live file matching whole or not at all (the planner refuses,
+   * by name, a delete some file matches in part: nothing is deleted then).
+   */
+  @Override
+  public void deleteWhere(Predicate[] predicates) {
+    List<ObjectNode> filters = deleteFilters(predicates);
+    if (filters == null) {
+      throw new DuckLakeException(
+          ErrorNames.UNSUPPORTED_FEATURE,
+          "DELETE FROM " + name() + ": its condition has a part the lake cannot evaluate",
+          null);
+    }
+    catalog.deleteWhere(this, filters);
+  }
+
+  /** The predicates as the planner's filter JSON; null when one has no exact form. */
+  private static List<ObjectNode> deleteFilters(Predicate[] predicates) {
+    List<ObjectNode> filters = new ArrayList<>();
+    for (Predicate predicate : predicates) {
+      if ("ALWAYS_TRUE".equals(predicate.name())) {
+        continue;
+      }
+      scala.Option<Filter> filter = PredicateUtils.toV1(predicate);
+      ObjectNode json = filter.isDefined() ? FilterJson.whole(filter.get()) : null;
+      if (json == null) {
+        return null;
+      }
+      filters.add(json);
+    }
+    return filters;
   }
 
   @Override

@@ -31,6 +31,38 @@ import org.apache.spark.sql.sources.StringStartsWith;
 final class FilterJson {
   private FilterJson() {}
 
+  /**
+   * The JSON of all of {@code filter}, or {@code null} when some part cannot be spelled: what
+   * a delete sends, which must not match more rows than its condition (where {@link #of} may
+   * send one side of an {@code AND}, which prunes less but still correctly).
+   */
+  static ObjectNode whole(Filter filter) {
+    if (filter instanceof And || filter instanceof Or) {
+      boolean and = filter instanceof And;
+      ObjectNode left = whole(and ? ((And) filter).left() : ((Or) filter).left());
+      ObjectNode right = whole(and ? ((And) filter).right() : ((Or) filter).right());
+      if (left == null || right == null) {
+        return null;
+      }
+      ObjectNode node = PlannerProcess.JSON.createObjectNode();
+      node.put("op", and ? "And" : "Or");
+      node.set("left", left);
+      node.set("right", right);
+      return node;
+    }
+    if (filter instanceof Not) {
+      ObjectNode child = whole(((Not) filter).child());
+      if (child == null) {
+        return null;
+      }
+      ObjectNode node = PlannerProcess.JSON.createObjectNode();
+      node.put("op", "Not");
+      node.set("child", child);
+      return node;
+    }
+    return of(filter);
+  }
+
   /** The JSON of {@code filter}, or {@code null} when it cannot be spelled exactly. */
   static ObjectNode of(Filter filter) {
     ObjectNode node = PlannerProcess.JSON.createObjectNode();

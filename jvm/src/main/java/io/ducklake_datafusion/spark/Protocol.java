@@ -211,6 +211,10 @@ public final class Protocol {
         join(of("target: WriteTarget", "files: [WrittenFile]", "stream?: StreamBatch"), COMMIT_INFO),
         of("snapshot: integer", "replayed?: boolean"));
     message(
+        "delete_where",
+        join(TABLE_NAME, of("filters: [object]"), COMMIT_INFO),
+        of("snapshot: integer", "files: integer", "rows: integer"));
+    message(
         "create_table",
         join(TABLE_NAME, of("schema: string", "partitioning: [string]"), COMMIT_INFO),
         of("snapshot: integer"));
