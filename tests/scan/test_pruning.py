@@ -24,10 +24,15 @@ def _files_opened(plan) -> int:
     return sum(isinstance(t, DataFileTask) for t in plan.tasks)
 
 
-@pytest.fixture
-def clustered(make_lake):
-    """Five files with disjoint ranges on every column type that has statistics."""
-    lake = make_lake(inline_limit=0)
+@pytest.fixture(scope="module")
+def clustered(tmp_path_factory, request):
+    """Five files with disjoint ranges on every column type that has statistics; built once
+    per worker and only read by the tests that take it."""
+    from support.lakes import LakeSpec
+    from support.lakes import make_lake as build
+
+    lake = build(LakeSpec("duckdb", "local"), tmp_path_factory.mktemp("clustered"), inline_limit=0)
+    request.addfinalizer(lake.close)
     lake.sql(
         "CREATE TABLE lake.main.t (k BIGINT, d DECIMAL(10,2), s VARCHAR, day DATE, ts TIMESTAMP, "
         "tz TIMESTAMPTZ, f DOUBLE, n INTEGER)"
