@@ -115,6 +115,18 @@ class FilterJsonTest {
   }
 
   @Test
+  void aDeleteSendsItsWholeConditionOrNothing() {
+    Filter k = new GreaterThan("k", 1L);
+    Filter untranslatable = new EqualTo("t", new java.sql.Timestamp(0));
+    // pruning may keep one side of an AND; a delete by it would match more rows
+    assertNull(FilterJson.whole(new And(k, untranslatable)));
+    assertNull(FilterJson.whole(new Or(k, new And(k, untranslatable))));
+    assertNull(FilterJson.whole(new Not(new And(untranslatable, k))));
+    Filter both = new And(k, new Not(new IsNull("s")));
+    assertEquals(json(both), FilterJson.whole(both).toString());
+  }
+
+  @Test
   void notNeedsAChildThatTranslates() {
     assertEquals(
         "{\"op\":\"Not\",\"child\":{\"op\":\"In\",\"attr\":\"k\",\"values\":[{\"long\":1}]}}",
