@@ -43,7 +43,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import BinaryIO
 
-from ...errors import DuckLakeError, InvalidOptionError
+from ...errors import DuckLakeError, InternalError, InvalidOptionError
 from ...pathres import ACCEPTED_KEYS
 from ...scan import Lake
 from .._core import snapshot_option, snapshot_time_option
@@ -97,7 +97,8 @@ _HANDLERS: dict[str, Handler] = {
     "create_table": _no_blobs(create_table_response),
     "delete_where": _no_blobs(delete_where_response),
 }
-assert set(_HANDLERS) | {"open"} == set(MESSAGES), "every declared request has its handler"
+if set(_HANDLERS) | {"open"} != set(MESSAGES):
+    raise InternalError("the planner's handlers are not the protocol's requests")
 
 
 class Planner:
