@@ -44,23 +44,26 @@ final class FilterJson {
       if (left == null || right == null) {
         return null;
       }
-      ObjectNode node = PlannerProcess.JSON.createObjectNode();
-      node.put("op", and ? "And" : "Or");
-      node.set("left", left);
-      node.set("right", right);
-      return node;
+      return binary(PlannerProcess.JSON.createObjectNode(), and ? "And" : "Or", left, right);
     }
     if (filter instanceof Not) {
       ObjectNode child = whole(((Not) filter).child());
-      if (child == null) {
-        return null;
-      }
-      ObjectNode node = PlannerProcess.JSON.createObjectNode();
-      node.put("op", "Not");
-      node.set("child", child);
-      return node;
+      return child == null ? null : negation(PlannerProcess.JSON.createObjectNode(), child);
     }
     return of(filter);
+  }
+
+  private static ObjectNode binary(ObjectNode node, String op, ObjectNode left, ObjectNode right) {
+    node.put("op", op);
+    node.set("left", left);
+    node.set("right", right);
+    return node;
+  }
+
+  private static ObjectNode negation(ObjectNode node, ObjectNode child) {
+    node.put("op", "Not");
+    node.set("child", child);
+    return node;
   }
 
   /** The JSON of {@code filter}, or {@code null} when it cannot be spelled exactly. */
@@ -80,19 +83,11 @@ final class FilterJson {
       if (l == null || r == null) {
         return l == null ? r : l; // AND: either side alone prunes correctly
       }
-      node.put("op", filter instanceof And ? "And" : "Or");
-      node.set("left", l);
-      node.set("right", r);
-      return node;
+      return binary(node, filter instanceof And ? "And" : "Or", l, r);
     }
     if (filter instanceof Not) {
       ObjectNode child = of(((Not) filter).child());
-      if (child == null) {
-        return null;
-      }
-      node.put("op", "Not");
-      node.set("child", child);
-      return node;
+      return child == null ? null : negation(node, child);
     }
     if (filter instanceof IsNull) {
       return unary(node, "IsNull", ((IsNull) filter).attribute());
