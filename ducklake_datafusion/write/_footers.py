@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from ..catalog import FileColumnStats, NewDataFile
 from ..errors import DataFileError
+from ._files import ROW_ID_FIELD
 from ._stats import ColumnBounds
 from ._types import FIELD_ID_KEY, file_schema, leaf_columns
 
@@ -47,9 +48,12 @@ def data_file_from_footer(
     partition_values: tuple[str | None, ...] = (),
     *,
     description: str,
+    row_ids: bool = False,
 ) -> NewDataFile:
     """The commit's facts of the file at ``path`` (relative to the table's directory),
-    ``file_size`` bytes long, whose footer is ``footer`` (without length and magic)."""
+    ``file_size`` bytes long, whose footer is ``footer`` (without length and magic).
+    ``row_ids``: its last column is the rows' ids (``_ducklake_internal_row_id``, an
+    update's new rows), which has no statistics in the catalog."""
     try:
         buffer = _MAGIC + footer + struct.pack("<i", len(footer)) + _MAGIC
         meta = pq.read_metadata(pa.BufferReader(buffer))
@@ -62,6 +66,8 @@ def data_file_from_footer(
     leaves = leaf_columns(columns)
     table_leaves = _leaf_fields(file_schema(columns))
     wanted = [spec.column_id for _, spec in leaves]
+    if row_ids:
+        wanted.append(int(ROW_ID_FIELD.metadata[b"PARQUET:field_id"]))
     found = [field_id for field_id, _ in file_leaves]
     if wanted != found:
         raise DataFileError(

@@ -49,7 +49,7 @@ from ..read import FILE_ID, POSITION, ROW_ID, delete_file_positions, open_file
 from ..scan import DataFileTask, LakeTable, table_directory
 from ._cleanup import after_failed_commit
 from ._delete_files import WrittenDeleteFile, write_delete_file
-from ._files import DataFileWriter, delete_files
+from ._files import DataFileWriter, WrittenFile, delete_files
 from ._input import batches_of
 from ._partitions import read_partition_spec
 from ._plan import _target_file_size, leaf_types, require_writable
@@ -140,6 +140,12 @@ class TableChange:
             if before is not None:  # (a transaction's second statement on the file)
                 group = np.sort(np.concatenate([before, group]))
             self.positions[file_id] = _distinct(group)
+
+    def add_written(self, files: Sequence[WrittenFile]) -> None:
+        """Add data files of the table's rows written elsewhere (Spark's executors) below
+        its directory: committed with this change, and deleted with its own files if the
+        commit fails."""
+        self.added += files
 
     def conformed(self, rows: pa.Table) -> pa.Table:
         """``rows`` cast to the table's columns as a write casts them (by name)."""

@@ -1,7 +1,7 @@
 """Spark's ``DELETE FROM`` by catalog metadata alone (``SupportsDeleteV2``): whole files ended.
 
-``delete_where`` ``{namespace, name, filters, author?, commit_message?, commit_extra_info?}``
--> ``{snapshot, files, rows}``. The filters are Spark's predicates in the pushed filters'
+``delete_where`` ``{namespace, name, filters, dry_run?, author?, commit_message?,
+commit_extra_info?}`` -> ``{snapshot, files, rows, decided}``. The filters are Spark's predicates in the pushed filters'
 JSON (``_filters_json``), all of which must translate (a delete must not widen). The table
 is read at the latest snapshot; each live file is matched whole or not at all by its
 statistics and partition values (``scan.whole_file_match``), and the files matched whole
@@ -10,8 +10,10 @@ core's row changes (``write.TableChange``), as one snapshot. Nothing is read but
 catalog (and the delete files of files that have them, whose rows are already gone).
 
 A delete that some file matches in part, or that may match rows inlined in the catalog,
-is refused by name and deletes nothing: those rows need a row-level delete, which the
-package's Python API (``table.delete``), its DataFusion SQL or DuckDB does.
+is refused by name and deletes nothing: those rows need a row-level delete. A ``dry_run``
+only answers whether the catalog decides the delete (``decided``: Spark's
+``canDeleteWhere``), so that Spark rewrites any other into its row-level form
+(``_change``), which reads the rows.
 """
 
 from __future__ import annotations
@@ -51,18 +53,30 @@ def delete_where_response(lake: Lake, request: Mapping) -> dict:
         )
     if condition is not None and match.inlined_rows:
         undecided.append(f"{match.inlined_rows} rows are inlined in the catalog")
+    if request.get("dry_run"):
+        rows = sum(t.record_count for t in match.whole)
+        return {
+            "snapshot": table.snapshot_id,
+            "files": len(match.whole),
+            "rows": rows,
+            "decided": not undecided,
+        }
     if undecided:
         raise UnsupportedFeatureError(
             f"{statement} at snapshot {table.snapshot_id} of {lake.description}: "
-            f"{'; '.join(undecided)}. Spark deletes whole files only, decided by the catalog; "
-            "nothing was deleted. Delete these rows with the package's Python API "
-            "(table.delete), its DataFusion SQL or DuckDB, or by a condition on the "
-            "table's partition columns"
+            f"{'; '.join(undecided)}. A delete of whole files, decided by the catalog, cannot "
+            "delete these rows, and nothing was deleted; the table changed since Spark planned "
+            "the statement: run it again (Spark then deletes these rows one by one)"
         )
     change = TableChange(table)
     change.delete(_locations(match))
     snapshot = commit_changes([change], commit_options(request))
-    return {"snapshot": snapshot, "files": len(match.whole), "rows": change.deleted_count}
+    return {
+        "snapshot": snapshot,
+        "files": len(match.whole),
+        "rows": change.deleted_count,
+        "decided": True,
+    }
 
 
 def _locations(match) -> pa.Table:

@@ -1,10 +1,11 @@
 """The pipe between the JVM catalog and its planning process: length-prefixed frames.
 
 A request is one frame: a big-endian unsigned 32-bit length, then that many bytes of
-UTF-8 JSON (an object with an ``op``). A response is a frame of JSON (the header), then
-as many binary blobs as the header's ``blobs`` says, each a big-endian unsigned 64-bit
-length and its bytes (Arrow IPC streams: a plan export, rows). Frames, not lines: a
-blob may hold any byte, and the JVM side reads exactly what it was told to expect.
+UTF-8 JSON (an object with an ``op``), then as many binary blobs as its ``blobs`` says
+(none when absent). A response is a frame of JSON (the header), then as many blobs as the
+header's ``blobs`` says. A blob is a big-endian unsigned 64-bit length and its bytes
+(Arrow IPC streams: a plan export, rows; a row-level change's deleted rows). Frames, not
+lines: a blob may hold any byte, and each side reads exactly what it was told to expect.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ _HEADER = struct.Struct(">I")
 _BLOB = struct.Struct(">Q")
 
 
-def read_request(stream: BinaryIO) -> dict | None:
-    """The next request, or ``None`` once the JVM closed the pipe."""
+def read_request(stream: BinaryIO) -> tuple[dict, list[bytes]] | None:
+    """The next request (without its ``blobs`` count) and its blobs, or ``None`` once the
+    JVM closed the pipe."""
     prefix = stream.read(_HEADER.size)
     if len(prefix) < _HEADER.size:
         return None
@@ -34,7 +36,20 @@ def read_request(stream: BinaryIO) -> dict | None:
     request = json.loads(body.decode("utf-8"))
     if not isinstance(request, dict):
         raise TypeError("a planner request must be a JSON object")
-    return request
+    count = request.pop("blobs", 0)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise TypeError("a planner request's blob count must be a natural number")
+    blobs = []
+    for _ in range(count):
+        prefix = stream.read(_BLOB.size)
+        if len(prefix) < _BLOB.size:
+            return None
+        (size,) = _BLOB.unpack(prefix)
+        blob = stream.read(size)
+        if len(blob) < size:
+            return None
+        blobs.append(blob)
+    return request, blobs
 
 
 def write_response(stream: BinaryIO, header: dict, blobs: Sequence[bytes] = ()) -> None:

@@ -39,7 +39,7 @@ __all__ = [
     "describe",
 ]
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 _SCALARS = frozenset(("string", "integer", "number", "boolean", "object", "any"))
 _FIELD = re.compile(r"^([a-z_]+)(\??): (.+)$")
@@ -122,7 +122,13 @@ RECORDS: dict[str, tuple[Field, ...]] = {
     "PartitionKey": _fields(("ordinal: integer", "transform: string")),
     # a file an executor wrote: below the table's directory, its footer in base64
     "WrittenFile": _fields(
-        ("path: string", "size: integer", "footer: string", "partition_row?: [any]")
+        (
+            "path: string",
+            "size: integer",
+            "footer: string",
+            "partition_row?: [any]",
+            "row_ids?: boolean",
+        )
     ),
     "StreamBatch": _fields(("query_id: string", "batch_id: integer")),
     "View": _fields(
@@ -169,10 +175,12 @@ MESSAGES: dict[str, Message] = {
                 "snapshot?: integer",
                 "columns?: [string]",
                 "filters?: [object]",
+                "metadata?: [string]",
                 *_HADOOP_REACH,
             ),
             (
                 *_SCAN_FILES,
+                "row_id_starts?: [integer]",
                 "table: string",
                 "columns: [string]",
                 "filter?: string",
@@ -247,8 +255,19 @@ MESSAGES: dict[str, Message] = {
         ),
         _message(
             "delete_where",
-            (*_TABLE_NAME, "filters: [object]", *_COMMIT_INFO),
-            ("snapshot: integer", "files: integer", "rows: integer"),
+            (*_TABLE_NAME, "filters: [object]", "dry_run?: boolean", *_COMMIT_INFO),
+            ("snapshot: integer", "files: integer", "rows: integer", "decided: boolean"),
+        ),
+        _message(
+            "change_commit",
+            (
+                "target: WriteTarget",
+                "command: string",
+                "files: [WrittenFile]",
+                "deletes: integer",
+                *_COMMIT_INFO,
+            ),
+            ("snapshot: integer", "deleted: integer", "updated: integer", "inserted: integer"),
         ),
         _message(
             "create_table",

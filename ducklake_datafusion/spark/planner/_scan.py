@@ -26,11 +26,19 @@ from collections import Counter
 from collections.abc import Mapping
 
 import pyarrow as pa
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from ...errors import InvalidOptionError
 from ...pathres import parse_location
-from ...read import checked_file, execute_tasks, export_plan, read_request
+from ...read import (
+    FILE_ID,
+    POSITION,
+    ROW_ID,
+    checked_file,
+    execute_tasks,
+    export_plan,
+    read_request,
+)
 from ...scan import DataFileTask, InlinedRowsTask, LakeTable, default_array, to_expression
 from .._core import spark_schema, spark_type, to_spark_table
 from ..changes import feed_target
@@ -45,7 +53,17 @@ from ..parquet import (
 from ._filters_json import json_filter
 from ._frames import arrow_stream
 
-__all__ = ["exact_rows", "scan_response", "spark_reach", "split_for_spark"]
+__all__ = ["METADATA_COLUMNS", "exact_rows", "scan_response", "spark_reach", "split_for_spark"]
+
+# The metadata columns a scan may add after the table's (``SupportsMetadataColumns``), by
+# which Spark's row-level changes name the rows they change, and the core's read column of
+# each: the row id (never null), the data file's id and the row's position in it (both
+# null for a row inlined in the catalog).
+METADATA_COLUMNS = {
+    "_ducklake_rowid": ROW_ID,
+    "_ducklake_file_id": FILE_ID,
+    "_ducklake_position": POSITION,
+}
 
 
 def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]]:
@@ -58,13 +76,20 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         raise InvalidOptionError(
             f"table {table.name} (snapshot {table.snapshot_id}) has no column(s) {unknown}"
         )
+    metadata = [str(m) for m in request.get("metadata") or ()]
+    odd = [m for m in metadata if m not in METADATA_COLUMNS]
+    if odd:
+        raise InvalidOptionError(
+            f"table {table.name} has no metadata column(s) {odd}; they are "
+            f"{', '.join(METADATA_COLUMNS)}"
+        )
     prune = json_filter(request.get("filters") or (), table.columns)
     plan = table.scan_plan(filter=prune)
     spark_files, layouts, urls, options, exact, reasons = split_for_spark(
-        table, plan, *spark_reach(request)
+        table, plan, *spark_reach(request), row_ids=bool(metadata)
     )
     export = export_plan(plan, spark_files, layouts=layouts)
-    rows = exact_rows(plan, exact, columns, table)
+    rows = exact_rows(plan, exact, columns, table, metadata)
     stats = plan.stats
     header = {
         "table": plan.table,
@@ -83,6 +108,8 @@ def scan_response(table: LakeTable, request: Mapping) -> tuple[dict, list[bytes]
         "hadoop_urls": urls,
         "hadoop_options": options,
     }
+    if metadata:  # (Spark computes a file's row ids from its first one and the position)
+        header["row_id_starts"] = [t.row_id_start for t in spark_files]
     return header, [export, arrow_stream(rows)]
 
 
@@ -107,13 +134,21 @@ def reads_exactly(column) -> bool:
 
 
 def split_for_spark(
-    table: LakeTable, plan, schemes: frozenset[str] | None, hadoop: tuple[int, ...] | None
+    table: LakeTable,
+    plan,
+    schemes: frozenset[str] | None,
+    hadoop: tuple[int, ...] | None,
+    *,
+    row_ids: bool = False,
 ):
     """The tasks Spark reads (with layouts, Hadoop URLs and options) and the exact rest.
 
     ``schemes``: the Hadoop schemes the JVM has a connector for (``None``: any); files
     on another store are read exactly here. ``hadoop``: the JVM's Hadoop version
     (``None``: not told); files its connector cannot reach are read exactly here too.
+    ``row_ids``: the scan wants each row's id, which Spark computes from the file's
+    ``row_id_start`` and the row's position; files that hold their rows' ids (an update's
+    new rows) are read exactly here.
     """
     columns = table.columns
     types_ok = all(reads_exactly(c) for c in columns)
@@ -132,6 +167,8 @@ def split_for_spark(
             checked = checked_file(task, plan.storage, columns, what)  # raises our typed error
             layout = checked.layout
             why = _layout_problem(layout, columns)
+            if why is None and row_ids and (checked.row_ids or task.row_id_start is None):
+                why = "files holding their rows' ids, for a row-level change"
         store = None
         url = None
         if why is None:
@@ -204,15 +241,30 @@ def _hadoop_url(url: str, storage) -> str:
     return hadoop_url(url, storage)
 
 
-def exact_rows(plan, tasks, columns, table) -> pa.Table:
-    """The rows of ``tasks`` read by the exact reader, as the Arrow types Spark expects."""
+def exact_rows(plan, tasks, columns, table, metadata=()) -> pa.Table:
+    """The rows of ``tasks`` read by the exact reader, as the Arrow types Spark expects,
+    with the ``metadata`` columns (:data:`METADATA_COLUMNS`) after the table's."""
     by_name = {f.name: f for f in spark_schema(table.columns).fields}
-    target, _ = feed_target(StructType([by_name[n] for n in columns]))
+    fields = [by_name[n] for n in columns] + [StructField(m, LongType()) for m in metadata]
+    target, _ = feed_target(StructType(fields))
     if not tasks:
         return target.empty_table()
-    request = read_request(plan, columns)
+    request = read_request(plan, columns, with_positions=bool(metadata))
     schema = pa.schema([plan.table_schema.field(n) for n in columns])
-    batches = [
-        b.cast(schema) if b.schema != schema else b for b in execute_tasks(plan, tasks, request)
+    rows = [_with_metadata(b, schema, metadata) for b in execute_tasks(plan, tasks, request)]
+    if metadata:
+        schema = pa.schema([*schema, *(pa.field(m, pa.int64()) for m in metadata)])
+    return to_spark_table(pa.Table.from_batches(rows, schema=schema), target)
+
+
+def _with_metadata(batch: pa.RecordBatch, schema: pa.Schema, metadata) -> pa.RecordBatch:
+    """A batch of the exact reader as the table's ``schema`` and the ``metadata`` columns."""
+    data = batch.select(schema.names)
+    if data.schema != schema:
+        data = data.cast(schema)
+    if not metadata:
+        return data
+    arrays = [*data.columns] + [
+        batch.column(METADATA_COLUMNS[m]).cast(pa.int64()) for m in metadata
     ]
-    return to_spark_table(pa.Table.from_batches(batches, schema=schema), target)
+    return pa.RecordBatch.from_arrays(arrays, names=[*schema.names, *metadata])

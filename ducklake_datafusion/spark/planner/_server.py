@@ -26,8 +26,11 @@ Requests (``op``) and their answers, each field declared with its kind in ``_pro
   micro-batches (``_stream``);
 * ``write_begin`` / ``create_begin`` / ``write_commit`` / ``create_table``: Spark's writes,
   planned and committed once through the core's protocol (``_write``);
-* ``delete_where`` ``{namespace, name, filters}`` -> ``{snapshot, files, rows}``: ``DELETE
-  FROM`` of whole files, decided by catalog metadata (``_delete``).
+* ``delete_where`` ``{namespace, name, filters, dry_run?}`` -> ``{snapshot, files, rows,
+  decided}``: ``DELETE FROM`` of whole files, decided by catalog metadata (``_delete``);
+* ``change_commit`` ``{target, command, files, deletes}`` and a blob of the deleted rows ->
+  ``{snapshot, deleted, updated, inserted}``: a row-level ``DELETE``, ``UPDATE`` or
+  ``MERGE`` the executors wrote, committed as one snapshot (``_change``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -47,6 +50,7 @@ from ...errors import DuckLakeError, InternalError, InvalidOptionError
 from ...pathres import ACCEPTED_KEYS
 from ...scan import Lake
 from .._core import snapshot_option, snapshot_time_option
+from ._change import change_commit_response
 from ._changes import changes_response
 from ._delete import delete_where_response
 from ._frames import read_request, write_response
@@ -68,11 +72,16 @@ __all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
 # storage option.
 CATALOG_KEYS = ("metadata", "data_path", "snapshot", "snapshot_time", "metadata_schema")
 
-Handler = Callable[[Lake, Mapping], tuple[dict, list[bytes]]]
+# (lake, request, the request's blobs) -> (answer, the answer's blobs)
+Handler = Callable[[Lake, Mapping, list[bytes]], tuple[dict, list[bytes]]]
 
 
 def _no_blobs(answer: Callable[[Lake, Mapping], dict]) -> Handler:
-    return lambda lake, request: (answer(lake, request), [])
+    return lambda lake, request, _: (answer(lake, request), [])
+
+
+def _answer_blobs(answer: Callable[[Lake, Mapping], tuple[dict, list[bytes]]]) -> Handler:
+    return lambda lake, request, _: answer(lake, request)
 
 
 def _scan(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
@@ -86,16 +95,20 @@ _HANDLERS: dict[str, Handler] = {
     "table": _no_blobs(table_response),
     "views": _no_blobs(lambda lake, r: {"views": view_names(lake, str(r["namespace"]))}),
     "view": _no_blobs(view_response),
-    "changes": changes_response,
-    "scan": _scan,
-    "stream_start": stream_start_response,
-    "stream_end": stream_end_response,
-    "stream_rows": stream_rows_response,
+    "changes": _answer_blobs(changes_response),
+    "scan": _answer_blobs(_scan),
+    "stream_start": _answer_blobs(stream_start_response),
+    "stream_end": _answer_blobs(stream_end_response),
+    "stream_rows": _answer_blobs(stream_rows_response),
     "write_begin": _no_blobs(write_begin_response),
     "create_begin": _no_blobs(create_begin_response),
     "write_commit": _no_blobs(write_commit_response),
     "create_table": _no_blobs(create_table_response),
     "delete_where": _no_blobs(delete_where_response),
+    "change_commit": lambda lake, request, blobs: (
+        change_commit_response(lake, request, blobs),
+        [],
+    ),
 }
 if set(_HANDLERS) | {"open"} != set(MESSAGES):
     raise InternalError("the planner's handlers are not the protocol's requests")
@@ -107,17 +120,19 @@ class Planner:
     def __init__(self) -> None:
         self.lake: Lake | None = None
 
-    def handle(self, request: Mapping) -> tuple[dict, list[bytes]]:
-        """Answer one request: ``(header, blobs)``, both checked against the protocol."""
+    def handle(self, request: Mapping, blobs: list[bytes] = ()) -> tuple[dict, list[bytes]]:
+        """Answer one request (and its blobs): ``(header, blobs)``, the headers checked
+        against the protocol."""
         message = check_request(request)
         if message.op == "open":
-            header, blobs = self._open(request["options"]), []
+            header, answers = self._open(request["options"]), []
         elif self.lake is None:
             raise InvalidOptionError(f"the planner got {message.op!r} before 'open'")
         else:
-            header, blobs = _HANDLERS[message.op](self.lake, request)
+            header, answers = _HANDLERS[message.op](self.lake, request, list(blobs))
+            blobs = answers
         check_answer(message, header)
-        return header, blobs
+        return header, answers
 
     def _open(self, options: Mapping[str, object]) -> dict:
         from ... import __version__
@@ -162,9 +177,9 @@ def serve(requests: BinaryIO, responses: BinaryIO, *, idle_seconds: float | None
     """
     planner = Planner()
     try:
-        while _ready(requests, idle_seconds) and (request := read_request(requests)) is not None:
+        while _ready(requests, idle_seconds) and (read := read_request(requests)) is not None:
             try:
-                header, blobs = planner.handle(request)
+                header, blobs = planner.handle(*read)
             except DuckLakeError as exc:
                 header, blobs = _error(exc), []
             except Exception as exc:  # noqa: BLE001 -- not ours: named by class, traced to stderr

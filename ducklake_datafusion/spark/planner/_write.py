@@ -63,9 +63,12 @@ from .._core import spark_arrow_type, spark_schema
 from ..parquet import hadoop_options, hadoop_url
 
 __all__ = [
+    "WriteTarget",
     "commit_options",
     "create_begin_response",
     "create_table_response",
+    "partition_values",
+    "relative_path",
     "write_begin_response",
     "write_commit_response",
 ]
@@ -172,14 +175,16 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     description = f"table {plan.name} of {lake.description}"
     files = []
     for entry in request.get("files") or ():
-        path = _relative_path(str(entry["path"]), description)
+        path = relative_path(str(entry["path"]), description)
         files.append(
             data_file_from_footer(
                 path,
                 int(entry["size"]),
                 base64.b64decode(str(entry["footer"])),
                 plan.columns,
-                _partition_values(plan, entry.get("partition_row"), description),
+                partition_values(
+                    plan.partitioning, plan.columns, entry.get("partition_row"), description
+                ),
                 description=description,
             )
         )
@@ -313,22 +318,23 @@ def _partition_keys(plan: WritePlan) -> list[dict]:
     return keys
 
 
-def _partition_values(plan: WritePlan, raw, description: str) -> tuple[str | None, ...]:
-    """The catalog's partition values of a file, from the key columns' values of its rows
+def partition_values(partitioning, columns, raw, description: str) -> tuple[str | None, ...]:
+    """The catalog's partition values of a file of a table of ``columns`` partitioned by
+    ``partitioning`` (``None``: unpartitioned), from the key columns' values of its rows
     (the executors' ``partition_row``), by the same code that splits this package's writes."""
-    if plan.partitioning is None:
+    if partitioning is None:
         return ()
-    keys = plan.partitioning.keys
+    keys = partitioning.keys
     if not isinstance(raw, list) or len(raw) != len(keys):
         raise InvalidOptionError(
             f"{description}: a written file came without its partition's key values"
         )
-    columns = {c.column_id: c for c in plan.columns}
+    by_id = {c.column_id: c for c in columns}
     arrays = {}
     for key, value in zip(keys, raw):
-        arrow_type = file_schema([columns[key.column_id]]).field(0).type
+        arrow_type = file_schema([by_id[key.column_id]]).field(0).type
         arrays[key.column_name] = pa.array([_key_value(value, arrow_type)], arrow_type)
-    (partition,) = split_partitions(pa.table(arrays), plan.partitioning)
+    (partition,) = split_partitions(pa.table(arrays), partitioning)
     return partition.values
 
 
@@ -397,7 +403,7 @@ def commit_options(request: Mapping) -> CommitOptions:
     )
 
 
-def _relative_path(path: str, description: str) -> str:
+def relative_path(path: str, description: str) -> str:
     normal = posixpath.normpath(path)
     if path.startswith("/") or normal != path or normal.startswith(".."):
         raise InvalidOptionError(

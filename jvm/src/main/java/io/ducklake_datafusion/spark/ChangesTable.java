@@ -91,7 +91,8 @@ final class ChangesTable implements Table, SupportsRead {
     @Override
     @SuppressWarnings("unchecked")
     public PartitionReaderFactory createReaderFactory() {
-      return new DuckLakeReaderFactory(new Function1[0], new boolean[0], schema, true, null);
+      return new DuckLakeReaderFactory(
+          new Function1[0], new boolean[0], schema, true, null, new int[0]);
     }
   }
 }

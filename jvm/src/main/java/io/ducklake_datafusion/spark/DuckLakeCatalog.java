@@ -367,16 +367,36 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
 
   /** Delete the rows of {@code table} that match every filter (whole files), one snapshot. */
   void deleteWhere(DuckLakeTable table, List<ObjectNode> filters) {
+    Protocol.Request request = deleteRequest(table, filters);
+    DuckLakeWriteBuilder.commitOptions(null)
+        .fields()
+        .forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
+    call(request);
+  }
+
+  /** Whether the catalog decides a delete by these filters (every live file whole or not). */
+  boolean deleteDecided(DuckLakeTable table, List<ObjectNode> filters) {
+    return call(deleteRequest(table, filters).put("dry_run", true)).header.flag("decided");
+  }
+
+  private Protocol.Request deleteRequest(DuckLakeTable table, List<ObjectNode> filters) {
     Protocol.Request request =
         request("delete_where")
             .put("namespace", table.namespace())
             .put("name", table.tableName());
     com.fasterxml.jackson.databind.node.ArrayNode list = request.array("filters");
     filters.forEach(list::add);
-    DuckLakeWriteBuilder.commitOptions(null)
-        .fields()
-        .forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
-    call(request);
+    return request;
+  }
+
+  /** Commit a row-level change the executors wrote (see {@link LakeWrites#commitChange}). */
+  Protocol.Reply commitChange(
+      WriteTarget target,
+      String command,
+      List<WrittenFile> files,
+      DeletedRowIds deletes,
+      ObjectNode options) {
+    return writes.commitChange(target, command, files, deletes, options);
   }
 
   /** Commit a streaming query's epoch; false when it was committed before (a replay). */

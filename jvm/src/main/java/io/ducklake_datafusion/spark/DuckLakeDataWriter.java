@@ -76,8 +76,13 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public WriterCommitMessage commit() throws IOException {
+    return new WrittenFile.Message(finishAll());
+  }
+
+  /** Close the open file; every file this writer wrote. */
+  List<WrittenFile> finishAll() throws IOException {
     finish();
-    return new WrittenFile.Message(written);
+    return written;
   }
 
   @Override
@@ -123,7 +128,9 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
     closing.close();
     FileSystem fs = current.getFileSystem(conf);
     long size = fs.getFileStatus(current).getLen();
-    written.add(new WrittenFile(currentName, size, footer(fs, current, size), partitionRow));
+    written.add(
+        new WrittenFile(
+            currentName, size, footer(fs, current, size), partitionRow, job.rowIds));
   }
 
   /** The file's footer: its Thrift metadata, before a 4-byte length and the magic. */

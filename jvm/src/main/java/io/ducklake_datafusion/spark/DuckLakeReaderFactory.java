@@ -10,7 +10,10 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.paths.SparkPath;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -46,18 +49,22 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
   private final StructType output;
   private final boolean columnar;
   private final Broadcast<DeletedRows> deletes;
+  /** The metadata columns after {@code output}'s ({@link RowMetadata#kind}); none: empty. */
+  private final int[] metadata;
 
   DuckLakeReaderFactory(
       Function1<PartitionedFile, Iterator<InternalRow>>[] readers,
       boolean[] rowIndex,
       StructType output,
       boolean columnar,
-      Broadcast<DeletedRows> deletes) {
+      Broadcast<DeletedRows> deletes,
+      int[] metadata) {
     this.readers = readers;
     this.rowIndex = rowIndex;
     this.output = output;
     this.columnar = columnar;
     this.deletes = deletes;
+    this.metadata = metadata;
   }
 
   @Override
@@ -97,6 +104,8 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     private final KeptRows keptRows = new KeptRows();
     private UnsafeProjection dropRowIndex;
     private Object current;
+    private final OnHeapColumnVector[] metadataVectors = new OnHeapColumnVector[metadata.length];
+    private int metadataCapacity;
 
     FilesReader(FileSlices.Slice[] slices, boolean batches) {
       this.slices = slices;
@@ -108,7 +117,10 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
       while (true) {
         if (values != null && values.hasNext()) {
           Object value = values.next();
-          current = !slice.masked ? value : indexed ? keptByIndex(value) : keptByCount(value);
+          current =
+              metadata.length > 0
+                  ? withMetadata(value)
+                  : !slice.masked ? value : indexed ? keptByIndex(value) : keptByCount(value);
           if (current != null) {
             return true;
           }
@@ -229,6 +241,77 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
       return dropRowIndex.apply(row);
     }
 
+    /**
+     * The value's kept rows (all, in a file without deletes) with the metadata columns in
+     * place of the row index: the position is the row index, the row id the file's first row
+     * id plus the position (null: nothing left).
+     */
+    private Object withMetadata(Object value) {
+      int width = output.fields().length;
+      if (!(value instanceof ColumnarBatch)) {
+        InternalRow row = (InternalRow) value;
+        long position = row.getLong(width);
+        if (slice.masked && cursor.isDeleted(position)) {
+          return null;
+        }
+        Object[] values = new Object[width + metadata.length];
+        for (int c = 0; c < width; c++) {
+          values[c] = row.isNullAt(c) ? null : row.get(c, output.fields()[c].dataType());
+        }
+        for (int m = 0; m < metadata.length; m++) {
+          values[width + m] = metadataValue(metadata[m], position);
+        }
+        return new GenericInternalRow(values);
+      }
+      ColumnarBatch batch = (ColumnarBatch) value;
+      int rows = batch.numRows();
+      ColumnVector positions = batch.column(width);
+      if (selected.length < rows) {
+        selected = new int[rows];
+      }
+      int kept = 0;
+      for (int i = 0; i < rows; i++) {
+        if (!slice.masked || !cursor.isDeleted(positions.getLong(i))) {
+          selected[kept++] = i;
+        }
+      }
+      if (kept == 0) {
+        return null;
+      }
+      ColumnVector[] columns = new ColumnVector[width + metadata.length];
+      ColumnarBatch data = kept == rows ? batch : keptRows.of(batch, width, selected, kept);
+      for (int c = 0; c < width; c++) {
+        columns[c] = data.column(c);
+      }
+      if (metadataCapacity < kept) {
+        closeMetadataVectors();
+        metadataCapacity = Math.max(kept, rows);
+        for (int m = 0; m < metadata.length; m++) {
+          metadataVectors[m] = new OnHeapColumnVector(metadataCapacity, DataTypes.LongType);
+        }
+      }
+      for (int m = 0; m < metadata.length; m++) {
+        OnHeapColumnVector vector = metadataVectors[m];
+        vector.reset();
+        for (int i = 0; i < kept; i++) {
+          vector.putLong(i, metadataValue(metadata[m], positions.getLong(selected[i])));
+        }
+        columns[width + m] = vector;
+      }
+      return new ColumnarBatch(columns, kept);
+    }
+
+    private long metadataValue(int kind, long position) {
+      if (kind == 0) {
+        if (slice.rowIdStart < 0) {
+          throw new IllegalStateException(
+              "ducklake: file " + slice.url + " was planned without its first row id");
+        }
+        return slice.rowIdStart + position;
+      }
+      return kind == 1 ? slice.fileId : position;
+    }
+
     @Override
     @SuppressWarnings("unchecked")
     public T get() {
@@ -242,6 +325,17 @@ final class DuckLakeReaderFactory implements PartitionReaderFactory {
     public void close() {
       // Spark's reader functions close their files at the end of each file or of the task
       keptRows.close();
+      closeMetadataVectors();
+    }
+
+    private void closeMetadataVectors() {
+      for (int m = 0; m < metadataVectors.length; m++) {
+        if (metadataVectors[m] != null) {
+          metadataVectors[m].close();
+          metadataVectors[m] = null;
+        }
+      }
+      metadataCapacity = 0;
     }
   }
 

@@ -54,7 +54,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   static final String ROW_INDEX = "_tmp_metadata_row_index";
 
   private final DuckLakeTable table;
+  /** The table's columns read (the metadata columns follow them in {@link #readSchema()}). */
   private final StructType readSchema;
+  private final List<String> metadata;
   private final Filter[] pushed;
   private final Protocol.Request request;
   private Plan plan; // made on first use: a stream of the table never needs the batch plan
@@ -70,6 +72,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
     final Protocol.Reply header;
     final List<PlannedFiles.File> files;
     final byte[] exactRows;
+    /** Per file: its first row id (a scan with metadata columns; else empty). */
+    final long[] rowIdStarts;
     InputPartition[] partitions;
     DuckLakeReaderFactory factory;
 
@@ -81,6 +85,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
               ? Collections.<PlannedFiles.File>emptyList()
               : PlannedFiles.parse(answer.blobs[0], urls, table);
       this.exactRows = header.integer("exact_rows") > 0 ? answer.blobs[1] : null;
+      this.rowIdStarts = header.integers("row_id_starts");
     }
 
     /** Every local file still has its planned length (object stores are not re-listed). */
@@ -101,12 +106,14 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   DuckLakeScan(
       DuckLakeTable table,
       StructType required,
+      List<String> metadata,
       List<ObjectNode> filters,
       Filter[] pushed,
       CaseInsensitiveStringMap options) {
     this.table = table;
     this.options = options;
     this.readSchema = fullFields(required, table.schema());
+    this.metadata = new ArrayList<>(metadata);
     this.pushed = pushed;
     Protocol.Request request =
         Protocol.request("scan")
@@ -117,6 +124,9 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
             .put("hadoop_schemes", table.catalog().hadoopSchemes());
     ArrayNode pushedJson = request.array("filters");
     filters.forEach(pushedJson::add);
+    if (!metadata.isEmpty()) {
+      request.put("metadata", metadata);
+    }
     // Which ABFS modes this Hadoop has (a Blob endpoint needs 3.4.2+): the planner reads
     // the files Spark's connector cannot reach exactly instead.
     request.put("hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
@@ -169,7 +179,7 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
 
   @Override
   public StructType readSchema() {
-    return readSchema;
+    return RowMetadata.withColumns(readSchema, metadata);
   }
 
   @Override
@@ -257,15 +267,22 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
   }
 
   private void build() {
-    build(plan(), table, readSchema, pushed);
+    build(plan(), table, readSchema, pushed, RowMetadata.kinds(metadata));
+  }
+
+  /** A stream's micro-batch plan: as a scan's, without metadata columns. */
+  static void build(Plan plan, DuckLakeTable table, StructType readSchema, Filter[] pushed) {
+    build(plan, table, readSchema, pushed, new int[0]);
   }
 
   /**
    * A plan's read groups, their reader functions, the deleted rows and the partitions, for
-   * the columns of {@code readSchema} (the table's own, in any order) and the filters Spark
-   * pushed; a stream builds each micro-batch's plan the same way.
+   * the columns of {@code readSchema} (the table's own, in any order), the metadata columns
+   * of {@code metadata} ({@link RowMetadata#kind}) after them, and the filters Spark pushed.
+   * With metadata columns, every file is read with Spark's row index: each row's position.
    */
-  static void build(Plan plan, DuckLakeTable table, StructType readSchema, Filter[] pushed) {
+  static void build(
+      Plan plan, DuckLakeTable table, StructType readSchema, Filter[] pushed, int[] metadata) {
     SparkSession session = SparkSession.active();
     ParquetFileFormat format = new ParquetFileFormat();
     String[] tableColumns = table.schema().fieldNames();
@@ -287,7 +304,8 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
       // skipped (filters) or it is split; otherwise its positions are counted (no column).
       boolean filtered = current && pushed.length > 0;
       boolean indexed =
-          file.deleted != null && (filtered || file.size < 0 || file.size > maxSplit);
+          metadata.length > 0
+              || file.deleted != null && (filtered || file.size < 0 || file.size > maxSplit);
       StructField[] fields = new StructField[readSchema.fields().length + (indexed ? 1 : 0)];
       StringBuilder key = new StringBuilder(indexed ? "indexed" : "plain");
       key.append(filtered ? "\u0000filtered" : "\u0000unfiltered");
@@ -315,6 +333,11 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
       fileGroup[f] = group;
     }
     boolean columnar = format.supportBatch(session, readSchema);
+    if (metadata.length > 0 && plan.rowIdStarts.length != plan.files.size()) {
+      throw new IllegalStateException(
+          "ducklake: the planner sent " + plan.rowIdStarts.length + " first row ids for "
+              + plan.files.size() + " files of " + table.name());
+    }
     for (StructType schema : groupSchemas) {
       columnar &= format.supportBatch(session, schema);
     }
@@ -359,8 +382,10 @@ final class DuckLakeScan implements Scan, Batch, SupportsReportStatistics {
           JavaSparkContext.fromSparkContext(session.sparkContext())
               .broadcast(DeletedRows.of(name, byPath));
     }
-    plan.factory = new DuckLakeReaderFactory(readers, rowIndex, readSchema, columnar, deletes);
-    plan.partitions = FileSlices.partitions(session, plan.files, fileGroup, plan.exactRows);
+    plan.factory =
+        new DuckLakeReaderFactory(readers, rowIndex, readSchema, columnar, deletes, metadata);
+    plan.partitions =
+        FileSlices.partitions(session, plan.files, fileGroup, plan.rowIdStarts, plan.exactRows);
   }
 
   private static int indexOf(String[] names, String name) {

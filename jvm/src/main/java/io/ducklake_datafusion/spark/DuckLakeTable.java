@@ -7,7 +7,10 @@ import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
 import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
@@ -15,6 +18,8 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.internal.connector.PredicateUtils;
 import org.apache.spark.sql.sources.Filter;
@@ -28,9 +33,18 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * SELECT ... FROM t}) fails to commit if another commit changed its rows meanwhile.
  *
  * <p>{@code DELETE FROM} (and {@code TRUNCATE TABLE}) ends whole data files, decided by
- * catalog metadata alone ({@link SupportsDeleteV2}): the planner's {@code delete_where}.
+ * catalog metadata alone, where the catalog decides it ({@link SupportsDeleteV2}: the
+ * planner's {@code delete_where}); any other {@code DELETE}, and every {@code UPDATE} and
+ * {@code MERGE INTO}, Spark rewrites into a scan and a delta write ({@link
+ * SupportsRowLevelOperations}: {@link DuckLakeRowLevelOperation}).
  */
-final class DuckLakeTable implements Table, SupportsRead, SupportsWrite, SupportsDeleteV2 {
+final class DuckLakeTable
+    implements Table,
+        SupportsRead,
+        SupportsWrite,
+        SupportsDeleteV2,
+        SupportsMetadataColumns,
+        SupportsRowLevelOperations {
   private final DuckLakeCatalog catalog;
   private final String catalogName;
   private final String namespace;
@@ -102,10 +116,25 @@ final class DuckLakeTable implements Table, SupportsRead, SupportsWrite, Support
         target -> (epoch, files) -> catalog.commitEpoch(target, files, options, query, epoch));
   }
 
-  /** Whether every predicate has an exact form the planner reads (see {@link #deleteWhere}). */
+  /**
+   * Whether every predicate has an exact form the planner reads and the catalog decides the
+   * delete for every live file (whole or not at all: {@link #deleteWhere}); otherwise Spark
+   * deletes the rows one by one ({@link #newRowLevelOperationBuilder}).
+   */
   @Override
   public boolean canDeleteWhere(Predicate[] predicates) {
-    return deleteFilters(predicates) != null;
+    List<ObjectNode> filters = deleteFilters(predicates);
+    return filters != null && catalog.deleteDecided(this, filters);
+  }
+
+  @Override
+  public MetadataColumn[] metadataColumns() {
+    return RowMetadata.columns();
+  }
+
+  @Override
+  public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+    return () -> new DuckLakeRowLevelOperation(this, info.command());
   }
 
   /**

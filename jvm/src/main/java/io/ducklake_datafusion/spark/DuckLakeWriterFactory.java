@@ -25,9 +25,15 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
   final String directory;
   final long targetFileSize;
   final PartitionKeys partitionKeys;
+  /** Rows carry their own row id in a last column (an update's new rows). */
+  final boolean rowIds;
   private final String schema;
   private final String fieldIds;
   private final SerializableConfiguration hadoop;
+
+  /** DuckDB's column of an updated row's own id, and its field id. */
+  static final String ROW_ID_COLUMN = "_ducklake_internal_row_id";
+  static final long ROW_ID_FIELD_ID = 2147483540L;
 
   DuckLakeWriterFactory(
       String table,
@@ -44,6 +50,37 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
     this.targetFileSize = targetFileSize;
     this.partitionKeys = partitionKeys;
     this.hadoop = new SerializableConfiguration(hadoop);
+    this.rowIds = false;
+  }
+
+  private DuckLakeWriterFactory(DuckLakeWriterFactory plain, String schema, String fieldIds) {
+    this.table = plain.table;
+    this.directory = plain.directory;
+    this.schema = schema;
+    this.fieldIds = fieldIds;
+    this.targetFileSize = plain.targetFileSize;
+    this.partitionKeys = plain.partitionKeys;
+    this.hadoop = plain.hadoop;
+    this.rowIds = true;
+  }
+
+  /**
+   * The same write's factory for rows followed by their own row id (an update's new rows, as
+   * DuckDB writes them: a last column {@value #ROW_ID_COLUMN} of field id {@value
+   * #ROW_ID_FIELD_ID}).
+   */
+  DuckLakeWriterFactory withRowIds() {
+    StructType struct =
+        ((StructType) DataType.fromJson(schema))
+            .add(ROW_ID_COLUMN, org.apache.spark.sql.types.DataTypes.LongType, false);
+    com.fasterxml.jackson.databind.node.ArrayNode ids;
+    try {
+      ids = (com.fasterxml.jackson.databind.node.ArrayNode) PlannerProcess.JSON.readTree(fieldIds);
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("ducklake: unreadable field ids of a write", e);
+    }
+    ids.addObject().put("id", ROW_ID_FIELD_ID).putArray("children");
+    return new DuckLakeWriterFactory(this, struct.json(), ids.toString());
   }
 
   @Override

@@ -26,9 +26,21 @@ final class FileSlices {
     final boolean masked;
     /** The file's row count in the catalog (what a whole-file read must return). */
     final long fileRows;
+    /** The file's catalog id (the metadata column {@code _ducklake_file_id}). */
+    final long fileId;
+    /** The id of the file's first row (-1: not asked for); a row's is this plus its position. */
+    final long rowIdStart;
 
     Slice(
-        int group, String url, long start, long length, long fileSize, boolean masked, long fileRows) {
+        int group,
+        String url,
+        long start,
+        long length,
+        long fileSize,
+        boolean masked,
+        long fileRows,
+        long fileId,
+        long rowIdStart) {
       this.group = group;
       this.url = url;
       this.start = start;
@@ -36,6 +48,8 @@ final class FileSlices {
       this.fileSize = fileSize;
       this.masked = masked;
       this.fileRows = fileRows;
+      this.fileId = fileId;
+      this.rowIdStart = rowIdStart;
     }
 
     /** Whether the slice is its whole file (a reader without filters returns every row). */
@@ -79,8 +93,16 @@ final class FileSlices {
     return Math.min(maxPartitionBytes, Math.max(openCost, total / parallelism));
   }
 
+  /**
+   * {@code rowIdStarts}: each file's first row id, for a scan with metadata columns (else
+   * empty).
+   */
   static InputPartition[] partitions(
-      SparkSession session, List<PlannedFiles.File> files, int[] fileGroup, byte[] exactRows) {
+      SparkSession session,
+      List<PlannedFiles.File> files,
+      int[] fileGroup,
+      long[] rowIdStarts,
+      byte[] exactRows) {
     long openCost = bytesConf(session, "spark.sql.files.openCostInBytes", 4L << 20);
     long maxSplit = maxSplit(session, files);
     List<Slice> slices = new ArrayList<>();
@@ -88,16 +110,21 @@ final class FileSlices {
       PlannedFiles.File file = files.get(f);
       long size = Math.max(file.size, 0);
       boolean masked = file.deleted != null;
-      if (size <= maxSplit) {
-        slices.add(
-            new Slice(fileGroup[f], file.hadoopUrl, 0, size, file.size, masked, file.recordCount));
-        continue;
-      }
-      for (long start = 0; start < size; start += maxSplit) {
-        long length = Math.min(maxSplit, size - start);
+      long rowIdStart = f < rowIdStarts.length ? rowIdStarts[f] : -1;
+      long step = size <= maxSplit ? Math.max(size, 1) : maxSplit;
+      for (long start = 0; start < Math.max(size, 1); start += step) {
+        long length = Math.min(step, size - start);
         slices.add(
             new Slice(
-                fileGroup[f], file.hadoopUrl, start, length, file.size, masked, file.recordCount));
+                fileGroup[f],
+                file.hadoopUrl,
+                start,
+                length,
+                file.size,
+                masked,
+                file.recordCount,
+                file.dataFileId,
+                rowIdStart));
       }
     }
     slices.sort(Comparator.comparingLong((Slice s) -> s.length).reversed());

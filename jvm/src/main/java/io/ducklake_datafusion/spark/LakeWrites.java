@@ -61,13 +61,44 @@ final class LakeWrites {
     if (stream != null) {
       request.put("stream", stream);
     }
-    ArrayNode list = request.array("files");
+    addFiles(request.array("files"), files);
+    return catalog.call(request).header;
+  }
+
+  /**
+   * Commit a row-level change (a {@code DELETE}, {@code UPDATE} or {@code MERGE} rewritten by
+   * Spark): the files the executors wrote, and the deleted rows as one blob of {@code
+   * deletes} rows ({@link DeletedRowIds#blob}); the planner's answer.
+   */
+  Protocol.Reply commitChange(
+      WriteTarget target,
+      String command,
+      List<WrittenFile> files,
+      DeletedRowIds deletes,
+      ObjectNode options) {
+    Protocol.Request request =
+        Protocol.request("change_commit")
+            .put("target", target.target)
+            .put("command", command)
+            .put("deletes", deletes.size())
+            .blob(deletes.blob());
+    if (options != null) {
+      options.fields().forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
+    }
+    addFiles(request.array("files"), files);
+    return catalog.call(request).header;
+  }
+
+  private static void addFiles(ArrayNode list, List<WrittenFile> files) {
     Base64.Encoder base64 = Base64.getEncoder();
     for (WrittenFile file : files == null ? java.util.Collections.<WrittenFile>emptyList() : files) {
       ObjectNode entry = list.addObject();
       entry.put("path", file.path);
       entry.put("size", file.size);
       entry.put("footer", base64.encodeToString(file.footer));
+      if (file.rowIds) {
+        entry.put("row_ids", true);
+      }
       if (file.partitionRow != null) {
         try {
           entry.set("partition_row", PlannerProcess.JSON.readTree(file.partitionRow));
@@ -76,7 +107,6 @@ final class LakeWrites {
         }
       }
     }
-    return catalog.call(request).header;
   }
 
   private Protocol.Request creation(String op, Identifier ident, StructType schema, String[] keys) {

@@ -17,8 +17,8 @@ import org.apache.arrow.vector.ipc.ArrowStreamReader;
 
 /**
  * The files of a plan export ({@code ducklake_datafusion/read/_export.py}, form {@value
- * #VERSION}) that Spark's reader reads: each file's size, row count, deleted positions and the
- * physical column holding each table column.
+ * #VERSION}) that Spark's reader reads: each file's catalog id, size, row count, deleted
+ * positions and the physical column holding each table column.
  */
 final class PlannedFiles {
   static final String VERSION = "1";
@@ -26,13 +26,21 @@ final class PlannedFiles {
 
   /** One data file as the planner exported it. */
   static final class File {
+    final long dataFileId;
     final String hadoopUrl;
     final long size;
     final long recordCount;
     final long[] deleted; // ascending, or null
     final String[] physical; // per table column: the file's column, or null (a NULL default)
 
-    File(String hadoopUrl, long size, long recordCount, long[] deleted, String[] physical) {
+    File(
+        long dataFileId,
+        String hadoopUrl,
+        long size,
+        long recordCount,
+        long[] deleted,
+        String[] physical) {
+      this.dataFileId = dataFileId;
       this.hadoopUrl = hadoopUrl;
       this.size = size;
       this.recordCount = recordCount;
@@ -68,6 +76,7 @@ final class PlannedFiles {
             null);
       }
       while (reader.loadNextBatch()) {
+        BigIntVector ids = (BigIntVector) root.getVector("data_file_id");
         BigIntVector sizes = (BigIntVector) root.getVector("size");
         BigIntVector records = (BigIntVector) root.getVector("record_count");
         ListVector deleted = (ListVector) root.getVector("deleted");
@@ -106,6 +115,7 @@ final class PlannedFiles {
           }
           files.add(
               new File(
+                  ids.get(i),
                   hadoopUrls.get(files.size()),
                   sizes.isNull(i) ? -1 : sizes.get(i),
                   records.get(i),

@@ -199,6 +199,10 @@ final class PlannerProcess implements AutoCloseable {
       byte[] body = JSON.writeValueAsBytes(request.json());
       requests.writeInt(body.length);
       requests.write(body);
+      for (byte[] blob : request.blobs) {
+        requests.writeLong(blob.length);
+        requests.write(blob);
+      }
       requests.flush();
       byte[] answer = new byte[answers.readInt()];
       answers.readFully(answer);

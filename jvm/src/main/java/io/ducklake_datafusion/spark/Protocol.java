@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  */
 public final class Protocol {
   /** The version both sides speak; the planner says its own in answer to {@code open}. */
-  static final int VERSION = 2;
+  static final int VERSION = 3;
 
   private static final Pattern FIELD = Pattern.compile("^([a-z_]+)(\\??): (.+)$");
 
@@ -120,7 +120,8 @@ public final class Protocol {
         "path: string",
         "size: integer",
         "footer: string",
-        "partition_row?: [any]");
+        "partition_row?: [any]",
+        "row_ids?: boolean");
     record("StreamBatch", "query_id: string", "batch_id: integer");
     record(
         "View",
@@ -154,11 +155,16 @@ public final class Protocol {
         join(
             TABLE_NAME,
             AS_OF,
-            of("snapshot?: integer", "columns?: [string]", "filters?: [object]"),
+            of(
+                "snapshot?: integer",
+                "columns?: [string]",
+                "filters?: [object]",
+                "metadata?: [string]"),
             HADOOP_REACH),
         join(
             SCAN_FILES,
             of(
+                "row_id_starts?: [integer]",
                 "table: string",
                 "columns: [string]",
                 "filter?: string",
@@ -212,8 +218,18 @@ public final class Protocol {
         of("snapshot: integer", "replayed?: boolean"));
     message(
         "delete_where",
-        join(TABLE_NAME, of("filters: [object]"), COMMIT_INFO),
-        of("snapshot: integer", "files: integer", "rows: integer"));
+        join(TABLE_NAME, of("filters: [object]", "dry_run?: boolean"), COMMIT_INFO),
+        of("snapshot: integer", "files: integer", "rows: integer", "decided: boolean"));
+    message(
+        "change_commit",
+        join(
+            of(
+                "target: WriteTarget",
+                "command: string",
+                "files: [WrittenFile]",
+                "deletes: integer"),
+            COMMIT_INFO),
+        of("snapshot: integer", "deleted: integer", "updated: integer", "inserted: integer"));
     message(
         "create_table",
         join(TABLE_NAME, of("schema: string", "partitioning: [string]"), COMMIT_INFO),
@@ -289,6 +305,8 @@ public final class Protocol {
   static final class Request {
     final Message message;
     private final ObjectNode node = PlannerProcess.JSON.createObjectNode();
+    /** Binary blobs sent after the request (its JSON says how many). */
+    final List<byte[]> blobs = new ArrayList<>();
 
     private Request(Message message) {
       this.message = message;
@@ -329,6 +347,12 @@ public final class Protocol {
       return this;
     }
 
+    /** A binary blob to send after the request. */
+    Request blob(byte[] bytes) {
+      blobs.add(bytes);
+      return this;
+    }
+
     /** A new array field, to fill. */
     ArrayNode array(String name) {
       return node.putArray(declared(name));
@@ -356,7 +380,12 @@ public final class Protocol {
         throw new IllegalStateException(
             "ducklake: the planner's request " + message.op + " " + problem);
       }
-      return node;
+      if (blobs.isEmpty()) {
+        return node;
+      }
+      ObjectNode framed = node.deepCopy();
+      framed.put("blobs", blobs.size());
+      return framed;
     }
 
     /** The same request again, to send once more (a new planner after an idle exit). */
@@ -428,6 +457,17 @@ public final class Protocol {
       field(name);
       List<String> out = new ArrayList<>();
       node.path(name).forEach(item -> out.add(item.asText()));
+      return out;
+    }
+
+    /** An array of integers (empty when an optional one is absent). */
+    long[] integers(String name) {
+      field(name);
+      JsonNode array = node.path(name);
+      long[] out = new long[array.size()];
+      for (int i = 0; i < out.length; i++) {
+        out[i] = array.get(i).asLong();
+      }
       return out;
     }
 

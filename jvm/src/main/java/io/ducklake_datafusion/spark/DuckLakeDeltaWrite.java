@@ -1,0 +1,175 @@
+package io.ducklake_datafusion.spark;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.distributions.Distributions;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.SortOrder;
+import org.apache.spark.sql.connector.write.DeltaBatchWrite;
+import org.apache.spark.sql.connector.write.DeltaWrite;
+import org.apache.spark.sql.connector.write.DeltaWriterFactory;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The write of one row-level change ({@link DuckLakeRowLevelOperation}): executors collect the
+ * deleted rows and write the updated and inserted ones ({@link DuckLakeDeltaWriter}); the
+ * driver sends it all to the planner's {@code change_commit}, which commits one snapshot
+ * through the core's row changes, based on the snapshot Spark read.
+ *
+ * <p>The rows of an {@code UPDATE} or {@code MERGE} are rebalanced before they are written ({@link #requiredDistribution}): a
+ * partitioned table's by its key columns, another's all together, and Spark's adaptive
+ * execution cuts them into tasks of its advisory size. So a change writes about as many files
+ * as its rows fill (one, for a small change, as DuckDB writes), not one per file it read.
+ *
+ * <p>As for appends ({@link DuckLakeBatchWrite}): Spark's commit coordinator lets one attempt
+ * of each task commit, so each row is deleted or written once however often a task ran; a
+ * failed commit deletes the job's files, except when its outcome is unknown.
+ */
+final class DuckLakeDeltaWrite
+    implements DeltaWrite, DeltaBatchWrite, RequiresDistributionAndOrdering {
+  private final DuckLakeTable table;
+  private final String command;
+  private final WriteTarget target;
+  private final ObjectNode options;
+  private final SparkSession session;
+  private final int fileIdOrdinal;
+  private final int positionOrdinal;
+  private volatile boolean outcomeUnknown;
+  private volatile Protocol.Reply committed;
+
+  DuckLakeDeltaWrite(DuckLakeTable table, String command, LogicalWriteInfo info) {
+    this.table = table;
+    this.command = command;
+    this.options = DuckLakeWriteBuilder.commitOptions(info.options());
+    this.session = SparkSession.active();
+    StructType metadata = info.metadataSchema().orElse(new StructType());
+    this.fileIdOrdinal = ordinal(metadata, RowMetadata.FILE_ID);
+    this.positionOrdinal = ordinal(metadata, RowMetadata.POSITION);
+    StructType rowIds = info.rowIdSchema().orElse(new StructType());
+    if (rowIds.fields().length != 1 || !RowMetadata.ROW_ID.equals(rowIds.fields()[0].name())) {
+      throw new IllegalStateException(
+          "ducklake: Spark asked " + command + " of " + table.name() + " to name rows by "
+              + rowIds.simpleString());
+    }
+    this.target = table.catalog().beginWrite(table, "append", true);
+  }
+
+  private int ordinal(StructType schema, String name) {
+    String[] names = schema.fieldNames();
+    for (int i = 0; i < names.length; i++) {
+      if (names[i].equals(name)) {
+        return i;
+      }
+    }
+    throw new IllegalStateException(
+        "ducklake: Spark's " + command + " of " + table.name() + " sends no " + name + " ("
+            + schema.simpleString() + ")");
+  }
+
+  @Override
+  public String description() {
+    return command + " " + table.name();
+  }
+
+  @Override
+  public Distribution requiredDistribution() {
+    if ("DELETE".equals(command)) {
+      return Distributions.unspecified(); // (it writes no data file; its rows have no data)
+    }
+    String[] keys = target.partitionColumns;
+    if (keys.length == 0) {
+      return Distributions.clustered(new Expression[] {Expressions.literal(0)});
+    }
+    Expression[] columns = new Expression[keys.length];
+    for (int i = 0; i < columns.length; i++) {
+      columns[i] = Expressions.column(keys[i]);
+    }
+    return Distributions.clustered(columns);
+  }
+
+  /** A rebalance, which adaptive execution may split or merge, not a strict repartition. */
+  @Override
+  public boolean distributionStrictlyRequired() {
+    return false;
+  }
+
+  @Override
+  public SortOrder[] requiredOrdering() {
+    return new SortOrder[0];
+  }
+
+  @Override
+  public DeltaBatchWrite toBatch() {
+    return this;
+  }
+
+  @Override
+  public DeltaWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    return new DuckLakeDeltaWriter.Factory(target.factory(session), fileIdOrdinal, positionOrdinal);
+  }
+
+  @Override
+  public boolean useCommitCoordinator() {
+    return true;
+  }
+
+  @Override
+  public void commit(WriterCommitMessage[] messages) {
+    List<WrittenFile> files = new ArrayList<>();
+    DeletedRowIds deleted = new DeletedRowIds();
+    gather(messages, files, deleted);
+    try {
+      committed = table.catalog().commitChange(target, command, files, deleted, options);
+    } catch (RuntimeException e) {
+      outcomeUnknown = DuckLakeBatchWrite.outcomeUnknown(e);
+      throw e;
+    }
+  }
+
+  /** The planner's answer to the commit (null before it). */
+  Protocol.Reply committed() {
+    return committed;
+  }
+
+  @Override
+  public void abort(WriterCommitMessage[] messages) {
+    List<WrittenFile> files = new ArrayList<>();
+    gather(messages, files, new DeletedRowIds());
+    if (outcomeUnknown) {
+      throw new DuckLakeException(
+          ErrorNames.DUCKLAKE,
+          "the " + command + " of " + target.table + " may or may not have been committed (the "
+              + "planner failed while committing); its " + files.size() + " files under "
+              + target.directory + " were kept: check the table's latest snapshot",
+          null);
+    }
+    target.deleteUncommitted(files, session, "a failed " + command + " of " + target.table);
+  }
+
+  private static void gather(
+      WriterCommitMessage[] messages, List<WrittenFile> files, DeletedRowIds deleted) {
+    if (messages == null) {
+      return;
+    }
+    for (WriterCommitMessage message : messages) {
+      if (message instanceof DuckLakeDeltaWriter.Message) {
+        DuckLakeDeltaWriter.Message change = (DuckLakeDeltaWriter.Message) message;
+        files.addAll(change.files);
+        deleted.addAll(change.deleted);
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "DuckLakeDeltaWrite(" + command + " " + table.name() + ")";
+  }
+}
