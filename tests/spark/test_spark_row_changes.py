@@ -10,8 +10,9 @@ with their ``rowid`` and the change feed at every snapshot, and the catalog rows
 from __future__ import annotations
 
 import pytest
-from support.lakes import LakeSpec
-from support.twins import TWIN_SETUP, assert_twins_agree, twin_lakes
+from support.lakes import LakeSpec, assert_same_rows
+from support.twins import TWIN_SETUP, assert_merged_twins_agree, assert_twins_agree, twin_lakes
+from support.writes import duckdb_reads
 
 pytest.importorskip("pyspark")
 
@@ -33,8 +34,6 @@ def test_metadata_columns_name_each_row_as_duckdb(spark, make_lake, catalog):
     ours = spark.sql(
         f"SELECT _ducklake_rowid, _ducklake_file_id, _ducklake_position, id FROM {name}.main.t"
     ).toPandas()
-    from support.writes import duckdb_reads
-
     theirs = duckdb_reads(
         lake, "SELECT rowid AS _ducklake_rowid, id FROM lake.main.t ORDER BY rowid"
     ).to_pandas()
@@ -69,3 +68,56 @@ def test_update_matches_duckdb(spark, make_lake, catalog):
         ["UPDATE {table} SET v = v * 10, grp = 'u' WHERE id % 9 = 2"],
     )
     assert_twins_agree(ours, theirs)
+
+
+def test_merge_of_an_update_and_an_insert_matches_duckdb(spark, make_lake, catalog):
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
+    before = theirs.snapshot_id()
+    name = catalog(ours)
+    spark.sql(
+        f"MERGE INTO {name}.main.t AS t USING (SELECT id * 3 AS id FROM range(600, 720)) AS s "
+        "ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = t.v + 0.5, grp = 'm' "
+        "WHEN NOT MATCHED THEN INSERT (id, grp, v, tags) VALUES (s.id, 'new', 0.25, array('n'))"
+    ).collect()
+    theirs.sql(
+        "MERGE INTO lake.main.t AS t USING (SELECT i * 3 AS id FROM range(600, 720) r(i)) AS s "
+        "ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = t.v + 0.5, grp = 'm' "
+        "WHEN NOT MATCHED THEN INSERT (id, grp, v, tags) VALUES (s.id, 'new', 0.25, ['n'])"
+    )
+    theirs.detach()
+    assert_merged_twins_agree(ours, theirs, before)
+
+
+def test_merge_of_every_action_matches_duckdb_statement_by_statement(spark, make_lake, catalog):
+    """DuckDB merges with one UPDATE or DELETE action: its twin runs the same change as
+    three statements, and the rows (updated ones with their row ids) agree."""
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
+    name = catalog(ours)
+    spark.sql(
+        f"MERGE INTO {name}.main.t AS t USING (SELECT id * 3 AS id, id % 2 AS odd "
+        "FROM range(600, 720)) AS s ON t.id = s.id "
+        "WHEN MATCHED AND s.odd = 1 THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET v = t.v + 0.5, grp = 'm' "
+        "WHEN NOT MATCHED THEN INSERT (id, grp, v, tags) VALUES (s.id, 'new', 0.25, array('n')) "
+        "WHEN NOT MATCHED BY SOURCE AND t.grp = 'g9' THEN UPDATE SET v = -1"
+    ).collect()
+    source = "(SELECT i * 3 AS id, i % 2 AS odd FROM range(600, 720) r(i))"
+    before = theirs.snapshot_id()
+    for statement in (
+        f"DELETE FROM lake.main.t WHERE id IN (SELECT id FROM {source} WHERE odd = 1)",
+        f"UPDATE lake.main.t SET v = v + 0.5, grp = 'm' WHERE id IN (SELECT id FROM {source})",
+        f"UPDATE lake.main.t SET v = -1 WHERE grp = 'g9' AND id NOT IN (SELECT id FROM {source})",
+        (
+            f"INSERT INTO lake.main.t SELECT id, 'new', 0.25, ['n'] FROM {source} "
+            f"WHERE id NOT IN (SELECT id FROM lake.main.t AT (VERSION => {before}))"
+        ),
+    ):
+        theirs.sql(statement)
+    theirs.detach()
+    ours.detach()
+    kept = "SELECT rowid, * FROM lake.main.t WHERE grp <> 'new' ORDER BY rowid"
+    assert_same_rows(duckdb_reads(ours, kept), duckdb_reads(theirs, kept), ordered=True)
+    added = "SELECT * FROM lake.main.t WHERE grp = 'new'"
+    assert_same_rows(duckdb_reads(ours, added), duckdb_reads(theirs, added))

@@ -6,6 +6,7 @@ both. Shared by the row-change tests of every engine (Python, DataFusion SQL, Sp
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from support.lakes import assert_same_rows
 from support.writes import META, duckdb_reads, ours_reads
@@ -157,3 +158,34 @@ def expired_twins_agree(ours, theirs) -> None:
     assert_same_rows(duckdb_reads(ours, "SELECT * FROM lake.main.t"), expected)
     assert_same_rows(ours_reads(ours, "SELECT * FROM lake.main.t"), expected)
     assert_same_rows(ours_reads(ours, "SELECT * FROM lake.main.t", native=False), expected)
+
+
+def rows_and_feed(lake, snapshot: int) -> tuple[pa.Table, pa.Table]:
+    return twin_rows(lake, snapshot), twin_feed(lake, snapshot)
+
+
+def split_new_ids(table: pa.Table, old_ids) -> tuple[pa.Table, pa.Table, list]:
+    """The rows whose rowid the lake had before (with it), the others (without), and
+    the others' ids."""
+    old = pc.is_in(table.column("rowid"), value_set=old_ids)
+    new = table.filter(pc.invert(old))
+    return table.filter(old), new.drop_columns("rowid"), sorted(new.column("rowid").to_pylist())
+
+
+def assert_merged_twins_agree(ours, theirs, before: int) -> None:
+    """Snapshots after ``before``: rows and feed as DuckDB's, inserted rows' ids as a set;
+    the catalog rows; our readers."""
+    last = theirs.snapshot_id()
+    assert ours.snapshot_id() == last
+    old_ids = duckdb_reads(theirs, "SELECT rowid FROM lake.main.t", before).column(0)
+    for snapshot in range(before + 1, last + 1):
+        for mine, their in zip(rows_and_feed(ours, snapshot), rows_and_feed(theirs, snapshot)):
+            kept, added, added_ids = split_new_ids(mine, old_ids)
+            their_kept, their_added, their_ids = split_new_ids(their, old_ids)
+            assert_same_rows(kept, their_kept, ordered=True)
+            assert_same_rows(added, their_added)
+            assert added_ids == their_ids or set(added_ids) == set(their_ids)
+    ours_catalog, their_catalog = twin_catalog(ours), twin_catalog(theirs)
+    for key in their_catalog:
+        assert ours_catalog[key] == their_catalog[key], key
+    assert_twins_agree(ours, theirs, first=last + 1)  # our readers at the latest

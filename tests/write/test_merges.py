@@ -20,13 +20,14 @@ from datafusion import SessionContext
 from support.lakes import LakeSpec, assert_same_rows
 from support.twins import (
     TWIN_SETUP,
+    assert_merged_twins_agree,
     assert_twins_agree,
     duckdb_writes_after,
     expired_twins_agree,
+    rows_and_feed,
+    split_new_ids,
     twin_catalog,
-    twin_feed,
     twin_lakes,
-    twin_rows,
 )
 from support.writes import duckdb_reads, ours_reads
 
@@ -65,37 +66,6 @@ CASES = {
     "WHEN MATCHED THEN UPDATE SET tags = [src.grp] WHEN NOT MATCHED THEN INSERT BY NAME",
     "nothing": f"MERGE INTO lake.main.t USING {SOURCE} WHEN MATCHED AND s.id < 0 THEN DELETE",
 }
-
-
-def _rows_and_feed(lake, snapshot: int) -> tuple[pa.Table, pa.Table]:
-    return twin_rows(lake, snapshot), twin_feed(lake, snapshot)
-
-
-def _split_new_ids(table: pa.Table, old_ids) -> tuple[pa.Table, pa.Table, list]:
-    """The rows whose rowid the lake had before (with it), the others (without), and
-    the others' ids."""
-    old = pc.is_in(table.column("rowid"), value_set=old_ids)
-    new = table.filter(pc.invert(old))
-    return table.filter(old), new.drop_columns("rowid"), sorted(new.column("rowid").to_pylist())
-
-
-def assert_merged_twins_agree(ours, theirs, before: int) -> None:
-    """Snapshots after ``before``: rows and feed as DuckDB's, inserted rows' ids as a set;
-    the catalog rows; our readers."""
-    last = theirs.snapshot_id()
-    assert ours.snapshot_id() == last
-    old_ids = duckdb_reads(theirs, "SELECT rowid FROM lake.main.t", before).column(0)
-    for snapshot in range(before + 1, last + 1):
-        for mine, their in zip(_rows_and_feed(ours, snapshot), _rows_and_feed(theirs, snapshot)):
-            kept, added, added_ids = _split_new_ids(mine, old_ids)
-            their_kept, their_added, their_ids = _split_new_ids(their, old_ids)
-            assert_same_rows(kept, their_kept, ordered=True)
-            assert_same_rows(added, their_added)
-            assert added_ids == their_ids or set(added_ids) == set(their_ids)
-    ours_catalog, their_catalog = twin_catalog(ours), twin_catalog(theirs)
-    for key in their_catalog:
-        assert ours_catalog[key] == their_catalog[key], key
-    assert_twins_agree(ours, theirs, first=last + 1)  # our readers at the latest
 
 
 # every case on the DuckDB-file catalog, one on each other catalog database and store
@@ -207,9 +177,9 @@ def test_a_merge_of_every_clause_is_one_duckdb_transaction(make_lake, form):
     last = theirs.snapshot_id()
     assert ours.snapshot_id() == last == before + 1
     old_ids = duckdb_reads(theirs, "SELECT rowid FROM lake.main.t", before).column(0)
-    for mine, their in zip(_rows_and_feed(ours, last), _rows_and_feed(theirs, last)):
-        kept, added, _ = _split_new_ids(mine, old_ids)
-        their_kept, their_added, _ = _split_new_ids(their, old_ids)
+    for mine, their in zip(rows_and_feed(ours, last), rows_and_feed(theirs, last)):
+        kept, added, _ = split_new_ids(mine, old_ids)
+        their_kept, their_added, _ = split_new_ids(their, old_ids)
         assert_same_rows(kept, their_kept, ordered=True)
         assert_same_rows(added, their_added)
     # (DuckDB's statements write other files than one MERGE: the catalog rows differ)

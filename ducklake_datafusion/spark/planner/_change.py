@@ -62,7 +62,10 @@ def change_commit_response(lake: Lake, request: Mapping, blobs: Sequence[bytes])
     description = f"{command} of {change.description}"
     change.delete(deleted_rows(blobs, int(request["deletes"]), description))
     written, updated = [], 0
-    for entry in request.get("files") or ():
+    # an update's rows first, then inserted ones: row ids are numbered in that order, as DuckDB
+    # numbers a MERGE's (its new rows take the ids after the updated rows' count)
+    entries = sorted(request.get("files") or (), key=lambda e: not e.get("row_ids"))
+    for entry in entries:
         path = relative_path(str(entry["path"]), description)
         row_ids = bool(entry.get("row_ids"))
         data_file = data_file_from_footer(
