@@ -121,3 +121,51 @@ def test_merge_of_every_action_matches_duckdb_statement_by_statement(spark, make
     assert_same_rows(duckdb_reads(ours, kept), duckdb_reads(theirs, kept), ordered=True)
     added = "SELECT * FROM lake.main.t WHERE grp = 'new'"
     assert_same_rows(duckdb_reads(ours, added), duckdb_reads(theirs, added))
+
+
+PARTITIONED = [TWIN_SETUP[0], "ALTER TABLE lake.main.t SET PARTITIONED BY (grp)", *TWIN_SETUP[1:]]
+
+
+def test_an_update_moving_rows_to_other_partitions_matches_duckdb(spark, make_lake, catalog):
+    """Rows whose new key puts them in another partition land in that partition's files,
+    with DuckDB's partition values."""
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), PARTITIONED)
+    name = catalog(ours)
+    _on_both(
+        spark,
+        name,
+        theirs,
+        [
+            (
+                "UPDATE {table} SET grp = CASE WHEN id % 2 = 0 THEN 'g1' ELSE 'g8' END "
+                "WHERE id % 10 = 3 OR id % 10 = 4"
+            ),
+            "DELETE FROM {table} WHERE grp = 'g8' AND id > 500",
+        ],
+    )
+    assert_twins_agree(ours, theirs, file_ids=False)
+
+
+@pytest.mark.parametrize("spec", [LakeSpec("postgres", "local"), LakeSpec("sqlite", "minio")])
+def test_rows_inlined_in_the_catalog_are_changed_as_duckdb_changes_them(
+    spark, make_lake, catalog, spec
+):
+    """Rows the catalog holds (read by the planner, named by row id alone) are ended there.
+    (DuckDB inlines its small deletes and updated rows into the catalog where this package
+    writes files: both valid DuckLake, so the rows and the change feed are compared.)"""
+    setup = [
+        *TWIN_SETUP,
+        "INSERT INTO lake.main.t VALUES (5000, 'g7', 1.5, ['i']), (5001, 'g7', 2.5, NULL)",
+    ]
+    ours, theirs = twin_lakes(make_lake, spec, setup, inline_limit=5)
+    name = catalog(ours)
+    _on_both(
+        spark,
+        name,
+        theirs,
+        [
+            "DELETE FROM {table} WHERE id = 5000 OR id % 11 = 3",
+            "UPDATE {table} SET v = v + 1 WHERE id = 5001 OR id % 13 = 4",
+        ],
+    )
+    assert_twins_agree(ours, theirs, catalog=False)
