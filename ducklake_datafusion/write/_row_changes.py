@@ -36,6 +36,8 @@ from ..catalog import (
     EndDataFiles,
     EndInlinedRows,
     FilesUnchanged,
+    NotCommittedBefore,
+    RecordStreamBatch,
     SetDeleteFile,
     SnapshotMoved,
     TableRef,
@@ -52,7 +54,7 @@ from ._delete_files import WrittenDeleteFile, write_delete_file
 from ._files import DataFileWriter, WrittenFile, delete_files
 from ._input import batches_of
 from ._partitions import read_partition_spec
-from ._plan import _target_file_size, leaf_types, require_writable
+from ._plan import StreamBatch, _target_file_size, leaf_types, require_writable
 from ._types import conform, file_schema
 
 __all__ = ["ChangeResult", "TableChange", "commit_changes"]
@@ -106,6 +108,7 @@ class TableChange:
         self.inlined_row_ids: list[int] = []
         self.added: list = []  # WrittenFile of the rows added
         self.requirements: list = []  # what the statement's plan needs beyond its files
+        self.records: list = []  # what the snapshot records beside the change (a stream batch)
         self._plain: dict[int, WrittenDeleteFile] = {}  # first delete files, written once
         self._cumulative: dict[int, WrittenDeleteFile] = {}  # written for one snapshot id
         self._cumulative_for: int | None = None
@@ -140,6 +143,15 @@ class TableChange:
             if before is not None:  # (a transaction's second statement on the file)
                 group = np.sort(np.concatenate([before, group]))
             self.positions[file_id] = _distinct(group)
+
+    def once_per_batch(self, stream: StreamBatch) -> None:
+        """Commit this change at most once for a streaming query's batch, and record the
+        batch with it (a batch committed before makes the commit raise
+        ``AlreadyCommitted``): a ``foreachBatch`` MERGE replayed after a crash."""
+        self.requirements.append(
+            NotCommittedBefore(stream.marker, self.ref, stream.query_id, stream.batch_id)
+        )
+        self.records.append(RecordStreamBatch(self.ref, stream.query_id, stream.batch_id))
 
     def add_written(self, files: Sequence[WrittenFile]) -> None:
         """Add data files of the table's rows written elsewhere (Spark's executors) below
@@ -239,6 +251,8 @@ class TableChange:
             )
         if checked:
             requirements.append(FilesUnchanged(self.ref, tuple(checked)))
+        if actions:  # (a change of nothing commits no snapshot, so records nothing)
+            actions += self.records
         return actions, requirements, depends
 
     def _write_delete_files(self, wanted: list[tuple], snapshot_id: int) -> None:

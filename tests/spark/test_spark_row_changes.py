@@ -9,6 +9,10 @@ with their ``rowid`` and the change feed at every snapshot, and the catalog rows
 
 from __future__ import annotations
 
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
 from support.twins import TWIN_SETUP, assert_merged_twins_agree, assert_twins_agree, twin_lakes
@@ -169,3 +173,77 @@ def test_rows_inlined_in_the_catalog_are_changed_as_duckdb_changes_them(
         ],
     )
     assert_twins_agree(ours, theirs, catalog=False)
+
+
+def test_a_foreach_batch_upsert_merges_each_batch_once_across_a_restart(
+    spark, make_lake, catalog, tmp_path
+):
+    """The canonical CDC pipeline: each micro-batch MERGEd into the table in ``foreachBatch``
+    with the batch id as the idempotence key (``spark.ducklake.txnAppId``/``txnVersion``).
+    The query dies after batch 1's commit and before its checkpoint, and runs again: batch 1
+    is replayed and skipped, batch 2 merged. The table equals DuckDB applying each batch
+    once on the twin."""
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
+    name = catalog(ours)
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+    batches = []
+
+    def drop(batch: int, ids) -> None:
+        rows = pa.table({"id": pa.array(ids, pa.int64()), "v": [float(batch)] * len(ids)})
+        path = source / f"part-{batch}.parquet"
+        pq.write_table(rows, path)
+        os.utime(path, (1_700_000_000 + batch, 1_700_000_000 + batch))  # the stream's order
+        batches.append(rows)
+
+    def upsert(frame, batch_id) -> None:
+        frame.createOrReplaceTempView("changes")
+        frame.sparkSession.conf.set("spark.ducklake.txnAppId", "cdc-t")
+        frame.sparkSession.conf.set("spark.ducklake.txnVersion", str(batch_id))
+        frame.sparkSession.sql(
+            f"MERGE INTO {name}.main.t AS t USING changes AS c ON t.id = c.id "
+            "WHEN MATCHED THEN UPDATE SET v = c.v "
+            "WHEN NOT MATCHED THEN INSERT (id, grp, v, tags) VALUES (c.id, 'cdc', c.v, NULL)"
+        )
+
+    def run() -> None:
+        query = (
+            spark.readStream.schema("id BIGINT, v DOUBLE")
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(source))
+            .writeStream.option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .foreachBatch(upsert)
+            .start()
+        )
+        query.awaitTermination()
+        assert query.exception() is None
+
+    drop(0, [1, 2, 3, 5000, 5001])
+    drop(1, [2, 3, 4, 5001, 5002])
+    run()
+    for entry in ("1", ".1.crc"):  # died before batch 1's checkpoint
+        (checkpoint / "commits" / entry).unlink(missing_ok=True)
+    drop(2, [4, 5, 5002, 5003])
+    run()
+
+    for batch in batches:
+        values = ", ".join(
+            f"({i}, {v})" for i, v in zip(batch["id"].to_pylist(), batch["v"].to_pylist())
+        )
+        theirs.sql(
+            f"MERGE INTO lake.main.t AS t USING (SELECT * FROM (VALUES {values}) c(id, v)) AS c "
+            "ON t.id = c.id WHEN MATCHED THEN UPDATE SET v = c.v "
+            "WHEN NOT MATCHED THEN INSERT (id, grp, v, tags) VALUES (c.id, 'cdc', c.v, NULL)"
+        )
+    theirs.detach()
+    ours.detach()
+    assert ours.snapshot_id() == theirs.snapshot_id()
+    rows = "SELECT * FROM lake.main.t"
+    assert_same_rows(duckdb_reads(ours, rows), duckdb_reads(theirs, rows))
+    batches_recorded = duckdb_reads(
+        ours,
+        "SELECT value FROM ducklake_options('lake') WHERE option_name LIKE "
+        "'ducklake_datafusion_stream:cdc-t'",
+    )
+    assert batches_recorded.column(0)[0].as_py().startswith("2:")

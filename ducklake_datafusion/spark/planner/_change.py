@@ -6,13 +6,16 @@ delta write (the jar's ``DuckLakeDeltaWrite``): its executors name each deleted 
 three values, write updated rows (carrying their row ids) and inserted rows as Parquet files
 below the table's directory, and the driver sends everything here once:
 
-``change_commit`` ``{target, command, files, deletes, author?, commit_message?,
-commit_extra_info?}`` and one blob -> ``{snapshot, deleted, updated, inserted}``.
+``change_commit`` ``{target, command, files, deletes, stream?, author?, commit_message?,
+commit_extra_info?}`` and one blob -> ``{snapshot, deleted, updated, inserted, replayed?}``.
 
 * ``target``: the ``write_begin`` answer's target (``_write.WriteTarget``): the table, its id
   and the snapshot Spark read, which is the change's base;
 * ``files``: the written files as for appends, ``row_ids`` set on those whose last column is
   the rows' own ids (an update's new rows, ``_ducklake_internal_row_id``);
+* ``stream``: a streaming query's batch (``foreachBatch``: the session's ``txnAppId`` and
+  ``txnVersion``), committed at most once and recorded as the sink records its batches; a
+  batch committed before answers ``replayed`` and changes nothing;
 * the blob: ``deletes`` rows as three little-endian int64 columns one after another (row
   ids, data file ids, positions; ``-1`` for the file id and position of a row inlined in
   the catalog).
@@ -27,16 +30,24 @@ concurrent append does not. A failed commit deletes every file of the change.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from ...catalog import AlreadyCommitted, NoRowsInserted
 from ...errors import InvalidOptionError, TableNotFoundError
 from ...read import FILE_ID, POSITION, ROW_ID
 from ...scan import Lake, SnapshotRef
-from ...write import TableChange, WrittenFile, commit_changes, data_file_from_footer
-from ._write import WriteTarget, commit_options, partition_values, relative_path
+from ...write import StreamBatch, TableChange, WrittenFile, commit_changes, data_file_from_footer
+from ._write import (
+    WriteTarget,
+    commit_options,
+    partition_values,
+    relative_path,
+    stream_commit_info,
+)
 
 __all__ = ["change_commit_response", "deleted_rows"]
 
@@ -83,7 +94,27 @@ def change_commit_response(lake: Lake, request: Mapping, blobs: Sequence[bytes])
         updated += data_file.record_count if row_ids else 0
     change.add_written(written)
     inserted = sum(f.data_file.record_count for f in written) - updated
-    snapshot = commit_changes([change], commit_options(request))
+    options = commit_options(request)
+    stream = request.get("stream")
+    if stream is not None:
+        query_id, batch_id = str(stream["query_id"]), int(stream["batch_id"])
+        extra_info, marker = stream_commit_info(query_id, batch_id, options.commit_extra_info)
+        change.once_per_batch(StreamBatch(query_id, batch_id, marker))
+        options = dataclasses.replace(options, commit_extra_info=extra_info)
+    if command == "MERGE":
+        # a row appended meanwhile may be a match the MERGE did not see (its NOT MATCHED
+        # clauses, which Spark does not tell, would have acted on it): it fails instead
+        change.requirements.append(NoRowsInserted(change.ref))
+    try:
+        snapshot = commit_changes([change], options)
+    except AlreadyCommitted as committed:
+        return {
+            "snapshot": committed.snapshot,
+            "deleted": 0,
+            "updated": 0,
+            "inserted": 0,
+            "replayed": True,
+        }
     return {
         "snapshot": snapshot,
         "deleted": change.deleted_count - updated,

@@ -265,9 +265,16 @@ MESSAGES: dict[str, Message] = {
                 "command: string",
                 "files: [WrittenFile]",
                 "deletes: integer",
+                "stream?: StreamBatch",
                 *_COMMIT_INFO,
             ),
-            ("snapshot: integer", "deleted: integer", "updated: integer", "inserted: integer"),
+            (
+                "snapshot: integer",
+                "deleted: integer",
+                "updated: integer",
+                "inserted: integer",
+                "replayed?: boolean",
+            ),
         ),
         _message(
             "create_table",

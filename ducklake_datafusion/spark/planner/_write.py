@@ -69,6 +69,7 @@ __all__ = [
     "create_table_response",
     "partition_values",
     "relative_path",
+    "stream_commit_info",
     "write_begin_response",
     "write_commit_response",
 ]

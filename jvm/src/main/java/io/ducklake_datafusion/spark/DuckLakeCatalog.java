@@ -395,8 +395,9 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
       String command,
       List<WrittenFile> files,
       DeletedRowIds deletes,
-      ObjectNode options) {
-    return writes.commitChange(target, command, files, deletes, options);
+      ObjectNode options,
+      ObjectNode stream) {
+    return writes.commitChange(target, command, files, deletes, options, stream);
   }
 
   /** Commit a streaming query's epoch; false when it was committed before (a replay). */

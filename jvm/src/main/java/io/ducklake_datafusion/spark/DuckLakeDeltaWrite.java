@@ -39,6 +39,8 @@ final class DuckLakeDeltaWrite
   private final String command;
   private final WriteTarget target;
   private final ObjectNode options;
+  /** A streaming query's batch this change is, committed at most once (null: none). */
+  private final ObjectNode stream;
   private final SparkSession session;
   private final int fileIdOrdinal;
   private final int positionOrdinal;
@@ -50,6 +52,7 @@ final class DuckLakeDeltaWrite
     this.command = command;
     this.options = DuckLakeWriteBuilder.commitOptions(info.options());
     this.session = SparkSession.active();
+    this.stream = streamBatch(session, command + " of " + table.name());
     StructType metadata = info.metadataSchema().orElse(new StructType());
     this.fileIdOrdinal = ordinal(metadata, RowMetadata.FILE_ID);
     this.positionOrdinal = ordinal(metadata, RowMetadata.POSITION);
@@ -60,6 +63,45 @@ final class DuckLakeDeltaWrite
               + rowIds.simpleString());
     }
     this.target = table.catalog().beginWrite(table, "append", true);
+  }
+
+  /** The session's idempotence key for a {@code foreachBatch} statement. */
+  static final String APP_ID = "spark.ducklake.txnAppId";
+
+  static final String VERSION = "spark.ducklake.txnVersion";
+
+  /**
+   * The streaming batch a statement run in {@code foreachBatch} belongs to: the session's
+   * {@value #APP_ID} (the query's id: any stable name) and {@value #VERSION} (the batch id),
+   * both set by the user's function before the statement, and consumed by it (unset here, so
+   * the next statement is not taken for the same batch). Null when neither is set.
+   */
+  static ObjectNode streamBatch(SparkSession session, String what) {
+    String app = session.conf().get(APP_ID, null);
+    String version = session.conf().get(VERSION, null);
+    if (app == null && version == null) {
+      return null;
+    }
+    session.conf().unset(APP_ID);
+    session.conf().unset(VERSION);
+    long batch;
+    try {
+      batch = Long.parseLong(version == null ? "" : version.trim());
+    } catch (NumberFormatException e) {
+      batch = -1;
+    }
+    if (app == null || app.isEmpty() || batch < 0) {
+      throw new DuckLakeException(
+          ErrorNames.INVALID_OPTION,
+          what + ": " + APP_ID + " and " + VERSION + " go together (a stable name of the "
+              + "streaming query and the batch id foreachBatch passes, a natural number); "
+              + "set both before the statement",
+          null);
+    }
+    ObjectNode stream = PlannerProcess.JSON.createObjectNode();
+    stream.put("query_id", app);
+    stream.put("batch_id", batch);
+    return stream;
   }
 
   private int ordinal(StructType schema, String name) {
@@ -127,7 +169,7 @@ final class DuckLakeDeltaWrite
     DeletedRowIds deleted = new DeletedRowIds();
     gather(messages, files, deleted);
     try {
-      committed = table.catalog().commitChange(target, command, files, deleted, options);
+      committed = table.catalog().commitChange(target, command, files, deleted, options, stream);
     } catch (RuntimeException e) {
       outcomeUnknown = DuckLakeBatchWrite.outcomeUnknown(e);
       throw e;

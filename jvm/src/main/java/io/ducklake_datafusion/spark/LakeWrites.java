@@ -68,20 +68,25 @@ final class LakeWrites {
   /**
    * Commit a row-level change (a {@code DELETE}, {@code UPDATE} or {@code MERGE} rewritten by
    * Spark): the files the executors wrote, and the deleted rows as one blob of {@code
-   * deletes} rows ({@link DeletedRowIds#blob}); the planner's answer.
+   * deletes} rows ({@link DeletedRowIds#blob}), at most once for a streaming query's batch
+   * {@code stream} (its query and batch ids, or null); the planner's answer.
    */
   Protocol.Reply commitChange(
       WriteTarget target,
       String command,
       List<WrittenFile> files,
       DeletedRowIds deletes,
-      ObjectNode options) {
+      ObjectNode options,
+      ObjectNode stream) {
     Protocol.Request request =
         Protocol.request("change_commit")
             .put("target", target.target)
             .put("command", command)
             .put("deletes", deletes.size())
             .blob(deletes.blob());
+    if (stream != null) {
+      request.put("stream", stream);
+    }
     if (options != null) {
       options.fields().forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
     }

@@ -227,9 +227,15 @@ public final class Protocol {
                 "target: WriteTarget",
                 "command: string",
                 "files: [WrittenFile]",
-                "deletes: integer"),
+                "deletes: integer",
+                "stream?: StreamBatch"),
             COMMIT_INFO),
-        of("snapshot: integer", "deleted: integer", "updated: integer", "inserted: integer"));
+        of(
+            "snapshot: integer",
+            "deleted: integer",
+            "updated: integer",
+            "inserted: integer",
+            "replayed?: boolean"));
     message(
         "create_table",
         join(TABLE_NAME, of("schema: string", "partitioning: [string]"), COMMIT_INFO),
