@@ -10,13 +10,14 @@ with their ``rowid`` and the change feed at every snapshot, and the catalog rows
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
 from support.twins import TWIN_SETUP, assert_merged_twins_agree, assert_twins_agree, twin_lakes
-from support.writes import duckdb_reads
+from support.writes import META, duckdb_reads
 
 pytest.importorskip("pyspark")
 
@@ -247,3 +248,71 @@ def test_a_foreach_batch_upsert_merges_each_batch_once_across_a_restart(
         "'ducklake_datafusion_stream:cdc-t'",
     )
     assert batches_recorded.column(0)[0].as_py().startswith("2:")
+
+
+def _meanwhile(metadata: str, marker, statement: str):
+    """A UDF, the identity, that has DuckDB run ``statement`` on the lake once (the first
+    row it sees): a commit between Spark's read of the table and its own commit."""
+    from pyspark.sql.functions import udf
+
+    def act(value):
+        try:  # (the first row of any task: tasks run at once)
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return value
+        import duckdb
+        import duckdb_extensions
+
+        con = duckdb.connect()
+        duckdb_extensions.import_extension("ducklake", con=con)
+        con.execute(f"ATTACH 'ducklake:{metadata}' AS other")
+        con.execute(statement.format(table="other.main.t"))
+        con.close()
+        return value
+
+    return udf(act, "double")
+
+
+@pytest.mark.parametrize("concurrent", ["delete", "append"])
+def test_a_change_meeting_a_concurrent_commit(spark, make_lake, catalog, tmp_path, concurrent):
+    """DuckDB deletes from the files Spark's UPDATE changes while it runs: the UPDATE fails
+    with CommitConflictError, changes nothing and leaves no file behind. DuckDB appends:
+    both land."""
+    lake = make_lake(inline_limit=0)
+    for statement in TWIN_SETUP:
+        lake.sql(statement)
+    lake.detach()
+    name = catalog(lake)
+    duckdb_side = {
+        "delete": "DELETE FROM {table} WHERE id % 10 = 3",
+        "append": "INSERT INTO {table} VALUES (9000, 'dd', 1.0, NULL)",
+    }[concurrent]
+    spark.udf.register("meanwhile", _meanwhile(lake.metadata, str(tmp_path / "m"), duckdb_side))
+    statement = f"UPDATE {name}.main.t SET v = meanwhile(v) + 1 WHERE id % 10 = 2"
+    updated = "SELECT * FROM lake.main.t WHERE id % 10 = 2 AND id < 1000 AND v = id / 2 + 1"
+    if concurrent == "delete":
+        with pytest.raises(Exception) as caught:
+            spark.sql(statement).collect()
+        assert "CommitConflictError" in str(caught.value)
+        lake.detach()
+        assert duckdb_reads(lake, updated).num_rows == 0
+        assert duckdb_reads(lake, "SELECT * FROM lake.main.t WHERE id % 10 = 3").num_rows == 0
+    else:
+        spark.sql(statement).collect()
+        lake.detach()
+        assert duckdb_reads(lake, "SELECT * FROM lake.main.t WHERE id = 9000").num_rows == 1
+        assert (
+            duckdb_reads(lake, updated).num_rows
+            == duckdb_reads(
+                lake, "SELECT * FROM lake.main.t WHERE id % 10 = 2 AND id < 1000"
+            ).num_rows
+        )
+    listed = duckdb_reads(
+        lake,
+        f"SELECT path FROM {META}.ducklake_data_file UNION ALL "
+        f"SELECT path FROM {META}.ducklake_delete_file UNION ALL "
+        f"SELECT path FROM {META}.ducklake_files_scheduled_for_deletion",
+    )  # (DuckDB's cumulative delete file replaces the old one's row: scheduled for deletion)
+    names = {os.path.basename(p) for p in listed.column(0).to_pylist()}
+    on_disk = {p.name for p in Path(lake.data_path).rglob("*.parquet")}
+    assert on_disk == names, "no file left behind"
