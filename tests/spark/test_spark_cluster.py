@@ -18,6 +18,7 @@ import sys
 import venv
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 import support
@@ -32,6 +33,17 @@ pytestmark = pytest.mark.spark
 JOB = Path(support.__file__).with_name("spark_cluster_job.py")
 MASTER = "local-cluster[2,1,1024]"
 WHERE = "k BETWEEN 1400 AND 2100"
+# Row changes of the table the bare executors' job created (lake.main.copied), by Spark
+# there and by DuckDB on a copy here.
+CHANGES = [
+    "DELETE FROM lake.main.copied WHERE k % 7 = 1",
+    "UPDATE lake.main.copied SET name = 'updated' WHERE k % 7 = 2",
+    (
+        "MERGE INTO lake.main.copied AS c USING (SELECT DISTINCT k FROM lake.main.copied "
+        "WHERE k % 5 = 0) AS s ON c.k = s.k + 1 WHEN MATCHED THEN DELETE "
+        "WHEN NOT MATCHED THEN INSERT (k, name) VALUES (s.k + 1, 'merged')"
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +218,12 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
                 "sql": f"INSERT INTO lake.main.copied SELECT k, name FROM lake.main.t WHERE {WHERE}",
             },
             {"name": "copied", "kind": "catalog_sql", "sql": "SELECT * FROM lake.main.copied"},
+            # row changes: executors collect the deleted rows and write the new ones
+            *(
+                {"name": f"change_{i}", "kind": "catalog_sql", "sql": statement}
+                for i, statement in enumerate(CHANGES)
+            ),
+            {"name": "changed", "kind": "catalog_sql", "sql": "SELECT * FROM lake.main.copied"},
         ]
     out = _run(lake, tmp_path, reads, str(bare / "bin" / "python"), spark_package_jar)
     if spark_package_jar is not None:
@@ -221,8 +239,7 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
             _answer(out, "catalog_changes"),
             lake.reference("SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, 12)"),
         )
-        copied = lake.reference("SELECT * FROM lake.main.copied")
-        assert_same_rows(_answer(out, "copied"), copied)
+        copied = _answer(out, "copied")
         assert_same_rows(
             copied,
             lake.reference(
@@ -230,6 +247,18 @@ def test_executors_without_the_package_read_native_tables(lake, tmp_path, spark_
                 f"SELECT k, name FROM lake.main.t WHERE {WHERE}"
             ),
         )
+        for i in range(len(CHANGES)):
+            _answer(out, f"change_{i}")  # (no error)
+        # the same statements by DuckDB on a copy of the table as Spark created it
+        con = duckdb.connect()
+        con.register("before", copied)
+        con.execute("CREATE TABLE copied AS SELECT * FROM before")
+        for statement in CHANGES:
+            con.execute(statement.replace("lake.main.", ""))
+        expected = con.execute("SELECT * FROM copied").fetch_arrow_table()
+        con.close()
+        assert_same_rows(_answer(out, "changed"), expected)
+        assert_same_rows(lake.reference("SELECT * FROM lake.main.copied"), expected)
     assert_same_rows(_answer(out, "native"), lake.reference("SELECT * FROM lake.main.t"))
     assert_same_rows(
         _answer(out, "native_where"), lake.reference(f"SELECT * FROM lake.main.t WHERE {WHERE}")

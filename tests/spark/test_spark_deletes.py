@@ -29,7 +29,9 @@ def _delete_on_both(spark, name, ours, theirs, statements) -> None:
         theirs.detach()
 
 
-@pytest.mark.parametrize("spec", [LakeSpec("duckdb", "local"), LakeSpec("postgres", "local")])
+@pytest.mark.parametrize(
+    "spec", [LakeSpec("duckdb", "local"), LakeSpec("postgres", "local")], ids=lambda s: s.id
+)
 def test_deletes_of_whole_partitions_match_duckdb(spark, make_lake, catalog, spec):
     """Files of whole partitions ended, those with DuckDB's delete files among them; a
     condition no file matches commits nothing, as DuckDB's."""

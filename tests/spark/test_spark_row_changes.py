@@ -47,7 +47,7 @@ def test_metadata_columns_name_each_row_as_duckdb(spark, make_lake, catalog):
     assert ours["_ducklake_position"].notna().all()
 
 
-@pytest.mark.parametrize("spec", [LakeSpec("duckdb", "local")])
+@pytest.mark.parametrize("spec", [LakeSpec("duckdb", "local")], ids=lambda s: s.id)
 def test_delete_of_some_rows_matches_duckdb(spark, make_lake, catalog, spec):
     ours, theirs = twin_lakes(make_lake, spec)
     name = catalog(ours)
@@ -151,7 +151,9 @@ def test_an_update_moving_rows_to_other_partitions_matches_duckdb(spark, make_la
     assert_twins_agree(ours, theirs, file_ids=False)
 
 
-@pytest.mark.parametrize("spec", [LakeSpec("postgres", "local"), LakeSpec("sqlite", "minio")])
+@pytest.mark.parametrize(
+    "spec", [LakeSpec("postgres", "local"), LakeSpec("sqlite", "minio")], ids=lambda s: s.id
+)
 def test_rows_inlined_in_the_catalog_are_changed_as_duckdb_changes_them(
     spark, make_lake, catalog, spec
 ):
@@ -316,3 +318,32 @@ def test_a_change_meeting_a_concurrent_commit(spark, make_lake, catalog, tmp_pat
     names = {os.path.basename(p) for p in listed.column(0).to_pylist()}
     on_disk = {p.name for p in Path(lake.data_path).rglob("*.parquet")}
     assert on_disk == names, "no file left behind"
+
+
+def test_dataframe_merge_into_matches_duckdb(spark, make_lake, catalog):
+    """Spark 4's ``DataFrame.mergeInto``: the same row-level operation as SQL's MERGE."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.functions import col, lit
+
+    if not hasattr(DataFrame, "mergeInto"):
+        pytest.skip("DataFrame.mergeInto is Spark 4's")
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
+    before = theirs.snapshot_id()
+    name = catalog(ours)
+    source = spark.range(300, 360).selectExpr("id * 7 AS id")
+    (
+        source.alias("s")
+        .mergeInto(f"{name}.main.t", col("s.id") == col(f"{name}.main.t.id"))
+        .whenMatched()
+        .update({"v": lit(-0.5)})
+        .whenNotMatched()
+        .insert({"id": col("s.id"), "grp": lit("df"), "v": lit(0.5)})
+        .merge()
+    )
+    theirs.sql(
+        "MERGE INTO lake.main.t USING (SELECT i * 7 AS id FROM range(300, 360) r(i)) AS s "
+        "ON s.id = t.id WHEN MATCHED THEN UPDATE SET v = -0.5 "
+        "WHEN NOT MATCHED THEN INSERT (id, grp, v) VALUES (s.id, 'df', 0.5)"
+    )
+    theirs.detach()
+    assert_merged_twins_agree(ours, theirs, before)
