@@ -37,8 +37,11 @@ STATEMENTS = [
     ("update 1%", "UPDATE lake.main.t SET v = v + 1 WHERE k % 100 = 13"),
     (
         "merge 10%",
-        "MERGE INTO lake.main.t AS t USING lake.main.src AS s ON t.k = s.k WHEN MATCHED THEN "
-        "UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (k, g, v, s) VALUES (s.k, s.g, s.v, s.s)",
+        (
+            "MERGE INTO lake.main.t AS t USING lake.main.src AS s ON t.k = s.k WHEN MATCHED "
+            "THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (k, g, v, s) "
+            "VALUES (s.k, s.g, s.v, s.s)"
+        ),
     ),
 ]
 WARM = "DELETE FROM lake.main.src WHERE k < 0"
@@ -88,7 +91,7 @@ def _run_once(spark, run: int, ours, theirs) -> dict[str, tuple[float, float]]:
     for label, statement in STATEMENTS:
         mine, _ = _timed(lambda statement=statement: spark_sql(statement))
         con = _duckdb(*theirs)
-        reference, _ = _timed(lambda statement=statement: con.execute(statement))
+        reference, _ = _timed(lambda con=con, statement=statement: con.execute(statement))
         con.close()
         times[label] = (mine, reference)
     after, rows = _timed(lambda: spark_sql(READ))

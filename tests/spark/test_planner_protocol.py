@@ -99,3 +99,31 @@ def test_a_planner_of_another_protocol_is_refused_by_name(spark, make_lake, cata
     assert "MissingDependencyError" in text
     assert f"protocol {PROTOCOL_VERSION - 1}" in text and f"protocol {PROTOCOL_VERSION}" in text
     assert "spark_jar()" in text and os.fspath(python) in text
+
+
+def test_a_request_carries_its_blobs_and_a_change_checks_its_deleted_rows():
+    """A request's blobs follow its JSON frame (``_frames``); a row-level change's deleted
+    rows are three int64 columns, -1 marking a row inlined in the catalog, and a blob of
+    the wrong size or a row with a file but no position is refused."""
+    import io
+    import struct
+
+    import numpy as np
+
+    from ducklake_datafusion.read import FILE_ID, POSITION, ROW_ID
+    from ducklake_datafusion.spark.planner._change import deleted_rows
+    from ducklake_datafusion.spark.planner._frames import read_request
+
+    columns = np.array([[7, 8, 9], [3, 3, -1], [0, 5, -1]], dtype="<i8")
+    blob = columns.tobytes()
+    body = json.dumps({"op": "change_commit", "blobs": 1}).encode()
+    stream = io.BytesIO(struct.pack(">I", len(body)) + body + struct.pack(">Q", len(blob)) + blob)
+    request, blobs = read_request(stream)
+    assert request == {"op": "change_commit"} and blobs == [blob]
+    rows = deleted_rows(blobs, 3, "DELETE of t").to_pydict()
+    assert rows == {ROW_ID: [7, 8, 9], FILE_ID: [3, 3, None], POSITION: [0, 5, None]}
+    with pytest.raises(InvalidOptionError, match="not one of 48 "):
+        deleted_rows(blobs, 2, "DELETE of t")
+    columns[2, 1] = -1
+    with pytest.raises(InvalidOptionError, match="a file but no position"):
+        deleted_rows([columns.tobytes()], 3, "DELETE of t")

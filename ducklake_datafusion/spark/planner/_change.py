@@ -128,7 +128,7 @@ def deleted_rows(blobs: Sequence[bytes], count: int, description: str) -> pa.Tab
     if len(blobs) != 1 or len(blobs[0]) != 24 * count:
         raise InvalidOptionError(
             f"{description}: the deleted rows came as {len(blobs)} blob(s) of "
-            f"{[len(b) for b in blobs]} bytes, not one of {24 * count} ({count} rows)"
+            f"{[len(b) for b in blobs]} bytes, not one of {24 * count} bytes ({count} rows)"
         )
     columns = np.frombuffer(blobs[0], dtype="<i8").reshape(3, count)
     inlined = columns[1] < 0
