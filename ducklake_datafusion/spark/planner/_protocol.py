@@ -90,6 +90,7 @@ _SCAN_FILES = (
     "exact_reasons: [string]",
     "hadoop_urls: [string]",
     "hadoop_options: {string}",
+    "row_id_starts?: [integer]",  # (a scan with metadata columns: each Spark file's first)
 )
 _WRITE_PLACE = (
     "target: WriteTarget",
@@ -180,7 +181,6 @@ MESSAGES: dict[str, Message] = {
             ),
             (
                 *_SCAN_FILES,
-                "row_id_starts?: [integer]",
                 "table: string",
                 "columns: [string]",
                 "filter?: string",

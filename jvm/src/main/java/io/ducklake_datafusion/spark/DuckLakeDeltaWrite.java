@@ -24,10 +24,11 @@ import org.apache.spark.sql.types.StructType;
  * driver sends it all to the planner's {@code change_commit}, which commits one snapshot
  * through the core's row changes, based on the snapshot Spark read.
  *
- * <p>The rows of an {@code UPDATE} or {@code MERGE} are rebalanced before they are written ({@link #requiredDistribution}): a
- * partitioned table's by its key columns, another's all together, and Spark's adaptive
- * execution cuts them into tasks of its advisory size. So a change writes about as many files
- * as its rows fill (one, for a small change, as DuckDB writes), not one per file it read.
+ * <p>The rows of an {@code UPDATE} or {@code MERGE} are rebalanced before they are written
+ * ({@link #requiredDistribution}): a partitioned table's by its key columns, another's all
+ * together, and Spark's adaptive execution cuts them into tasks of its advisory size. So a
+ * change writes about as many files as its rows fill (one, for a small change, as DuckDB
+ * writes), not one per file it read. Measured on 10M rows: the same MERGE time as without.
  *
  * <p>As for appends ({@link DuckLakeBatchWrite}): Spark's commit coordinator lets one attempt
  * of each task commit, so each row is deleted or written once however often a task ran; a
@@ -45,7 +46,6 @@ final class DuckLakeDeltaWrite
   private final int fileIdOrdinal;
   private final int positionOrdinal;
   private volatile boolean outcomeUnknown;
-  private volatile Protocol.Reply committed;
 
   DuckLakeDeltaWrite(DuckLakeTable table, String command, LogicalWriteInfo info) {
     this.table = table;
@@ -169,16 +169,11 @@ final class DuckLakeDeltaWrite
     DeletedRowIds deleted = new DeletedRowIds();
     gather(messages, files, deleted);
     try {
-      committed = table.catalog().commitChange(target, command, files, deleted, options, stream);
+      table.catalog().commitChange(target, command, files, deleted, options, stream);
     } catch (RuntimeException e) {
       outcomeUnknown = DuckLakeBatchWrite.outcomeUnknown(e);
       throw e;
     }
-  }
-
-  /** The planner's answer to the commit (null before it). */
-  Protocol.Reply committed() {
-    return committed;
   }
 
   @Override

@@ -12,12 +12,12 @@ import org.apache.spark.paths.SparkPath;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
-import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
-import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -39,7 +39,9 @@ import scala.collection.Iterator;
  * deletes read it.
  *
  * <p>A batch with no deleted row is returned as it is; of a batch with deleted rows, {@link
- * KeptRows} makes a batch of the kept rows, without the row-index column. In row mode (a schema Spark's vectorised reader does not
+ * KeptRows} makes a batch of the kept rows, without the row-index column. A scan with row
+ * metadata columns ({@link RowMetadata}) reads every file's row index and puts the position,
+ * the file's id and the row id (the file's first plus the position) in its place. In row mode (a schema Spark's vectorised reader does not
  * take) the deleted rows are skipped and the row index, where read, projected away.
  */
 final class DuckLakeReaderFactory implements PartitionReaderFactory {

@@ -83,7 +83,8 @@ public final class Protocol {
     "exact_rows: integer",
     "exact_reasons: [string]",
     "hadoop_urls: [string]",
-    "hadoop_options: {string}"
+    "hadoop_options: {string}",
+    "row_id_starts?: [integer]"
   };
   private static final String[] WRITE_PLACE = {
     "target: WriteTarget",
@@ -164,7 +165,6 @@ public final class Protocol {
         join(
             SCAN_FILES,
             of(
-                "row_id_starts?: [integer]",
                 "table: string",
                 "columns: [string]",
                 "filter?: string",
