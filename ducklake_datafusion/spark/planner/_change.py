@@ -29,7 +29,6 @@ concurrent append does not. A failed commit deletes every file of the change.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from collections.abc import Mapping, Sequence
 
@@ -40,14 +39,8 @@ from ...catalog import AlreadyCommitted, NoRowsInserted
 from ...errors import InvalidOptionError, TableNotFoundError
 from ...read import FILE_ID, POSITION, ROW_ID
 from ...scan import Lake, SnapshotRef
-from ...write import StreamBatch, TableChange, WrittenFile, commit_changes, data_file_from_footer
-from ._write import (
-    WriteTarget,
-    commit_options,
-    partition_values,
-    relative_path,
-    stream_commit_info,
-)
+from ...write import StreamBatch, TableChange, WrittenFile, commit_changes
+from ._write import WriteTarget, commit_options, stream_commit_info, written_data_file
 
 __all__ = ["change_commit_response", "deleted_rows"]
 
@@ -77,20 +70,11 @@ def change_commit_response(lake: Lake, request: Mapping, blobs: Sequence[bytes])
     # numbers a MERGE's (its new rows take the ids after the updated rows' count)
     entries = sorted(request.get("files") or (), key=lambda e: not e.get("row_ids"))
     for entry in entries:
-        path = relative_path(str(entry["path"]), description)
         row_ids = bool(entry.get("row_ids"))
-        data_file = data_file_from_footer(
-            path,
-            int(entry["size"]),
-            base64.b64decode(str(entry["footer"])),
-            table.columns,
-            partition_values(
-                change.partitioning, table.columns, entry.get("partition_row"), description
-            ),
-            description=description,
-            row_ids=row_ids,
+        data_file = written_data_file(
+            entry, table.columns, change.partitioning, description, row_ids=row_ids
         )
-        written.append(WrittenFile(change.directory + path, data_file))
+        written.append(WrittenFile(change.directory + data_file.path, data_file))
         updated += data_file.record_count if row_ids else 0
     change.add_written(written)
     inserted = sum(f.data_file.record_count for f in written) - updated

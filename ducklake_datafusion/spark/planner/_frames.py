@@ -26,12 +26,8 @@ _BLOB = struct.Struct(">Q")
 def read_request(stream: BinaryIO) -> tuple[dict, list[bytes]] | None:
     """The next request (without its ``blobs`` count) and its blobs, or ``None`` once the
     JVM closed the pipe."""
-    prefix = stream.read(_HEADER.size)
-    if len(prefix) < _HEADER.size:
-        return None
-    (length,) = _HEADER.unpack(prefix)
-    body = stream.read(length)
-    if len(body) < length:
+    body = _frame(stream, _HEADER)
+    if body is None:
         return None
     request = json.loads(body.decode("utf-8"))
     if not isinstance(request, dict):
@@ -41,15 +37,21 @@ def read_request(stream: BinaryIO) -> tuple[dict, list[bytes]] | None:
         raise TypeError("a planner request's blob count must be a natural number")
     blobs = []
     for _ in range(count):
-        prefix = stream.read(_BLOB.size)
-        if len(prefix) < _BLOB.size:
-            return None
-        (size,) = _BLOB.unpack(prefix)
-        blob = stream.read(size)
-        if len(blob) < size:
+        blob = _frame(stream, _BLOB)
+        if blob is None:
             return None
         blobs.append(blob)
     return request, blobs
+
+
+def _frame(stream: BinaryIO, prefix: struct.Struct) -> bytes | None:
+    """One length-prefixed frame's bytes, or ``None`` if the pipe closed inside it."""
+    head = stream.read(prefix.size)
+    if len(head) < prefix.size:
+        return None
+    (length,) = prefix.unpack(head)
+    body = stream.read(length)
+    return body if len(body) == length else None
 
 
 def write_response(stream: BinaryIO, header: dict, blobs: Sequence[bytes] = ()) -> None:

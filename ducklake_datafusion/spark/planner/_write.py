@@ -72,6 +72,7 @@ __all__ = [
     "stream_commit_info",
     "write_begin_response",
     "write_commit_response",
+    "written_data_file",
 ]
 
 _MODES = ("append", "overwrite", "overwrite_partitions")
@@ -174,21 +175,10 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
     target = WriteTarget.from_json(request["target"])
     plan = _plan_again(lake, target, options)
     description = f"table {plan.name} of {lake.description}"
-    files = []
-    for entry in request.get("files") or ():
-        path = relative_path(str(entry["path"]), description)
-        files.append(
-            data_file_from_footer(
-                path,
-                int(entry["size"]),
-                base64.b64decode(str(entry["footer"])),
-                plan.columns,
-                partition_values(
-                    plan.partitioning, plan.columns, entry.get("partition_row"), description
-                ),
-                description=description,
-            )
-        )
+    files = [
+        written_data_file(entry, plan.columns, plan.partitioning, description)
+        for entry in request.get("files") or ()
+    ]
     if target.replace_partitions:
         written = tuple(dict.fromkeys(f.partition_values for f in files))
         plan = dataclasses.replace(
@@ -198,6 +188,22 @@ def write_commit_response(lake: Lake, request: Mapping) -> dict:
         return {"snapshot": commit_files(lake, plan, files, stream=batch)}
     except AlreadyCommitted as committed:
         return {"snapshot": committed.snapshot, "replayed": True}
+
+
+def written_data_file(entry: Mapping, columns, partitioning, description: str, *, row_ids=False):
+    """The commit's facts of one file an executor wrote (the protocol's ``WrittenFile``):
+    its path checked below the table's directory, its footer read, its partition values
+    computed from its rows' key values."""
+    path = relative_path(str(entry["path"]), description)
+    return data_file_from_footer(
+        path,
+        int(entry["size"]),
+        base64.b64decode(str(entry["footer"])),
+        columns,
+        partition_values(partitioning, columns, entry.get("partition_row"), description),
+        description=description,
+        row_ids=row_ids,
+    )
 
 
 def stream_commit_info(query_id: str, batch_id: int, extra: str | None) -> tuple[str, str]:
