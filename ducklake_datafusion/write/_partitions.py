@@ -129,7 +129,7 @@ def _key_values(column: pa.ChunkedArray, key: PartitionKey) -> pa.Array:
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     transform = key.transform
     if transform == "identity":
-        return column
+        return _one_zero_one_nan(column) if pa.types.is_floating(column.type) else column
     buckets = bucket_count(transform)
     if buckets:
         return bucket_values(column, key.type_name, buckets)
@@ -149,6 +149,13 @@ def _key_values(column: pa.ChunkedArray, key: PartitionKey) -> pa.Array:
     per_second = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[column.type.unit]
     unit = per_second * (86_400 if part == "day" else 3_600)
     return _floor_divide(column.cast(pa.int64()), unit)
+
+
+def _one_zero_one_nan(column: pa.Array) -> pa.Array:
+    """Floats as DuckDB partitions them: -0.0 with 0.0 (``0.0``), every NaN as one (``nan``)."""
+    positive_zeros = pc.add(column, pa.scalar(0.0, column.type))  # -0.0 + 0.0 is 0.0
+    nan = pa.scalar(float("nan"), column.type)
+    return pc.if_else(pc.is_nan(column), nan, positive_zeros)
 
 
 def _floor_divide(values: pa.Array, unit: int) -> pa.Array:

@@ -55,10 +55,19 @@ final class PartitionKeys implements Serializable {
     DataType[] types = new DataType[n];
     for (int i = 0; i < n; i++) {
       ordinals[i] = (int) keys.get(i).integer("ordinal");
-      transforms[i] = keys.get(i).text("transform").toLowerCase(Locale.ROOT);
+      transforms[i] = keys.get(i).text("transform");
       types[i] = schema.fields()[ordinals[i]].dataType();
     }
-    return new PartitionKeys(ordinals, transforms, types);
+    return of(ordinals, transforms, types);
+  }
+
+  /** The keys reading columns {@code ordinals} (of {@code types}) through {@code transforms}. */
+  static PartitionKeys of(int[] ordinals, String[] transforms, DataType[] types) {
+    String[] lower = new String[transforms.length];
+    for (int i = 0; i < lower.length; i++) {
+      lower[i] = transforms[i].toLowerCase(Locale.ROOT);
+    }
+    return new PartitionKeys(ordinals.clone(), lower, types.clone());
   }
 
   boolean isEmpty() {
@@ -90,10 +99,10 @@ final class PartitionKeys implements Serializable {
         } else if (type instanceof StringType || type instanceof DecimalType) {
           value = value.toString();
         }
-        if (value instanceof Double && ((Double) value).isNaN()) {
-          value = "NaN"; // one partition, as DuckDB keeps NaN
-        } else if (value instanceof Float && ((Float) value).isNaN()) {
-          value = "NaN";
+        if (value instanceof Double || value instanceof Float) {
+          // one partition for every NaN and one for both zeros, as DuckDB partitions floats
+          double number = ((Number) value).doubleValue();
+          value = Double.isNaN(number) ? "NaN" : (Object) (number + 0.0); // -0.0 + 0.0 is 0.0
         }
         key[i] = value;
       } else {
