@@ -3,8 +3,8 @@
 Each case runs a Spark job (``support/spark_write_job.py``, in a ``local[2,4]`` session,
 which retries a failed task: one session for the module's cases, one more for speculation,
 a session-wide setting) against a lake of its own that DuckDB reads back: a retried task,
-a speculative copy, a cancelled job, the catalog locked at commit, a concurrent DuckDB
-append and a concurrent overwrite.
+a speculative copy, a cancelled job, the catalog locked at commit (of an append and of a
+``MERGE INTO``), a concurrent DuckDB append and a concurrent overwrite.
 """
 
 from __future__ import annotations
@@ -105,15 +105,23 @@ def _faulty_write(lake, tmp_path, case: str, jar: str, shared) -> str | None:
 
 @pytest.mark.parametrize(
     "case",
-    ["retry", "speculation", "cancel", "locked", "concurrent_append", "concurrent_overwrite"],
+    [
+        "retry",
+        "speculation",
+        "cancel",
+        "locked",
+        "merge_locked",
+        "concurrent_append",
+        "concurrent_overwrite",
+    ],
 )
 def test_faults_register_each_row_once_or_not_at_all(
     make_lake, tmp_path, spark_package_jar, shared_session, case
 ):
     """A retried task, a speculative copy: every row exactly once, and no file but the
-    committed ones. A cancelled job, a catalog locked at commit, an overwrite that another
-    commit overtook: no new row and no file left behind, the error typed. A concurrent
-    DuckDB append: both commits kept."""
+    committed ones. A cancelled job, a catalog locked at commit (an append's, a MERGE's that
+    wrote updated and inserted rows), an overwrite that another commit overtook: no new row
+    and no file left behind, the error typed. A concurrent DuckDB append: both commits kept."""
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
     lake = make_lake(inline_limit=0)
@@ -154,9 +162,12 @@ def test_faults_register_each_row_once_or_not_at_all(
         expected = {
             "cancel": "cancel",
             "locked": "CatalogLockedError",
+            "merge_locked": "CatalogLockedError",
             "concurrent_overwrite": "CommitConflictError",
         }[case]
         assert expected.lower() in error.lower(), error
+        if case == "merge_locked":  # the lock met the commit, after the executors wrote
+            assert "commitChange" in error, error
         if case == "concurrent_overwrite":
             before = pa.concat_tables([before, duckdb_row])
         assert_same_rows(after, before)

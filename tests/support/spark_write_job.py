@@ -17,6 +17,8 @@ own. SPEC: ``metadata`` (the lake's catalog), ``data_path``, ``jar`` (the packag
   one of the two commits;
 * ``cancel``: the job is cancelled while its tasks write;
 * ``locked``: another process holds the catalog database's lock when the driver commits;
+* ``merge_locked``: the same for a ``MERGE INTO`` (an update of the table's row and an
+  insert of the rest), whose executors wrote both kinds of files;
 * ``concurrent_append`` / ``concurrent_overwrite``: DuckDB commits to the table while
   Spark's tasks write.
 
@@ -95,6 +97,8 @@ def _faulty(case: str, metadata: str, marks: str):
         if case == "cancel":
             Path(marks, "writing").touch()
             time.sleep(60)
+        if case == "merge_locked":
+            Path(marks, "writing").touch()  # (the MERGE is planned: its scan read the catalog)
         if case.startswith("concurrent") and attempt == 0:
             import duckdb
             import duckdb_extensions
@@ -126,12 +130,14 @@ def run_case(spark: SparkSession, spec: dict) -> None:
         .selectExpr("id", "concat('spark', id) AS s")
     )
     lock = None
-    if case == "locked":
+    if case in ("locked", "merge_locked"):
         import duckdb
 
         def hold() -> None:  # the catalog's file lock, taken while the tasks run
             nonlocal lock
             time.sleep(1)
+            while case == "merge_locked" and not Path(out, "writing").exists():
+                time.sleep(0.05)
             lock = duckdb.connect(spec["metadata"])
 
         threading.Thread(target=hold, daemon=True).start()
@@ -150,6 +156,14 @@ def run_case(spark: SparkSession, spec: dict) -> None:
     try:
         if case == "concurrent_overwrite":
             rows.writeTo(table).overwrite(lit(True))
+        elif case == "merge_locked":
+            rows.union(spark.sql("SELECT 100000L AS id, 'merged' AS s")).createOrReplaceTempView(
+                "source"
+            )
+            spark.sql(
+                f"MERGE INTO {table} t USING source ON t.id = source.id WHEN MATCHED THEN "
+                "UPDATE SET s = source.s WHEN NOT MATCHED THEN INSERT *"
+            )
         else:
             rows.writeTo(table).append()
     except Exception as exc:  # noqa: BLE001 - the test inspects the error text
