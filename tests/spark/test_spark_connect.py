@@ -215,8 +215,9 @@ def test_the_catalog_serves_connect_clients(connect_server, make_lake, tmp_path)
 
 
 def test_connect_clients_write_through_the_catalog(connect_server, make_lake, tmp_path):
-    """``CREATE TABLE AS``, ``INSERT INTO``, ``write_table``, from a Connect client: the
-    server's executors write, its driver commits; DuckDB reads back what the client reads."""
+    """``CREATE TABLE AS``, ``INSERT INTO``, ``write_table``, then ``DELETE``, ``UPDATE`` and
+    ``MERGE INTO``, from a Connect client: the server's executors write, its driver commits;
+    DuckDB reads back what the client reads."""
     lake = make_lake(inline_limit=0)
     deleting_history(lake)
     metadata = lake.reader_args()["metadata"]
@@ -236,15 +237,26 @@ def test_connect_clients_write_through_the_catalog(connect_server, make_lake, tm
             "mode": "append",
             "sql": "SELECT k, s FROM lake.main.t WHERE k = 1500",
         },
+        # the row-level statements, rewritten by the server's analyzer
+        "delete": {"kind": "sql", "sql": "DELETE FROM lake.main.c WHERE k BETWEEN 1000 AND 1004"},
+        "update": {"kind": "sql", "sql": "UPDATE lake.main.c SET s = 'u' WHERE k < 10"},
+        "merge": {
+            "kind": "sql",
+            "sql": "MERGE INTO lake.main.c AS c USING (SELECT k, 'm' AS s FROM lake.main.t "
+            "WHERE k IN (5, 1600, 1601)) AS src ON c.k = src.k "
+            "WHEN MATCHED THEN UPDATE SET s = src.s WHEN NOT MATCHED THEN INSERT *",
+        },
         "after": {"kind": "sql", "sql": "SELECT * FROM lake.main.c"},
     }
     got = _client(connect_server, metadata, asks, tmp_path)
     assert got["ctas"] == got["insert"] == got["append"] == []
+    assert "error" not in got["delete"] and "error" not in got["merge"], got
     written = _expected(lake, "SELECT * FROM lake.main.c")
     assert got["after"] == written
     assert written == _expected(
         lake,
-        "SELECT k, s FROM lake.main.t WHERE k < 100 OR k BETWEEN 1000 AND 1010 OR k = 1500",
+        "SELECT k, CASE WHEN k IN (5, 1600, 1601) THEN 'm' WHEN k < 10 THEN 'u' ELSE s END "
+        "FROM lake.main.t WHERE k < 100 OR k BETWEEN 1005 AND 1010 OR k IN (1600, 1601)",
     )
 
 

@@ -75,8 +75,11 @@ def test_update_matches_duckdb(spark, make_lake, catalog):
     assert_twins_agree(ours, theirs)
 
 
-def test_merge_of_an_update_and_an_insert_matches_duckdb(spark, make_lake, catalog):
-    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
+@pytest.mark.parametrize(
+    "spec", [LakeSpec("duckdb", "local"), LakeSpec("mysql", "local")], ids=lambda s: s.id
+)
+def test_merge_of_an_update_and_an_insert_matches_duckdb(spark, make_lake, catalog, spec):
+    ours, theirs = twin_lakes(make_lake, spec)
     before = theirs.snapshot_id()
     name = catalog(ours)
     spark.sql(
