@@ -431,6 +431,8 @@ def test_an_idle_planner_exits_and_the_next_query_starts_another(spark, make_lak
 def test_spark_sql_reads_and_writes_the_lake_by_configuration_alone(
     make_lake, spark_package_jar, tmp_path
 ):
+    """``spark-sql`` with the catalog's settings alone: time travel, INSERT, UPDATE, DELETE
+    and MERGE INTO (Spark's own rewrite, no session extension)."""
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
     import pyspark
@@ -472,7 +474,12 @@ def test_spark_sql_reads_and_writes_the_lake_by_configuration_alone(
                 "SELECT count(*), sum(k) FROM lake.main.t VERSION AS OF 3; "
                 "SELECT count(*), sum(k) FROM lake.main.t; "
                 "INSERT INTO lake.main.t SELECT id + 1000, 'sql' FROM range(5); "
-                "SELECT count(*), sum(k) FROM lake.main.t"
+                "SELECT count(*), sum(k) FROM lake.main.t; "
+                "UPDATE lake.main.t SET s = 'u' WHERE k < 20; "
+                "DELETE FROM lake.main.t WHERE k BETWEEN 30 AND 34; "
+                "MERGE INTO lake.main.t AS t USING (SELECT id + 1003 AS k FROM range(4)) AS src "
+                "ON t.k = src.k WHEN MATCHED THEN UPDATE SET s = 'm' "
+                "WHEN NOT MATCHED THEN INSERT (k, s) VALUES (src.k, 'new')"
             ),
         ],
         check=False,
@@ -486,10 +493,20 @@ def test_spark_sql_reads_and_writes_the_lake_by_configuration_alone(
     got = [line.split("\t") for line in done.stdout.strip().splitlines()]
     expected = [
         lake.reference(f"SELECT count(*), sum(k)::BIGINT FROM lake.main.t {at}").to_pylist()[0]
-        for at in ("AT (VERSION => 3)", f"AT (VERSION => {before})", "")
+        for at in (
+            "AT (VERSION => 3)",
+            f"AT (VERSION => {before})",
+            f"AT (VERSION => {before + 1})",
+        )
     ]
     assert got == [[str(v) for v in row.values()] for row in expected]
-    assert lake.snapshot_id() == before + 1  # the INSERT: one snapshot
+    assert lake.snapshot_id() == before + 4  # the INSERT, UPDATE, DELETE, MERGE: one each
+    changed = lake.reference(
+        f"SELECT k, CASE WHEN k < 20 THEN 'u' WHEN k IN (1003, 1004) THEN 'm' ELSE s END AS s "
+        f"FROM lake.main.t AT (VERSION => {before + 1}) WHERE k NOT BETWEEN 30 AND 34 "
+        "UNION ALL SELECT * FROM (VALUES (1005, 'new'), (1006, 'new')) v(k, s)"
+    )
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), changed)
 
 
 def test_the_planner_protocol_answers_without_spark(make_lake):
