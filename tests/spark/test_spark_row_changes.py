@@ -350,3 +350,50 @@ def test_dataframe_merge_into_matches_duckdb(spark, make_lake, catalog):
     )
     theirs.detach()
     assert_merged_twins_agree(ours, theirs, before)
+
+
+def test_a_1_1_catalog_changes_rows_as_duckdb_changes_its_1_0_twin(spark, make_lake, catalog):
+    """A DuckLake 1.1 catalog (migrated as DuckDB 2.0 migrates it; DuckDB 1.5 cannot read
+    1.1): Spark's DELETE, UPDATE and MERGE on it, DuckDB's on a 1.0 twin; the rows with their
+    row ids (Spark's ``_ducklake_rowid``; the MERGE's new rows without) and our DataFusion
+    reader's rows agree, and the catalog stays 1.1."""
+    from support.lake_formats import migrated_copy
+    from support.readcheck import ours as datafusion_reads
+
+    from ducklake_datafusion import DuckLakeCatalog
+
+    base, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"))
+    metadata, schema = migrated_copy(base.metadata, base.metadata_schema)
+    args = {**base.reader_args(), "metadata": metadata, "metadata_schema": schema}
+
+    class Migrated:  # the fixtures' view of the migrated copy
+        def reader_args(self, format=None):
+            return args
+
+    name = catalog(Migrated())
+    source = ", ".join(f"({i * 3})" for i in range(600, 720))  # (SQL both engines parse)
+    _on_both(
+        spark,
+        name,
+        theirs,
+        [
+            "DELETE FROM {table} WHERE id % 5 = 1",
+            "UPDATE {table} SET v = v * 10, grp = 'u' WHERE id % 9 = 2",
+            (
+                f"MERGE INTO {{table}} AS t USING (SELECT * FROM (VALUES {source}) AS v(id)) AS s "
+                "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = t.v + 0.5 WHEN NOT MATCHED "
+                "THEN INSERT (id, grp, v, tags) VALUES (s.id, 'new', 0.25, NULL)"
+            ),
+        ],
+    )
+    kept = "SELECT {rowid}, id, grp, v, tags FROM {table} WHERE grp <> 'new'"
+    ours_kept = spark.sql(kept.format(rowid="_ducklake_rowid AS rowid", table=f"{name}.main.t"))
+    assert_same_rows(
+        pa.Table.from_pandas(ours_kept.toPandas(), preserve_index=False),
+        duckdb_reads(theirs, kept.format(rowid="rowid", table="lake.main.t")),
+    )
+    everything = "SELECT id, grp, v, tags FROM lake.main.t"
+    assert_same_rows(datafusion_reads(Migrated(), everything), duckdb_reads(theirs, everything))
+    with DuckLakeCatalog(**args) as reader, reader.backend.session() as session:
+        version = session.rows("SELECT value FROM ducklake_metadata WHERE key = 'version'")
+    assert version == [("1.1",)]
