@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.lakes import LakeSpec, assert_same_rows
-from support.spark_settings import spark_settings
+from support.spark_settings import register_catalog, spark_settings
 from support.writes import (
     META,
     PARTITIONED,
@@ -402,7 +402,7 @@ def test_create_table_partitioned_by(spark, make_lake, catalog):
 def test_write_table_to_object_stores(request, make_lake, spark_package_jar, spec):
     """``write_table`` (no catalog configured beforehand) on MinIO (S3A), GCS and Azure
     (ABFS): executors write through Hadoop's connector with the lake's own storage options;
-    DuckDB reads every snapshot back."""
+    DuckDB reads every snapshot back. Then UPDATE, DELETE and MERGE INTO through a catalog."""
     if spark_package_jar is None:
         pytest.skip("the package's Spark jar is not built (jvm/build.sh)")
     fixture = {"minio": "s3a", "gcs": "gcs_spark", "azure": "abfs_spark"}[spec.storage]
@@ -431,6 +431,25 @@ def test_write_table_to_object_stores(request, make_lake, spark_package_jar, spe
         lake, f"SELECT commit_message FROM lake.snapshots() WHERE snapshot_id = {appended + 1}"
     )
     assert message.to_pylist() == [{"commit_message": "new"}]
+    # Row changes through a catalog of the lake in the same session: executors write the
+    # updated and inserted rows through the connector, the planner the delete files.
+    table = f"{register_catalog(spark, lake)}.main.t"
+    spark.sql(f"UPDATE {table} SET price = price + 1 WHERE id % 3 = 0").collect()
+    spark.sql(f"DELETE FROM {table} WHERE id % 5 = 1").collect()
+    spark.sql(
+        f"MERGE INTO {table} AS t USING (SELECT id, 'm' AS name FROM range(315, 325)) AS s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name "
+        "WHEN NOT MATCHED THEN INSERT (id, name, price, tags) VALUES (s.id, s.name, 0.5, NULL)"
+    ).collect()
+    changed = duckdb_reads(
+        lake,
+        "SELECT id, CASE WHEN id >= 315 THEN 'm' ELSE name END AS name, "
+        "CASE WHEN id % 3 = 0 THEN price + 1 ELSE price END AS price, tags "
+        f"FROM lake.main.t AT (VERSION => {appended + 1}) WHERE id % 5 <> 1 "
+        "UNION ALL SELECT i, 'm', 0.5, NULL FROM range(315, 325) r(i) "
+        "WHERE i >= 320 OR i % 5 = 1",  # (not matched: new, or deleted just before)
+    )
+    assert_reads_back(lake, "t", changed)
 
 
 @pytest.mark.parametrize("spec", CELLS[:2], ids=lambda s: s.id)

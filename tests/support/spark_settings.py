@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import sys
 from collections.abc import Iterator, Mapping
 
-__all__ = ["CATALOG_CLASS", "spark_settings"]
+__all__ = ["CATALOG_CLASS", "register_catalog", "spark_settings"]
 
 # The package's Spark catalog class (spark.sql.catalog.<name> = CATALOG_CLASS).
 CATALOG_CLASS = "io.ducklake_datafusion.spark.DuckLakeCatalog"
@@ -25,3 +28,28 @@ def spark_settings(spark, conf: Mapping[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+_names = itertools.count()
+
+
+def register_catalog(spark, lake, **options) -> str:
+    """A DuckLake catalog of ``lake`` in ``spark`` (its storage options as the catalog's),
+    under a fresh name, its planner exiting after 5 idle seconds; the name."""
+    name = f"dl{os.getpid()}_{next(_names)}"
+    args = lake.reader_args()
+    values = {
+        "metadata": args["metadata"],
+        "data_path": args.get("data_path"),
+        "metadata_schema": args.get("metadata_schema"),
+        **(args["storage_options"] or {}),
+        "python": sys.executable,
+        "planner_idle_seconds": "5",
+        **options,
+    }
+    prefix = f"spark.sql.catalog.{name}"
+    spark.conf.set(prefix, CATALOG_CLASS)
+    for key, value in values.items():
+        if value is not None:
+            spark.conf.set(f"{prefix}.{key}", str(value))
+    return name
