@@ -246,7 +246,7 @@ def _planner_processes(spark) -> int:
 def test_a_jvm_keeps_few_planner_processes(spark, make_lake, catalog):
     """Each catalog (read_table's runtime catalog per lake included) has its planner; the
     JVM keeps at most MAX_LIVE (8) of them, closing the one unused longest, which its
-    catalog starts again when asked."""
+    catalog starts again when asked, and one process started ahead for the next catalog."""
     lake = make_lake(inline_limit=0)
     lake.sql("CREATE TABLE lake.main.t (k BIGINT)")
     lake.sql("INSERT INTO lake.main.t SELECT i FROM range(100) r(i)")
@@ -256,10 +256,10 @@ def test_a_jvm_keeps_few_planner_processes(spark, make_lake, catalog):
     for name in names:
         got = spark.sql(f"SELECT count(*) AS n, sum(k) AS s FROM {name}.main.t").toArrow()
         assert_same_rows(got, expected)
-        assert _planner_processes(spark) <= 8
+        assert _planner_processes(spark) <= 8 + 1
     first = spark.sql(f"SELECT count(*) AS n, sum(k) AS s FROM {names[0]}.main.t")
     assert_same_rows(first.toArrow(), expected)  # its planner was closed: a new one answers
-    assert _planner_processes(spark) <= 8
+    assert _planner_processes(spark) <= 8 + 1
 
 
 def test_read_tables_runtime_catalog_keeps_secrets_out_of_set(spark, spark_package_jar):

@@ -39,7 +39,7 @@ __all__ = [
     "describe",
 ]
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 _SCALARS = frozenset(("string", "integer", "number", "boolean", "object", "any"))
 _FIELD = re.compile(r"^([a-z_]+)(\??): (.+)$")
@@ -152,7 +152,11 @@ def _message(op: str, request: Iterable[str], answer: Iterable[str]) -> Message:
 MESSAGES: dict[str, Message] = {
     m.op: m
     for m in (
-        _message("open", ("options: {string}",), ("protocol: integer", "package: string")),
+        _message(
+            "open",
+            ("options: {string}", "idle_seconds?: number"),
+            ("protocol: integer", "package: string"),
+        ),
         _message("namespaces", (), ("namespaces: [string]",)),
         _message("tables", ("namespace: string",), ("tables: [string]",)),
         _message(

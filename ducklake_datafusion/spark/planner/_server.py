@@ -119,6 +119,8 @@ class Planner:
 
     def __init__(self) -> None:
         self.lake: Lake | None = None
+        # set by ``open`` (a process started ahead of its catalog learns its catalog's)
+        self.idle_seconds: float | None = None
 
     def handle(self, request: Mapping, blobs: list[bytes] = ()) -> tuple[dict, list[bytes]]:
         """Answer one request (and its blobs): ``(header, blobs)``, the headers checked
@@ -126,6 +128,8 @@ class Planner:
         message = check_request(request)
         if message.op == "open":
             header, answers = self._open(request["options"]), []
+            if request.get("idle_seconds") is not None:
+                self.idle_seconds = float(request["idle_seconds"])
         elif self.lake is None:
             raise InvalidOptionError(f"the planner got {message.op!r} before 'open'")
         else:
@@ -173,11 +177,15 @@ def serve(requests: BinaryIO, responses: BinaryIO, *, idle_seconds: float | None
 
     The idle exit frees an unused catalog's process (its catalog database connection, its
     memory); the JVM starts a new one on the next request, and retries a request that met
-    a process exiting this way (exit code 0).
+    a process exiting this way (exit code 0). An ``open`` may set the catalog's own idle time
+    (a process the JVM started ahead of its catalog waits for one with a time of its own).
     """
     planner = Planner()
     try:
-        while _ready(requests, idle_seconds) and (read := read_request(requests)) is not None:
+        while (
+            _ready(requests, idle_seconds if planner.idle_seconds is None else planner.idle_seconds)
+            and (read := read_request(requests)) is not None
+        ):
             try:
                 header, blobs = planner.handle(*read)
             except DuckLakeError as exc:

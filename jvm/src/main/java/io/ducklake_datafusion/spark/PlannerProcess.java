@@ -31,7 +31,8 @@ import java.util.Map;
  * one unused longest (its catalog starts it again on demand, in about a second). Each holds
  * ~190 MB; a driver reading many lakes (one runtime catalog per lake for {@code read_table})
  * kept one process per lake until each had been idle its timeout: 53 at once in the test
- * suite, 10 GB.
+ * suite, 10 GB. A JVM that opened a second catalog also keeps one process started ahead for
+ * the next ({@link #keepOneAhead}).
  */
 final class PlannerProcess implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -99,6 +100,10 @@ final class PlannerProcess implements AutoCloseable {
     synchronized (LIVE) {
       all = new java.util.ArrayList<>(LIVE);
     }
+    synchronized (AHEAD) {
+      all.addAll(AHEAD.values());
+      AHEAD.clear();
+    }
     all.forEach(PlannerProcess::close);
   }
 
@@ -124,9 +129,76 @@ final class PlannerProcess implements AutoCloseable {
 
   /**
    * Start the planner with {@code python} and open the lake from {@code options}; it exits
-   * after {@code idleSeconds} without a request (0: never).
+   * after {@code idleSeconds} without a request (0: never). A process started ahead ({@link
+   * #keepOneAhead}) is taken when there is one: its imports are done, so the catalog's first
+   * answer comes in tens of milliseconds instead of most of a second.
    */
   static PlannerProcess start(String python, Map<String, String> options, double idleSeconds) {
+    makeRoom();
+    PlannerProcess planner = null;
+    PlannerProcess ahead = takeAhead(python);
+    if (ahead != null) {
+      try {
+        planner = open(ahead, options, idleSeconds);
+      } catch (Exited e) {
+        // it idled out as it was taken: start one now
+      }
+    }
+    if (planner == null) {
+      planner = open(launch(python, idleSeconds), options, idleSeconds);
+    }
+    keepOneAhead(python);
+    return planner;
+  }
+
+  /** Processes started ahead of their catalogs, one per Python interpreter. */
+  private static final Map<String, PlannerProcess> AHEAD = new java.util.HashMap<>();
+  /** How many planners this JVM has opened: from the second on, one is kept started ahead. */
+  private static int opened;
+  /** How long a process started ahead waits for a catalog before it exits. */
+  static final double AHEAD_IDLE_SECONDS = 60;
+
+  /**
+   * After the second catalog this JVM opens, keep one process of {@code python} started ahead
+   * for the next: a driver that opens many lakes ({@code read_table} of one runtime catalog
+   * per lake, the test suite's hundreds) waits for Python's imports once, not per lake. A JVM
+   * of one catalog never starts one.
+   */
+  private static void keepOneAhead(String python) {
+    synchronized (AHEAD) {
+      opened++;
+      if (opened < 2 || AHEAD.containsKey(python)) {
+        return;
+      }
+    }
+    PlannerProcess ahead;
+    try {
+      ahead = launch(python, AHEAD_IDLE_SECONDS);
+    } catch (DuckLakeException e) {
+      return; // (its catalog's own start reports it)
+    }
+    synchronized (AHEAD) {
+      if (AHEAD.putIfAbsent(python, ahead) == null) {
+        return;
+      }
+    }
+    ahead.close(); // (another thread's came first)
+  }
+
+  private static PlannerProcess takeAhead(String python) {
+    PlannerProcess ahead;
+    synchronized (AHEAD) {
+      ahead = AHEAD.remove(python);
+    }
+    if (ahead != null && !ahead.process.isAlive()) {
+      ahead.close();
+      return null;
+    }
+    return ahead;
+  }
+
+  /** A planner process of {@code python}, not yet opened, closed when the JVM exits. */
+  private static PlannerProcess launch(String python, double idleSeconds) {
     ProcessBuilder builder =
         new ProcessBuilder(
             python,
@@ -134,7 +206,6 @@ final class PlannerProcess implements AutoCloseable {
             "ducklake_datafusion.spark.planner",
             "--idle-seconds",
             Double.toString(idleSeconds));
-    makeRoom();
     Process process;
     try {
       process = builder.start();
@@ -149,15 +220,23 @@ final class PlannerProcess implements AutoCloseable {
               + "ducklake-datafusion installed",
           e);
     }
-    PlannerProcess planner = new PlannerProcess(python, process);
-    Protocol.Request open = Protocol.request("open");
-    ObjectNode values = open.object("options");
-    options.forEach(values::put);
     synchronized (LIVE) {
-      if (LIVE.isEmpty() && !hookAdded) {
+      if (!hookAdded) {
         Runtime.getRuntime().addShutdownHook(new Thread(PlannerProcess::closeAll, "ducklake-planners-stop"));
         hookAdded = true;
       }
+    }
+    return new PlannerProcess(python, process);
+  }
+
+  /** Open the lake of {@code options} in {@code planner} (closed if that fails). */
+  private static PlannerProcess open(
+      PlannerProcess planner, Map<String, String> options, double idleSeconds) {
+    Protocol.Request open = Protocol.request("open");
+    ObjectNode values = open.object("options");
+    options.forEach(values::put);
+    open.put("idle_seconds", idleSeconds);
+    synchronized (LIVE) {
       LIVE.add(planner);
     }
     Answer opened;
@@ -173,7 +252,7 @@ final class PlannerProcess implements AutoCloseable {
       throw new DuckLakeException(
           ErrorNames.MISSING_DEPENDENCY,
           "the DuckLake planner of "
-              + python
+              + planner.python
               + " (ducklake-datafusion "
               + opened.header.text("package")
               + ") speaks protocol "

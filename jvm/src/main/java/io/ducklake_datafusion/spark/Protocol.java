@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  */
 public final class Protocol {
   /** The version both sides speak; the planner says its own in answer to {@code open}. */
-  static final int VERSION = 3;
+  static final int VERSION = 4;
 
   private static final Pattern FIELD = Pattern.compile("^([a-z_]+)(\\??): (.+)$");
 
@@ -136,7 +136,10 @@ public final class Protocol {
               "label: string"
             }));
 
-    message("open", of("options: {string}"), of("protocol: integer", "package: string"));
+    message(
+        "open",
+        of("options: {string}", "idle_seconds?: number"),
+        of("protocol: integer", "package: string"));
     message("namespaces", of(), of("namespaces: [string]"));
     message("tables", of("namespace: string"), of("tables: [string]"));
     message(
@@ -333,6 +336,11 @@ public final class Protocol {
     }
 
     Request put(String name, long value) {
+      node.put(declared(name), value);
+      return this;
+    }
+
+    Request put(String name, double value) {
       node.put(declared(name), value);
       return this;
     }
