@@ -75,7 +75,9 @@ __all__ = [
     "written_data_file",
 ]
 
-_MODES = ("append", "overwrite", "overwrite_partitions")
+# (``delete``: a row-level change that deletes only: it writes no data file, so a table of
+# types Spark would write differently, or storage Hadoop cannot write, is no obstacle)
+_MODES = ("append", "overwrite", "overwrite_partitions", "delete")
 _CALENDAR = frozenset(TEMPORAL_TRANSFORMS)
 _EXACT = frozenset(
     (
@@ -105,7 +107,7 @@ def write_begin_response(lake: Lake, request: Mapping) -> dict:
         lake,
         str(request["namespace"]),
         str(request["name"]),
-        overwrite=mode != "append",
+        overwrite=mode not in ("append", "delete"),
         at_snapshot=None if snapshot is None else int(snapshot),
     )
     target = WriteTarget(
@@ -118,7 +120,7 @@ def write_begin_response(lake: Lake, request: Mapping) -> dict:
         # a dynamic partition overwrite of an unpartitioned table replaces its one partition
         replace_partitions=mode == "overwrite_partitions" and plan.partitioning is not None,
     )
-    return _begin_answer(lake, plan, target)
+    return _begin_answer(lake, plan, target, writes_rows=mode != "delete")
 
 
 def create_begin_response(lake: Lake, request: Mapping) -> dict:
@@ -281,15 +283,20 @@ def _plan_again(lake: Lake, target: WriteTarget, options: CommitOptions) -> Writ
     )
 
 
-def _begin_answer(lake: Lake, plan: WritePlan, target: WriteTarget) -> dict:
-    _check_spark_writes(plan)
+def _begin_answer(
+    lake: Lake, plan: WritePlan, target: WriteTarget, *, writes_rows: bool = True
+) -> dict:
+    if writes_rows:
+        _check_spark_writes(plan)
     location = parse_location(plan.directory)
     if location.scheme == "file":
         directory, options = "file://" + location.path, {}
     else:
         directory = hadoop_url(plan.directory, lake.storage)
         options = hadoop_options(plan.directory, lake.storage)
-        if options is None:
+        if options is None and not writes_rows:
+            directory, options = plan.directory, {}
+        elif options is None:
             raise UnsupportedFeatureError(
                 f"table {plan.name} of {lake.description}: the lake's storage options for "
                 f"{location.scheme}:// have no Hadoop equivalent, so Spark cannot write its "
@@ -302,7 +309,7 @@ def _begin_answer(lake: Lake, plan: WritePlan, target: WriteTarget) -> dict:
         "schema": spark_schema(plan.columns).json(),
         "field_ids": [_id_tree(c) for c in plan.columns],
         "target_file_size": plan.target_file_size,
-        "partition_keys": _partition_keys(plan),
+        "partition_keys": _partition_keys(plan) if writes_rows else [],
     }
 
 

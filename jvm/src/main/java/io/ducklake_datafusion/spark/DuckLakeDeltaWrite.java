@@ -62,7 +62,9 @@ final class DuckLakeDeltaWrite
           "ducklake: Spark asked " + command + " of " + table.name() + " to name rows by "
               + rowIds.simpleString());
     }
-    this.target = table.catalog().beginWrite(table, "append", true);
+    // (a DELETE writes no data file: the planner checks no column type or store for it)
+    this.target =
+        table.catalog().beginWrite(table, "DELETE".equals(command) ? "delete" : "append", true);
   }
 
   /** The session's idempotence key for a {@code foreachBatch} statement. */

@@ -24,8 +24,9 @@ final class LakeWrites {
   }
 
   /**
-   * Where a write of {@code mode} (append, overwrite, overwrite_partitions) to {@code table}
-   * goes, from the snapshot it was loaded at ({@code loaded}) or the latest.
+   * Where a write of {@code mode} (append, overwrite, overwrite_partitions; delete: a
+   * row-level change that only deletes, for which no column type or store is checked) to
+   * {@code table} goes, from the snapshot it was loaded at ({@code loaded}) or the latest.
    */
   WriteTarget beginWrite(DuckLakeTable table, String mode, boolean loaded) {
     Protocol.Request request =
