@@ -139,35 +139,42 @@ final class PlannerProcess implements AutoCloseable {
     PlannerProcess ahead = takeAhead(python);
     if (ahead != null) {
       try {
+        // (it was started with a wait of its own: it learns its catalog's idle time now)
         planner = open(ahead, options, idleSeconds);
       } catch (Exited e) {
         // it idled out as it was taken: start one now
       }
     }
     if (planner == null) {
-      planner = open(launch(python, idleSeconds), options, idleSeconds);
+      planner = open(launch(python, idleSeconds), options, null);
     }
-    keepOneAhead(python);
+    keepOneAhead(python, options);
     return planner;
   }
 
   /** Processes started ahead of their catalogs, one per Python interpreter. */
   private static final Map<String, PlannerProcess> AHEAD = new java.util.HashMap<>();
-  /** How many planners this JVM has opened: from the second on, one is kept started ahead. */
-  private static int opened;
+  /** The options of the first catalog this JVM opened, until a second one's came. */
+  private static Map<String, String> firstCatalog;
+  private static boolean severalCatalogs;
   /** How long a process started ahead waits for a catalog before it exits. */
   static final double AHEAD_IDLE_SECONDS = 60;
 
   /**
-   * After the second catalog this JVM opens, keep one process of {@code python} started ahead
-   * for the next: a driver that opens many lakes ({@code read_table} of one runtime catalog
-   * per lake, the test suite's hundreds) waits for Python's imports once, not per lake. A JVM
-   * of one catalog never starts one.
+   * Once a second catalog (other options) opens, keep one process of {@code python} started
+   * ahead for the next: a driver that opens many lakes ({@code read_table} of one runtime
+   * catalog per lake, the test suite's hundreds) waits for Python's imports once, not per
+   * lake. A JVM of one catalog never starts one, however often its planner restarts.
    */
-  private static void keepOneAhead(String python) {
+  private static void keepOneAhead(String python, Map<String, String> options) {
     synchronized (AHEAD) {
-      opened++;
-      if (opened < 2 || AHEAD.containsKey(python)) {
+      if (firstCatalog == null) {
+        firstCatalog = new java.util.HashMap<>(options);
+      } else if (!severalCatalogs && !firstCatalog.equals(options)) {
+        severalCatalogs = true;
+        firstCatalog = java.util.Collections.emptyMap(); // (kept no longer)
+      }
+      if (!severalCatalogs || AHEAD.containsKey(python)) {
         return;
       }
     }
@@ -229,13 +236,20 @@ final class PlannerProcess implements AutoCloseable {
     return new PlannerProcess(python, process);
   }
 
-  /** Open the lake of {@code options} in {@code planner} (closed if that fails). */
+  /**
+   * Open the lake of {@code options} in {@code planner} (closed if that fails); {@code
+   * idleSeconds}, when not null, replaces the wait it was started with (a planner of an older
+   * release, which knows no such field, is only ever started for its catalog: so it answers
+   * with its protocol's version, refused by name below).
+   */
   private static PlannerProcess open(
-      PlannerProcess planner, Map<String, String> options, double idleSeconds) {
+      PlannerProcess planner, Map<String, String> options, Double idleSeconds) {
     Protocol.Request open = Protocol.request("open");
     ObjectNode values = open.object("options");
     options.forEach(values::put);
-    open.put("idle_seconds", idleSeconds);
+    if (idleSeconds != null) {
+      open.put("idle_seconds", idleSeconds.doubleValue());
+    }
     synchronized (LIVE) {
       LIVE.add(planner);
     }
