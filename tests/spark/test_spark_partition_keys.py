@@ -74,6 +74,12 @@ def _raw(kind: str, value):
     return value
 
 
+def _key(case: dict) -> tuple[str, PartitionSpec]:
+    """The case's column type as the catalog names it, and a spec of its one key."""
+    type_name = DUCKLAKE_TYPES.get(case["type"], case["type"].lower())
+    return type_name, PartitionSpec(1, (PartitionKey(1, "c", case["transform"], type_name),))
+
+
 def _epoch_text(transform: str, kind: str, value) -> str | None:
     """Whole years, months, days or hours since 1970 (rounded down), by ``datetime``."""
     if value is None:
@@ -132,9 +138,8 @@ def test_the_tables_texts_are_duckdbs(make_lake):
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_the_planner_records_the_tables_texts(case):
     """The planner's text for a file whose first row is each value, as the executors send it."""
-    type_name = DUCKLAKE_TYPES.get(case["type"], case["type"].lower())
+    type_name, spec = _key(case)
     column = ColumnSpec(1, "c", type_name, arrow_type_for(type_name))
-    spec = PartitionSpec(1, (PartitionKey(1, "c", case["transform"], type_name),))
     for value, text in zip(case["values"], case["partitions"], strict=True):
         got = partition_values(spec, [column], [_raw(case["type"], value)], _case_id(case))
         assert got == (text,), (case["transform"], case["type"], value)
@@ -144,13 +149,9 @@ def test_the_planner_records_the_tables_texts(case):
 def test_the_package_s_writer_splits_where_the_texts_differ(case):
     """The package's own writer (``split``) puts two rows in one file exactly when their
     texts are equal, and records that text."""
-    type_name = DUCKLAKE_TYPES.get(case["type"], case["type"].lower())
-    arrow_type = arrow_type_for(type_name)
-    values = [_value(case["type"], v) for v in case["values"]]
-    if pa.types.is_timestamp(arrow_type) and arrow_type.tz is not None:
-        values = [v and v.astimezone(dt.timezone.utc) for v in values]
-    rows = pa.table({"c": pa.array(values, arrow_type), "i": range(len(values))})
-    spec = PartitionSpec(1, (PartitionKey(1, "c", case["transform"], type_name),))
+    type_name, spec = _key(case)
+    values = [_value(case["type"], v) for v in case["values"]]  # (TIMESTAMPTZ in UTC)
+    rows = pa.table({"c": pa.array(values, arrow_type_for(type_name)), "i": range(len(values))})
     texts = case["partitions"]
     for partition in split(rows, spec):
         members = partition.rows.column("i").to_pylist()
