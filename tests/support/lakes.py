@@ -454,8 +454,8 @@ class Lake:
         another snapshot needs the connection: DuckLake reads the catalog's latest snapshot
         at each query, and the first query after an attach loads the catalog (~15 ms of
         ~20, ten thousand times a suite). With ``snapshot`` the whole lake is attached as of
-        that snapshot (``SNAPSHOT_VERSION``): the same as writing ``AT (VERSION => snapshot)`` after every
-        table name, which tests may also do themselves. On a mirrored lake (GCS, Azure)
+        that snapshot (``SNAPSHOT_VERSION``): the same as writing ``AT (VERSION =>
+        snapshot)`` after every table name, which tests may also do themselves. On a mirrored lake (GCS, Azure)
         DuckDB reads the local copy, so file paths it returns are mapped to the store's.
         """
         options = ["READ_ONLY"]
