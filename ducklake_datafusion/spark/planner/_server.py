@@ -40,6 +40,7 @@ its traceback goes to standard error. The process ends when the pipe closes.
 
 from __future__ import annotations
 
+import os
 import select
 import sys
 import traceback
@@ -193,9 +194,27 @@ def serve(requests: BinaryIO, responses: BinaryIO, *, idle_seconds: float | None
             except Exception as exc:  # noqa: BLE001 -- not ours: named by class, traced to stderr
                 traceback.print_exc(file=sys.stderr)
                 header, blobs = _error(exc), []
+            _fault_after(read[0])
             write_response(responses, header, blobs)
     finally:
         planner.close()
+
+
+# The requests that commit a snapshot.
+_COMMITS = frozenset({"write_commit", "create_table", "delete_where", "change_commit"})
+
+# A test's fault: ``exit-after-commit`` ends the process once a commit request was answered,
+# before the JVM hears the answer, so the JVM cannot tell whether the commit landed
+# (``tests/spark/test_spark_write_faults.py``). Unset, as for every user: nothing.
+FAULT_VARIABLE = "DUCKLAKE_PLANNER_FAULT"
+
+
+def _fault_after(request: Mapping) -> None:
+    fault = os.environ.get(FAULT_VARIABLE)
+    if fault == "exit-after-commit" and request.get("op") in _COMMITS:
+        os._exit(70)
+    if fault not in (None, "", "exit-after-commit"):
+        raise InvalidOptionError(f"{FAULT_VARIABLE}={fault!r}: the one fault is exit-after-commit")
 
 
 def _ready(requests: BinaryIO, idle_seconds: float | None) -> bool:

@@ -52,8 +52,29 @@ final class DuckLakeBatchWrite implements BatchWrite {
       committer.commit(files);
     } catch (RuntimeException e) {
       outcomeUnknown = outcomeUnknown(e);
-      throw e;
+      throw outcomeUnknown ? keptFiles(e, "the commit to " + target.table, files, target) : e;
     }
+  }
+
+  /**
+   * The error of a commit whose outcome is unknown: its files stay (the snapshot may exist and
+   * need them), named here, and {@link #abort} keeps them.
+   */
+  static DuckLakeException keptFiles(
+      RuntimeException e, String what, List<WrittenFile> files, WriteTarget target) {
+    StringBuilder names = new StringBuilder();
+    for (int i = 0; i < files.size() && i < 5; i++) {
+      names.append(i == 0 ? "" : ", ").append(files.get(i).path);
+    }
+    if (files.size() > 5) {
+      names.append(", ...");
+    }
+    return new DuckLakeException(
+        ErrorNames.COMMIT_STATE_UNKNOWN,
+        what + " may or may not have happened (the planner failed while committing: "
+            + e.getMessage() + "); its " + files.size() + " files under " + target.directory
+            + " were kept (" + names + "): check the table's latest snapshot",
+        e);
   }
 
   /**
@@ -73,12 +94,7 @@ final class DuckLakeBatchWrite implements BatchWrite {
   public void abort(WriterCommitMessage[] messages) {
     List<WrittenFile> files = WrittenFile.of(messages);
     if (outcomeUnknown) {
-      throw new DuckLakeException(
-          ErrorNames.DUCKLAKE,
-          "the commit to " + target.table + " may or may not have happened (the planner "
-              + "failed while committing); its " + files.size() + " files under "
-              + target.directory + " were kept: check the table's latest snapshot",
-          null);
+      return; // (its files stay: the commit's error names them)
     }
     target.deleteUncommitted(files, session, "a failed write to " + target.table);
   }

@@ -174,6 +174,10 @@ final class DuckLakeDeltaWrite
       table.catalog().commitChange(target, command, files, deleted, options, stream);
     } catch (RuntimeException e) {
       outcomeUnknown = DuckLakeBatchWrite.outcomeUnknown(e);
+      if (outcomeUnknown) {
+        String what = "the " + command + " of " + target.table;
+        throw DuckLakeBatchWrite.keptFiles(e, what, files, target);
+      }
       throw e;
     }
   }
@@ -183,12 +187,7 @@ final class DuckLakeDeltaWrite
     List<WrittenFile> files = new ArrayList<>();
     gather(messages, files, new DeletedRowIds());
     if (outcomeUnknown) {
-      throw new DuckLakeException(
-          ErrorNames.DUCKLAKE,
-          "the " + command + " of " + target.table + " may or may not have been committed (the "
-              + "planner failed while committing); its " + files.size() + " files under "
-              + target.directory + " were kept: check the table's latest snapshot",
-          null);
+      return; // (its files stay: the commit's error names them)
     }
     target.deleteUncommitted(files, session, "a failed " + command + " of " + target.table);
   }

@@ -58,6 +58,7 @@ final class DuckLakeDeltaWriter implements DeltaWriter<InternalRow> {
   private final Fanout updates;
   private final DeletedRowIds deleted = new DeletedRowIds();
   private final JoinedRow withRowId = new JoinedRow();
+  private boolean writing;
 
   private DuckLakeDeltaWriter(Factory job, int partitionId, long taskId) {
     this.job = job;
@@ -80,18 +81,28 @@ final class DuckLakeDeltaWriter implements DeltaWriter<InternalRow> {
   @Override
   public void update(InternalRow metadata, InternalRow id, InternalRow row) throws IOException {
     delete(metadata, id);
+    firstRow();
     updates.write(withRowId.apply(row, id));
   }
 
   @Override
   public void insert(InternalRow row) throws IOException {
+    firstRow();
     inserts.write(row);
+  }
+
+  private void firstRow() {
+    if (!writing) {
+      writing = true;
+      TaskFaults.whileWriting();
+    }
   }
 
   @Override
   public WriterCommitMessage commit() throws IOException {
     List<WrittenFile> files = new ArrayList<>(inserts.finish());
     files.addAll(updates.finish());
+    TaskFaults.afterWrite(files);
     return new Message(files, deleted);
   }
 
