@@ -48,8 +48,10 @@ LAYERS = {
     "read": BASE | {"catalog", "pathres", "scan"},
     # (a row change reads the delete files it replaces with the readers' own checks)
     "write": BASE | {"catalog", "pathres", "scan", "read", "extension"},
-    "provider": BASE | {"catalog", "pathres", "scan", "read", "write", "extension"},
-    "spark": BASE | {"catalog", "pathres", "scan", "read", "write"},
+    # table maintenance: merged files written by ``write``'s writer, read by ``read``'s
+    "maintain": BASE | {"catalog", "pathres", "scan", "read", "write"},
+    "provider": BASE | {"catalog", "pathres", "scan", "read", "write", "maintain", "extension"},
+    "spark": BASE | {"catalog", "pathres", "scan", "read", "write", "maintain"},
     # the Rust extension (its stub names the DataFusion adapter's ProviderSpec): the
     # DataFusion adapter's scan, and write's bucket hashing
     "extension": BASE | {"provider"},
@@ -69,6 +71,7 @@ ENGINES = {
     "scan": {"datafusion", "pyspark"},
     "read": {"datafusion", "pyspark"},
     "write": {"datafusion", "pyspark"},
+    "maintain": {"datafusion", "pyspark"},
     "provider": {"pyspark"},
 }
 MAX_LINES = 500

@@ -20,6 +20,7 @@ from ._commit_request import (
     NewTable,
     TableCommit,
 )
+from ._compaction import CompactionCandidate, compaction_candidates
 from ._file_cut import CUT_TYPES, BeganCut, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
 from ._history import (
@@ -46,6 +47,7 @@ from ._transaction import (
     EndPartitions,
     EndTableRows,
     FilesUnchanged,
+    MergeFiles,
     NewDeleteFile,
     NoRowsInserted,
     NotCommittedBefore,
@@ -77,6 +79,7 @@ __all__ = [
     "ColumnEntry",
     "ColumnSpec",
     "CommitOptions",
+    "CompactionCandidate",
     "CreateTable",
     "DataFileEntry",
     "DeletedCut",
@@ -86,6 +89,7 @@ __all__ = [
     "EndTableRows",
     "FileColumnStats",
     "FilesUnchanged",
+    "MergeFiles",
     "MetadataBackend",
     "MetadataSession",
     "NameMappingNode",
@@ -114,6 +118,7 @@ __all__ = [
     "bounded",
     "build_column_tree",
     "commit",
+    "compaction_candidates",
     "duckdb_type_for",
     "list_file_rows",
     "list_snapshot_records",

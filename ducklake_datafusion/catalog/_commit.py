@@ -48,6 +48,7 @@ from ._commit_rows import (
     end_partition_rows,
     insert_row,
 )
+from ._compaction import merge_file_rows
 from ._conflicts import AlreadyCommitted, check_requirements
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._names import find_table, list_schemas
@@ -61,6 +62,7 @@ from ._transaction import (
     EndInlinedRows,
     EndPartitions,
     EndTableRows,
+    MergeFiles,
     RecordStreamBatch,
     RowsUnchanged,
     SetDeleteFile,
@@ -147,12 +149,14 @@ class _Changes:
         self.inserted: dict[int, None] = {}
         self.deleted: dict[int, None] = {}
         self.inlined_deleted: dict[int, None] = {}
+        self.merged: dict[int, None] = {}
 
     def text(self) -> str:
         tokens = list(self.created)
         tokens += [f"inserted_into_table:{t}" for t in self.inserted]
         tokens += [f"deleted_from_table:{t}" for t in self.deleted]
         tokens += [f"inlined_delete:{t}" for t in self.inlined_deleted]
+        tokens += [f"merge_adjacent:{t}" for t in sorted(self.merged)]
         return ",".join(tokens)
 
 
@@ -170,6 +174,7 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
     latest_id, schema_version, next_catalog_id, next_file_id = (int(v) for v in latest)
     if transaction.changes_nothing():
         return latest_id
+    _require_rows_or_compaction(transaction, description)
     table_ids = check_requirements(session, transaction, latest_id, description)
     new_id = latest_id + 1
     if transaction.snapshot_id is not None and new_id != transaction.snapshot_id:
@@ -197,6 +202,7 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
     # ids of the new data files first, then of the delete files (DuckDB's order)
     data_file_id = next_file_id
     next_file_id += sum(len(a.files) for a in transaction.actions if isinstance(a, AddDataFiles))
+    next_file_id += sum(1 for a in transaction.actions if isinstance(a, MergeFiles))
     delete_file_id = next_file_id
     next_file_id += sum(1 for a in transaction.actions if isinstance(a, SetDeleteFile))
     # The race point first: a concurrent commit of the same id fails here (or waits here
@@ -252,6 +258,10 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             add_delete_file_rows(session, action, table_id, new_id, delete_file_id, what)
             delete_file_id += 1
             changes.deleted[table_id] = None
+        elif isinstance(action, MergeFiles):
+            merge_file_rows(session, action, table_id, data_file_id, what)
+            data_file_id += 1
+            changes.merged[table_id] = None
         elif isinstance(action, AddDataFiles):
             partition_id = action.partition_id
             if action.table in created:
@@ -272,6 +282,17 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
         },
     )
     return new_id
+
+
+def _require_rows_or_compaction(transaction: Transaction, description: str) -> None:
+    """A transaction changes rows or compacts files, never both (DuckDB refuses the mix:
+    a compaction's snapshot must read exactly as the one before it)."""
+    merges = [a for a in transaction.actions if isinstance(a, MergeFiles)]
+    if merges and len(merges) != len(transaction.actions):
+        raise UnsupportedFeatureError(
+            f"{description}: a transaction either changes rows or compacts files, not both "
+            "(as DuckDB's); commit the compaction on its own"
+        )
 
 
 def _resolve(session, table: TableRef, latest: int, description: str) -> int:

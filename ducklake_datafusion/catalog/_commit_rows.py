@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from ..errors import UnsupportedFeatureError
 from ._bounds import widen
-from ._commit_request import NewTable
+from ._commit_request import NewDataFile, NewTable
 from ._transaction import AddDataFiles, TableRef
 
 __all__ = [
@@ -279,32 +279,8 @@ def add_file_rows(
                 "row_group_count": data_file.row_group_count,
             }
         )
-        for key_index, value in enumerate(data_file.partition_values):
-            values.append(
-                {
-                    "data_file_id": file_id,
-                    "table_id": table_id,
-                    "partition_key_index": key_index,
-                    "partition_value": _storable(session, value),
-                }
-            )
-        for column in data_file.columns:
-            columns.append(
-                {
-                    "data_file_id": file_id,
-                    "table_id": table_id,
-                    "column_id": column.column_id,
-                    "column_size_bytes": column.column_size_bytes,
-                    "value_count": column.value_count,
-                    "null_count": column.null_count,
-                    "min_value": _storable(session, column.min_value),
-                    "max_value": _storable(session, column.max_value),
-                    "contains_nan": column.contains_nan,
-                    "extra_stats": None,
-                    "min_is_exact": column.min_exact if column.min_value is not None else None,
-                    "max_is_exact": column.max_exact if column.max_value is not None else None,
-                }
-            )
+        values.extend(_partition_value_rows(session, data_file, table_id, file_id))
+        columns.extend(_column_stats_rows(session, data_file, table_id, file_id))
         records += data_file.record_count
         next_row_id += data_file.record_count
         size += data_file.file_size_bytes
@@ -331,6 +307,53 @@ def add_file_rows(
             },
         )
     _widen_column_stats(session, request, table_id)
+
+
+def file_detail_rows(session, data_file: NewDataFile, table_id: int, file_id: int) -> None:
+    """A new data file's ``ducklake_file_partition_value`` and ``ducklake_file_column_stats``
+    rows."""
+    insert_rows(
+        session,
+        "ducklake_file_partition_value",
+        _partition_value_rows(session, data_file, table_id, file_id),
+    )
+    insert_rows(
+        session,
+        "ducklake_file_column_stats",
+        _column_stats_rows(session, data_file, table_id, file_id),
+    )
+
+
+def _partition_value_rows(session, data_file: NewDataFile, table_id: int, file_id: int) -> list:
+    return [
+        {
+            "data_file_id": file_id,
+            "table_id": table_id,
+            "partition_key_index": key_index,
+            "partition_value": _storable(session, value),
+        }
+        for key_index, value in enumerate(data_file.partition_values)
+    ]
+
+
+def _column_stats_rows(session, data_file: NewDataFile, table_id: int, file_id: int) -> list:
+    return [
+        {
+            "data_file_id": file_id,
+            "table_id": table_id,
+            "column_id": column.column_id,
+            "column_size_bytes": column.column_size_bytes,
+            "value_count": column.value_count,
+            "null_count": column.null_count,
+            "min_value": _storable(session, column.min_value),
+            "max_value": _storable(session, column.max_value),
+            "contains_nan": column.contains_nan,
+            "extra_stats": None,
+            "min_is_exact": column.min_exact if column.min_value is not None else None,
+            "max_is_exact": column.max_exact if column.max_value is not None else None,
+        }
+        for column in data_file.columns
+    ]
 
 
 def _storable(session, bound: str | None) -> str | None:

@@ -18,7 +18,7 @@ from ..errors import CommitConflictError
 from ._commit_rows import columns_of, insert_row, is_inlined_table_name
 from ._transaction import SetDeleteFile
 
-__all__ = ["add_delete_file_rows", "end_data_files", "end_inlined_rows"]
+__all__ = ["add_delete_file_rows", "end_data_files", "end_inlined_rows", "lake_relative"]
 
 
 def end_data_files(session, table_id: int, snapshot: int, file_ids, what: str) -> None:
@@ -100,7 +100,7 @@ def add_delete_file_rows(
                 "ducklake_files_scheduled_for_deletion",
                 {
                     "data_file_id": delete_id,
-                    "path": _lake_relative(
+                    "path": lake_relative(
                         path, relative, table_path, table_rel, schema_path, schema_rel
                     ),
                     "path_is_relative": bool(relative and table_rel and schema_rel),
@@ -131,7 +131,7 @@ def add_delete_file_rows(
     )
 
 
-def _lake_relative(path, relative, table_path, table_rel, schema_path, schema_rel) -> str:
+def lake_relative(path, relative, table_path, table_rel, schema_path, schema_rel) -> str:
     """A table file's path as ``ducklake_files_scheduled_for_deletion`` keeps it: relative
     to the lake's data path when the file, table and schema paths are all relative."""
     if not relative:

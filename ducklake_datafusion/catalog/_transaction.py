@@ -29,6 +29,7 @@ __all__ = [
     "EndPartitions",
     "EndTableRows",
     "FilesUnchanged",
+    "MergeFiles",
     "NewDeleteFile",
     "NotCommittedBefore",
     "RecordStreamBatch",
@@ -146,6 +147,24 @@ class EndInlinedRows:
 
 
 @dataclass(frozen=True, slots=True)
+class MergeFiles:
+    """Replace data files by one file holding all their rows (DuckDB's
+    ``merge_adjacent_files``): ``sources`` (live, never deleted from) lose their catalog
+    rows and are scheduled for deletion; ``file`` carries each row's snapshot id, and its
+    row ids unless ``row_id_start`` (the sources' ids were contiguous). It begins at
+    ``begin_snapshot`` (the first source's) and holds rows up to ``partial_max``, so every
+    snapshot reads it as it read the sources. A transaction that merges changes no rows."""
+
+    table: TableRef
+    sources: tuple[int, ...]
+    file: NewDataFile
+    begin_snapshot: int
+    partial_max: int
+    row_id_start: int | None
+    partition_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class RecordStreamBatch:
     """Record that this snapshot commits batch ``batch_id`` of the streaming query
     ``query_id`` into ``table``: a ``ducklake_metadata`` row of the table's scope (key
@@ -166,6 +185,7 @@ Action = (
     | EndDataFiles
     | EndInlinedRows
     | RecordStreamBatch
+    | MergeFiles
 )
 
 

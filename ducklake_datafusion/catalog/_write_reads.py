@@ -10,7 +10,7 @@ from __future__ import annotations
 from ._backend import MetadataSession
 from ._sql import live
 
-__all__ = ["live_partition_columns", "table_setting"]
+__all__ = ["live_partition_columns", "scoped_setting", "table_setting"]
 
 
 def table_setting(session: MetadataSession, table_id: int, key: str) -> str | None:
@@ -20,6 +20,27 @@ def table_setting(session: MetadataSession, table_id: int, key: str) -> str | No
         [key, table_id],
     )
     return rows[0][0] if rows else None
+
+
+def scoped_setting(
+    session: MetadataSession, key: str, table_id: int, schema_id: int | None
+) -> str | None:
+    """A ``ducklake_metadata`` option as DuckDB looks it up: the table's own, else its
+    schema's, else the lake's (``None``: unset)."""
+    value = table_setting(session, table_id, key)
+    if value is None and schema_id is not None:
+        rows = session.rows(
+            "SELECT value FROM ducklake_metadata WHERE key = ? AND scope = 'schema' "
+            "AND scope_id = ?",
+            [key, schema_id],
+        )
+        value = rows[0][0] if rows else None
+    if value is None:
+        rows = session.rows(
+            "SELECT value FROM ducklake_metadata WHERE key = ? AND scope IS NULL", [key]
+        )
+        value = rows[0][0] if rows else None
+    return value
 
 
 def live_partition_columns(

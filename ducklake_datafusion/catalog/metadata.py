@@ -38,7 +38,7 @@ from ._names import (
 )
 from ._settings import SUPPORTED_VERSIONS, read_settings
 from ._table_files import file_summary_of, read_table_files
-from ._write_reads import live_partition_columns, table_setting
+from ._write_reads import live_partition_columns, scoped_setting, table_setting
 
 __all__ = [
     "SUPPORTED_VERSIONS",
@@ -58,6 +58,7 @@ __all__ = [
     "read_columns",
     "read_settings",
     "read_table_files",
+    "scoped_setting",
     "snapshot_at_time",
     "snapshot_by_id",
     "table_names_of",

@@ -35,6 +35,7 @@ from ..catalog import (
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake, find_table
 from ._dml_sql import unsupported_ddl
+from ._maintenance import MaintenanceMethods
 from ._rust import forget_catalog
 from ._table import DuckLakeTable
 from ._table_names import split_table_name
@@ -63,7 +64,7 @@ class TableNames(list):
         return set(self)
 
 
-class DuckLakeCatalog(CatalogProvider):
+class DuckLakeCatalog(MaintenanceMethods, CatalogProvider):
     """A DuckLake lake as a DataFusion catalog.
 
     Args:

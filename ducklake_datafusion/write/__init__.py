@@ -11,21 +11,33 @@
 * :mod:`._row_changes`: rows deleted and added per table, as one snapshot's actions.
 * :mod:`._cleanup`: what a failed write does with its files (the one rule).
 
+``maintain/`` writes merged files with the same writer (``DataFileWriter``).
+
 The engines (``provider/`` for DataFusion, the Python API) only hand batches here;
 Spark's executors write files themselves and hand their footers to ``commit_files``.
 """
 
 from ._append import append, create_table
-from ._files import DataFileWriter, WrittenFile
+from ._cleanup import after_failed_commit
+from ._files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, delete_files
 from ._footers import data_file_from_footer
 from ._input import as_arrow
 from ._partitions import CALENDAR, EPOCH
 from ._partitions import split as split_partitions
-from ._plan import StreamBatch, WritePlan, append_plan, commit_files, create_plan
+from ._plan import (
+    StreamBatch,
+    WritePlan,
+    append_plan,
+    commit_files,
+    create_plan,
+    parse_file_size,
+    require_writable,
+)
 from ._row_changes import ChangeResult, TableChange, commit_changes
-from ._types import columns_for_schema, file_schema
+from ._types import columns_for_schema, conform, file_schema
 
 __all__ = [
+    "DEFAULT_TARGET_FILE_SIZE",
     "TEMPORAL_TRANSFORMS",
     "ChangeResult",
     "DataFileWriter",
@@ -33,16 +45,21 @@ __all__ = [
     "TableChange",
     "WritePlan",
     "WrittenFile",
+    "after_failed_commit",
     "append",
     "append_plan",
     "as_arrow",
     "columns_for_schema",
     "commit_changes",
     "commit_files",
+    "conform",
     "create_plan",
     "create_table",
     "data_file_from_footer",
+    "delete_files",
     "file_schema",
+    "parse_file_size",
+    "require_writable",
     "split_partitions",
 ]
 

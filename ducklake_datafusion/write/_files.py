@@ -33,7 +33,14 @@ from ._stats import ColumnBounds, measure
 from ._thrift import ThriftError
 from ._types import dictionary_columns, file_schema, leaf_columns
 
-__all__ = ["DEFAULT_TARGET_FILE_SIZE", "ROW_ID_FIELD", "DataFileWriter", "WrittenFile", "uuid7"]
+__all__ = [
+    "DEFAULT_TARGET_FILE_SIZE",
+    "ROW_ID_FIELD",
+    "SNAPSHOT_ID_FIELD",
+    "DataFileWriter",
+    "WrittenFile",
+    "uuid7",
+]
 
 ROW_GROUP_ROWS = 122_880  # DuckDB's default row group size
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024  # DuckLake's default target_file_size
@@ -41,6 +48,10 @@ IN_FLIGHT = 2  # row groups queued for the encoding thread (bounds the memory he
 # An updated row's own row id, kept in its new file (DuckDB's column and field id).
 ROW_ID_FIELD = pa.field(
     "_ducklake_internal_row_id", pa.int64(), metadata={b"PARQUET:field_id": b"2147483540"}
+)
+# Each row's snapshot, kept in a merged file (DuckDB's column and field id).
+SNAPSHOT_ID_FIELD = pa.field(
+    "_ducklake_internal_snapshot_id", pa.int64(), metadata={b"PARQUET:field_id": b"2147483539"}
 )
 
 
@@ -77,9 +88,14 @@ class DataFileWriter:
         description: names the table in errors.
         partitioning: the table's partition spec (``_partitions``), or ``None``: each
             partition's rows then go to files of their own, in its directory.
-        with_row_ids: the rows carry their row ids in a last column
+        with_row_ids: the rows carry their row ids in a column
             ``_ducklake_internal_row_id`` (field id 2147483540), as DuckDB writes an
             update's new rows: the rows keep the ids of the rows they replace.
+        with_snapshot_ids: the rows carry their snapshots in a last column
+            ``_ducklake_internal_snapshot_id`` (field id 2147483539), as DuckDB writes a
+            merged file.
+        subdirectory: the files go to this directory below ``directory`` (ending with
+            ``/``): a merge of one partition's files, written where they were.
     """
 
     def __init__(
@@ -92,12 +108,17 @@ class DataFileWriter:
         description: str,
         partitioning: PartitionSpec | None = None,
         with_row_ids: bool = False,
+        with_snapshot_ids: bool = False,
+        subdirectory: str = "",
     ) -> None:
         self.directory = directory
         self.schema_of_table = file_schema(columns)  # what ``_types.conform`` casts rows to
         self.schema = self.schema_of_table
         if with_row_ids:
             self.schema = self.schema.append(ROW_ID_FIELD)
+        if with_snapshot_ids:
+            self.schema = self.schema.append(SNAPSHOT_ID_FIELD)
+        self.subdirectory = subdirectory
         self.leaves = leaf_columns(columns)
         self.dictionary = dictionary_columns(columns)
         self.storage_options = storage_options
@@ -117,7 +138,7 @@ class DataFileWriter:
         if table.num_rows == 0:
             return
         if self.partitioning is None:
-            self._stream((), "").write(table)
+            self._stream((), self.subdirectory).write(table)
             return
         for part in split(table, self.partitioning):
             self._stream(part.values, part.directory).write(part.rows)

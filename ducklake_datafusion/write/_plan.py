@@ -261,9 +261,15 @@ def _target_file_size(session, settings: Mapping[str, str], table_id: int | None
     text = settings.get("target_file_size")
     if table_id is not None:
         text = metadata.table_setting(session, table_id, "target_file_size") or text
+    return parse_file_size(text) or DEFAULT_TARGET_FILE_SIZE
+
+
+def parse_file_size(text: str | None) -> int | None:
+    """A size setting (``target_file_size``: bytes, or ``512MB``, ``1GiB`` ...) in bytes;
+    ``None`` when unset or not a size."""
     match = _SIZE.match(text or "")
     if not match:
-        return DEFAULT_TARGET_FILE_SIZE
+        return None
     unit = (match.group(2) or "").lower()
     return max(int(float(match.group(1)) * _UNITS.get(unit, 1)), 1)
 

@@ -1,0 +1,317 @@
+"""``merge_adjacent_files``: a table's small files merged into larger ones, rows unchanged.
+
+For each run of files ``_groups`` picks, the sources are read whole (they have no deletes)
+in the catalog's order and written as one file (``write.DataFileWriter``) with the columns
+the table had when the first source began, plus each row's snapshot id and, unless the
+sources' row ids are contiguous and implicit, its row id: so time travel and the change
+feed read at every snapshot exactly what they read before. All runs of all tables commit as
+one snapshot (``catalog.MergeFiles``, DuckDB's ``merge_adjacent`` change), required to find
+every source still live and never deleted from (``FilesUnchanged``); a failed commit deletes
+the merged files.
+
+One deliberate difference from DuckDB 1.5.5: a source holding its rows' own ids (an
+update's new rows) makes the run non-contiguous. DuckDB tests contiguity on ``row_id_start``
+alone and then drops that file's ids, so its merge renumbers updated rows
+(``tests/maintain/test_merge_adjacent.py`` shows it); here every row keeps its id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..catalog import (
+    CommitOptions,
+    CompactionCandidate,
+    FilesUnchanged,
+    MergeFiles,
+    TableRef,
+    TableUnchanged,
+    Transaction,
+    commit,
+    compaction_candidates,
+    metadata,
+)
+from ..errors import InternalError, InvalidOptionError, UnsupportedFeatureError
+from ..read import open_file, read_error
+from ..scan import DataFileTask, Lake, LakeTable, SnapshotRef, table_directory
+from ..write import (
+    DEFAULT_TARGET_FILE_SIZE,
+    DataFileWriter,
+    after_failed_commit,
+    conform,
+    delete_files,
+    file_schema,
+    parse_file_size,
+    require_writable,
+)
+from ._groups import merge_groups
+
+__all__ = ["MergeResult", "merge_adjacent_files"]
+
+ROW_ID_FIELD_ID = 2147483540
+SNAPSHOT_ID_FIELD_ID = 2147483539
+_NO_LIMIT = 2**63 - 2  # DuckDB's default max_compacted_files
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """One merged file (a row of DuckDB's result): its table, how many files it
+    replaced, and the snapshot that committed it."""
+
+    schema_name: str
+    table_name: str
+    files_processed: int
+    files_created: int
+    snapshot_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    table: LakeTable
+    sources: tuple[CompactionCandidate, ...]
+
+
+def merge_adjacent_files(
+    lake: Lake,
+    table: str | None = None,
+    *,
+    schema: str | None = None,
+    max_compacted_files: int | None = None,
+    min_file_size: int | None = None,
+    max_file_size: int | None = None,
+    options: CommitOptions | None = None,
+) -> list[MergeResult]:
+    """Merge the small files of ``table`` (every table when ``None``) as DuckDB's
+    ``ducklake_merge_adjacent_files`` does; one :class:`MergeResult` per merged file
+    (none: nothing to merge, and no snapshot)."""
+    require_writable(lake)
+    limit = _check_options(max_compacted_files, min_file_size, max_file_size)
+    runs: list[_Run] = []
+    for target in _tables(lake, table, schema):  # (the limit is each table's, as DuckDB's)
+        runs.extend(_runs_of(target, limit, min_file_size, max_file_size))
+    if not runs:
+        return []
+    base = runs[0].table.snapshot_id
+    written: list[str] = []
+    actions, requirements = [], []
+    try:
+        for run in runs:
+            action = _write_merged(run, written)
+            actions.append(action)
+        for ref, sources in _sources_by_table(runs).items():
+            requirements.append(TableUnchanged(ref))
+            requirements.append(FilesUnchanged(ref, tuple((f, ()) for f in sources)))
+        snapshot = commit(
+            lake.backend,
+            Transaction(base, tuple(actions), tuple(requirements), options or CommitOptions()),
+        )
+    except BaseException as exc:
+        after_failed_commit(exc, written, lambda: delete_files(written, lake.storage))
+        raise
+    return [
+        MergeResult(
+            r.table.entry.schema_name, r.table.entry.table_name, len(r.sources), 1, snapshot
+        )
+        for r in runs
+    ]
+
+
+def _check_options(max_compacted_files, min_file_size, max_file_size) -> int:
+    if max_compacted_files is not None and int(max_compacted_files) <= 0:
+        raise InvalidOptionError(
+            f"max_compacted_files must be a positive number of merged files, got "
+            f"{max_compacted_files!r}"
+        )
+    if max_file_size is not None and int(max_file_size) <= 0:
+        raise InvalidOptionError(f"max_file_size must be a positive size, got {max_file_size!r}")
+    if min_file_size is not None and int(min_file_size) < 0:
+        raise InvalidOptionError(f"min_file_size must not be negative, got {min_file_size!r}")
+    if (
+        min_file_size is not None
+        and max_file_size is not None
+        and int(min_file_size) >= int(max_file_size)
+    ):
+        raise InvalidOptionError(
+            f"min_file_size ({min_file_size}) must be below max_file_size ({max_file_size})"
+        )
+    return _NO_LIMIT if max_compacted_files is None else int(max_compacted_files)
+
+
+def _tables(lake: Lake, table: str | None, schema: str | None) -> list[LakeTable]:
+    """The tables to merge, at the latest snapshot: one by name, or all of them."""
+    if table is not None:
+        return [lake.table(schema or "main", table)]
+    if schema is not None:
+        raise InvalidOptionError("schema= names the schema of table=; give the table too")
+    with lake.backend.session() as session:
+        metadata.read_settings(session, lake.description)
+        snap = lake.resolve_snapshot(session)
+        names = [
+            (t.schema_name, t.table_name)
+            for s in metadata.list_schemas(session, snap.snapshot_id)
+            for t in metadata.list_tables(session, snap.snapshot_id, s.schema_name)
+        ]
+    return [lake.table(s, t) for s, t in names]
+
+
+def _runs_of(table: LakeTable, limit: int, min_file_size, max_file_size) -> list[_Run]:
+    entry = table.entry
+    with table.lake.backend.session() as session:
+        settings = metadata.read_settings(session, table.lake.description)
+        if settings.get("encrypted", "false").lower() == "true":
+            raise UnsupportedFeatureError(
+                f"{table.lake.description} is an encrypted lake; this package does not write "
+                "encrypted files yet: merge its files with DuckDB"
+            )
+        auto = metadata.scoped_setting(session, "auto_compact", entry.table_id, entry.schema_id)
+        if auto is not None and auto.strip().lower() != "true":
+            return []  # (DuckDB skips a table whose auto_compact is off)
+        target = parse_file_size(
+            metadata.scoped_setting(session, "target_file_size", entry.table_id, entry.schema_id)
+        )
+        target = target or DEFAULT_TARGET_FILE_SIZE
+        candidates = compaction_candidates(
+            session,
+            entry.table_id,
+            min_file_size=min_file_size,
+            max_file_size=min(int(max_file_size), target) if max_file_size else target,
+        )
+    return [_Run(table, tuple(run)) for run in merge_groups(candidates, target, limit)]
+
+
+def _sources_by_table(runs: Sequence[_Run]) -> dict[TableRef, list[int]]:
+    by_table: dict[TableRef, list[int]] = {}
+    for run in runs:
+        entry = run.table.entry
+        ref = TableRef(entry.schema_name, entry.table_name, entry.table_id)
+        by_table.setdefault(ref, []).extend(s.data_file_id for s in run.sources)
+    return by_table
+
+
+def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
+    """Read the run's sources and write them as one file; the action that commits it."""
+    table, sources = run.table, run.sources
+    lake, entry = table.lake, table.entry
+    what = f"table {table.name} of {lake.description}"
+    if any(s.mapping_id is not None for s in sources):
+        raise UnsupportedFeatureError(
+            f"{what}: a file to merge was added without field ids (a name mapping); merging "
+            "such files is not supported yet: merge them with DuckDB"
+        )
+    tasks = {
+        t.data_file_id: t
+        for t in table.scan_plan_and_files(with_partitions=False)[0].tasks
+        if isinstance(t, DataFileTask)
+    }
+    missing = [s.data_file_id for s in sources if s.data_file_id not in tasks]
+    if missing:
+        raise InternalError(f"{what}: data files {missing} to merge are not in its scan plan")
+    first = sources[0]
+    layout = lake.table_at(entry.schema_name, entry.table_name, SnapshotRef(first.begin_snapshot))
+    parts = [_read_source(tasks[s.data_file_id], s, layout, what) for s in sources]
+    contiguous = all(p[2] for p in parts) and _contiguous(sources)
+    with lake.backend.session() as session:
+        settings = metadata.read_settings(session, lake.description)
+        directory = table_directory(lake.data_path(settings), entry)
+    subdirectory = _subdirectory(tasks[first.data_file_id], directory)
+    writer = DataFileWriter(
+        directory,
+        layout.columns,
+        lake.storage,
+        target_file_size=_NO_LIMIT,  # one file per run, as DuckDB writes it
+        description=what,
+        with_row_ids=not contiguous,
+        with_snapshot_ids=True,
+        subdirectory=subdirectory,
+    )
+    try:
+        for rows, row_ids, _implicit, snapshots in parts:
+            columns = [*rows.columns]
+            names = [*rows.schema.names]
+            if not contiguous:
+                columns.append(row_ids)
+                names.append("_ducklake_internal_row_id")
+            columns.append(snapshots)
+            names.append("_ducklake_internal_snapshot_id")
+            writer.write(pa.Table.from_arrays(columns, names=names).cast(writer.schema))
+        files = writer.close()
+    except BaseException:
+        written.extend(writer.discard())
+        raise
+    written.extend(f.url for f in files)
+    (merged,) = files
+    data_file = dataclasses.replace(merged.data_file, partition_values=first.partition_values)
+    return MergeFiles(
+        table=TableRef(entry.schema_name, entry.table_name, entry.table_id),
+        sources=tuple(s.data_file_id for s in sources),
+        file=data_file,
+        begin_snapshot=first.begin_snapshot,
+        partial_max=max(s.last_snapshot for s in sources),
+        row_id_start=first.row_id_start if contiguous else None,
+        partition_id=first.partition_id,
+    )
+
+
+def _read_source(task: DataFileTask, source: CompactionCandidate, layout: LakeTable, what: str):
+    """A source's rows in ``layout``'s columns (by field id), their row ids, whether
+    those are implicit (``row_id_start`` + position), and their snapshot ids."""
+    url = task.file.url
+    try:
+        with open_file(task.file, layout.lake.storage) as handle:
+            data = pq.ParquetFile(handle).read()
+    except Exception as exc:
+        raise read_error(exc, f"data file {url} of {what}") from exc
+    by_id = {}
+    for index, field in enumerate(data.schema):
+        field_id = (field.metadata or {}).get(b"PARQUET:field_id")
+        if field_id is not None:
+            by_id[int(field_id)] = index
+    arrays, names = [], []
+    for column in layout.columns:
+        index = by_id.get(column.column_id)
+        if index is None:
+            raise UnsupportedFeatureError(
+                f"{what}: data file {url} has no column {column.name!r} (field id "
+                f"{column.column_id}) of the table's layout at snapshot "
+                f"{source.begin_snapshot}; merge its files with DuckDB"
+            )
+        arrays.append(data.column(index))
+        names.append(column.name)
+    rows = conform(pa.Table.from_arrays(arrays, names=names), file_schema(layout.columns), what)
+    count = data.num_rows
+    if ROW_ID_FIELD_ID in by_id:
+        row_ids, implicit = data.column(by_id[ROW_ID_FIELD_ID]).cast(pa.int64()), False
+    else:
+        start = source.row_id_start or 0
+        row_ids, implicit = pa.array(np.arange(start, start + count, dtype=np.int64)), True
+    if SNAPSHOT_ID_FIELD_ID in by_id:
+        snapshots = data.column(by_id[SNAPSHOT_ID_FIELD_ID]).cast(pa.int64())
+    else:
+        snapshots = pa.array(np.full(count, source.begin_snapshot, dtype=np.int64))
+    return rows, row_ids, implicit, snapshots
+
+
+def _contiguous(sources: Sequence[CompactionCandidate]) -> bool:
+    """Each source's ``row_id_start`` follows the one before's last row id."""
+    for before, after in itertools.pairwise(sources):
+        if before.row_id_start is None or after.row_id_start is None:
+            return False
+        if after.row_id_start != before.row_id_start + before.record_count:
+            return False
+    return sources[0].row_id_start is not None
+
+
+def _subdirectory(task: DataFileTask, directory: str) -> str:
+    """The directory below the table's that the first source is in (its partition's)."""
+    url = task.file.url
+    if not url.startswith(directory):
+        return ""
+    relative = url[len(directory) :]
+    return relative.rsplit("/", 1)[0] + "/" if "/" in relative else ""
