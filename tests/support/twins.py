@@ -129,7 +129,7 @@ def assert_twins_agree(
             without_file_ids(their_catalog),
         )
     for key in their_catalog:
-        assert ours_catalog[key] == their_catalog[key], key
+        assert ours_catalog[key] == their_catalog[key], (key, ours_catalog[key], their_catalog[key])
     expected = duckdb_reads(theirs, "SELECT * FROM lake.main.t")
     for lake in (ours, theirs):
         assert_same_rows(ours_reads(lake, "SELECT * FROM lake.main.t"), expected)
@@ -193,5 +193,5 @@ def assert_merged_twins_agree(ours, theirs, before: int) -> None:
             assert added_ids == their_ids or set(added_ids) == set(their_ids)
     ours_catalog, their_catalog = twin_catalog(ours), twin_catalog(theirs)
     for key in their_catalog:
-        assert ours_catalog[key] == their_catalog[key], key
+        assert ours_catalog[key] == their_catalog[key], (key, ours_catalog[key], their_catalog[key])
     assert_twins_agree(ours, theirs, first=last + 1)  # our readers at the latest
