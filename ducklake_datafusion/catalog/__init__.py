@@ -21,6 +21,14 @@ from ._commit_request import (
     TableCommit,
 )
 from ._compaction import CompactionCandidate, compaction_candidates
+from ._expire import (
+    KnownFile,
+    ScheduledFile,
+    expire_snapshot_rows,
+    forget_scheduled,
+    known_files,
+    scheduled_files,
+)
 from ._file_cut import CUT_TYPES, BeganCut, ColumnBound, DeletedCut, StatsCut, bounded
 from ._format import INLINED_SYSTEM_COLUMNS
 from ._history import (
@@ -89,6 +97,7 @@ __all__ = [
     "EndTableRows",
     "FileColumnStats",
     "FilesUnchanged",
+    "KnownFile",
     "MergeFiles",
     "MetadataBackend",
     "MetadataSession",
@@ -101,6 +110,7 @@ __all__ = [
     "NotCommittedBefore",
     "RecordStreamBatch",
     "RowsUnchanged",
+    "ScheduledFile",
     "SetDeleteFile",
     "SnapshotInfo",
     "SnapshotMoved",
@@ -120,10 +130,14 @@ __all__ = [
     "commit",
     "compaction_candidates",
     "duckdb_type_for",
+    "expire_snapshot_rows",
+    "forget_scheduled",
+    "known_files",
     "list_file_rows",
     "list_snapshot_records",
     "metadata",
     "open_backend",
+    "scheduled_files",
     "split_quoted_names",
     "table_by_id",
     "table_column_comments",

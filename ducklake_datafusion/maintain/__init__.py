@@ -4,11 +4,20 @@
 
 * :mod:`._groups`: which files one merge takes together (DuckDB's walk).
 * :mod:`._merge`: the merged files written, committed as one snapshot (``catalog.MergeFiles``).
+* :mod:`._expire`: snapshots expired, scheduled and orphaned files deleted.
 
 The engines call these: the Python API (``DuckLakeCatalog``), DataFusion SQL's ``CALL``
 and Spark's procedures.
 """
 
+from ._expire import cleanup_old_files, delete_orphaned_files, expire_snapshots, interval
 from ._merge import MergeResult, merge_adjacent_files
 
-__all__ = ["MergeResult", "merge_adjacent_files"]
+__all__ = [
+    "MergeResult",
+    "cleanup_old_files",
+    "delete_orphaned_files",
+    "expire_snapshots",
+    "interval",
+    "merge_adjacent_files",
+]

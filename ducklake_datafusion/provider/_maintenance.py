@@ -4,8 +4,17 @@ each a call into the engine-neutral ``maintain`` package."""
 
 from __future__ import annotations
 
-from ..catalog import CommitOptions
-from ..maintain import MergeResult, merge_adjacent_files
+import datetime as _dt
+from collections.abc import Sequence
+
+from ..catalog import CommitOptions, SnapshotRecord
+from ..maintain import (
+    MergeResult,
+    cleanup_old_files,
+    delete_orphaned_files,
+    expire_snapshots,
+    merge_adjacent_files,
+)
 
 __all__ = ["MaintenanceMethods"]
 
@@ -53,4 +62,52 @@ class MaintenanceMethods:
             min_file_size=min_file_size,
             max_file_size=max_file_size,
             options=CommitOptions(author, commit_message, commit_extra_info),
+        )
+
+    def expire_snapshots(
+        self,
+        *,
+        older_than: _dt.datetime | None = None,
+        versions: Sequence[int] | None = None,
+        dry_run: bool = False,
+    ) -> list[SnapshotRecord]:
+        """Expire snapshots as DuckDB's ``ducklake_expire_snapshots`` does: those taken
+        before ``older_than`` or named in ``versions`` (neither: before now minus the lake's
+        ``expire_older_than``; nothing when it is unset), never the latest. What only they
+        read leaves the catalog and its files are scheduled for deletion
+        (``cleanup_old_files`` deletes them); time travel to them ends. Returns the
+        snapshots expired (with ``dry_run``: that would be, and nothing changes)."""
+        return expire_snapshots(
+            self.lake, older_than=older_than, versions=versions, dry_run=dry_run
+        )
+
+    def cleanup_old_files(
+        self,
+        *,
+        older_than: _dt.datetime | None = None,
+        cleanup_all: bool = False,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Delete the files scheduled for deletion (by compaction, expiry, replaced delete
+        files) before ``older_than`` (default: now minus the lake's ``delete_older_than``,
+        2 days; every one with ``cleanup_all``), as DuckDB's ``ducklake_cleanup_old_files``.
+        Returns their URLs (with ``dry_run``: those it would delete)."""
+        return cleanup_old_files(
+            self.lake, older_than=older_than, cleanup_all=cleanup_all, dry_run=dry_run
+        )
+
+    def delete_orphaned_files(
+        self,
+        *,
+        older_than: _dt.datetime | None = None,
+        cleanup_all: bool = False,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Delete the ``.parquet`` files under the data path that no catalog row names (a
+        failed writer's leftovers) and that were written before ``older_than`` (default:
+        now minus the lake's ``delete_older_than``, 2 days, so a file a commit is writing
+        is never taken), as DuckDB's ``ducklake_delete_orphaned_files``. Returns their URLs
+        (with ``dry_run``: those it would delete)."""
+        return delete_orphaned_files(
+            self.lake, older_than=older_than, cleanup_all=cleanup_all, dry_run=dry_run
         )
