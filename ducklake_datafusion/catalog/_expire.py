@@ -94,10 +94,10 @@ def expire_snapshot_rows(session, snapshot_ids: Sequence[int]) -> int:
     dead_tables = [
         int(r[0])
         for r in session.rows(
+            # (no version of the table any remaining snapshot reads)
             f"SELECT DISTINCT t.table_id FROM ducklake_table t WHERE {_UNREAD.format(t='t')} "
             "AND NOT EXISTS (SELECT 1 FROM ducklake_table t2 WHERE t2.table_id = t.table_id "
-            "AND (t2.end_snapshot IS NULL OR EXISTS (SELECT snapshot_id FROM ducklake_snapshot s "
-            "WHERE s.snapshot_id >= t2.begin_snapshot AND s.snapshot_id < t2.end_snapshot)))"
+            f"AND NOT ({_UNREAD.format(t='t2')}))"
         )
     ]
     paths = _table_paths(session)
