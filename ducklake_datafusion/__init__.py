@@ -58,7 +58,9 @@ def sql(ctx, statement: str, **commit_options):
     """Run ``statement`` in the DataFusion session ``ctx``: ``DELETE FROM``, ``UPDATE``
     and ``MERGE INTO`` of a table of a lake registered there (:func:`register`) change its
     rows, as one new snapshot, with the conditions, values and MERGE sources evaluated by
-    DataFusion in ``ctx``; any other statement is ``ctx.sql(statement)``. Returns a
+    DataFusion in ``ctx``; ``CALL ducklake_merge_adjacent_files('lake', 't')`` and DuckDB's
+    other maintenance functions run on that lake (their rows, DuckDB's columns); any other
+    statement is ``ctx.sql(statement)``. Returns a
     DataFusion DataFrame (for a change: one row, ``count`` and ``snapshot_id``; a MERGE's
     ``deleted``, ``updated`` and ``inserted`` too). ``commit_options``: ``author``,
     ``commit_message``, ``commit_extra_info``.

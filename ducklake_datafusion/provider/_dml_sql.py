@@ -180,12 +180,16 @@ def sql(ctx, text: str, **commit_options):
     """Run ``text`` in ``ctx``: a ``DELETE``, ``UPDATE`` or ``MERGE`` of a lake table
     through the row-change core (its result as a one-row Arrow table: the rows changed, as
     DuckDB reports a count, and the snapshot; a MERGE's rows deleted, updated and inserted
-    too), anything else as ``ctx.sql(text)`` does.
+    too), a ``CALL`` of a DuckDB maintenance function on a registered lake (``_call_sql``),
+    anything else as ``ctx.sql(text)`` does.
 
     ``commit_options``: ``author``, ``commit_message``, ``commit_extra_info``.
     """
+    from ._call_sql import is_maintenance_call, run_call
     from ._merge_sql import parse_merge
 
+    if is_maintenance_call(text):
+        return run_call(ctx, text, _LAKES.get(ctx, {}), **commit_options)
     merge = parse_merge(text)
     statement = parse_statement(text) if merge is None else None
     if merge is None and statement is None:

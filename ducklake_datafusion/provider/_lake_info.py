@@ -36,6 +36,7 @@ __all__ = [
     "TABLE_INFO_SCHEMA",
     "changes_map",
     "list_files_table",
+    "snapshot_rows",
     "snapshots_table",
     "table_history_table",
     "table_info_table",
@@ -151,7 +152,7 @@ def changes_map(tokens) -> list[tuple[str, list[str]]]:
 
 def snapshots_table(lake) -> pa.Table:
     """Every existing snapshot with what it changed and its commit message."""
-    return _snapshot_rows(_snapshot_records(lake))
+    return snapshot_rows(_snapshot_records(lake))
 
 
 def _snapshot_records(lake):
@@ -161,7 +162,8 @@ def _snapshot_records(lake):
         return list_snapshot_records(session)
 
 
-def _snapshot_rows(records) -> pa.Table:
+def snapshot_rows(records) -> pa.Table:
+    """``SnapshotRecord``s as ``ducklake_snapshots()`` shows them."""
     return pa.table(
         {
             "snapshot_id": [r.snapshot_id for r in records],
@@ -197,7 +199,7 @@ def table_history_table(lake, table_id: int) -> pa.Table:
             for t in r.changes
         )
     ]
-    return _snapshot_rows(keep)
+    return snapshot_rows(keep)
 
 
 def table_info_table(lake) -> pa.Table:
