@@ -48,7 +48,7 @@ from ._commit_rows import (
     end_partition_rows,
     insert_row,
 )
-from ._compaction import merge_file_rows
+from ._compaction import merge_file_rows, rewrite_file_rows
 from ._conflicts import AlreadyCommitted, check_requirements
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._names import find_table, list_schemas
@@ -64,6 +64,7 @@ from ._transaction import (
     EndTableRows,
     MergeFiles,
     RecordStreamBatch,
+    RewriteFiles,
     RowsUnchanged,
     SetDeleteFile,
     SnapshotMoved,
@@ -150,6 +151,7 @@ class _Changes:
         self.deleted: dict[int, None] = {}
         self.inlined_deleted: dict[int, None] = {}
         self.merged: dict[int, None] = {}
+        self.rewritten: dict[int, None] = {}
 
     def text(self) -> str:
         tokens = list(self.created)
@@ -157,6 +159,7 @@ class _Changes:
         tokens += [f"deleted_from_table:{t}" for t in self.deleted]
         tokens += [f"inlined_delete:{t}" for t in self.inlined_deleted]
         tokens += [f"merge_adjacent:{t}" for t in sorted(self.merged)]
+        tokens += [f"rewrite_delete:{t}" for t in sorted(self.rewritten)]
         return ",".join(tokens)
 
 
@@ -203,6 +206,9 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
     data_file_id = next_file_id
     next_file_id += sum(len(a.files) for a in transaction.actions if isinstance(a, AddDataFiles))
     next_file_id += sum(1 for a in transaction.actions if isinstance(a, MergeFiles))
+    next_file_id += sum(
+        1 for a in transaction.actions if isinstance(a, RewriteFiles) and a.file is not None
+    )
     delete_file_id = next_file_id
     next_file_id += sum(1 for a in transaction.actions if isinstance(a, SetDeleteFile))
     # The race point first: a concurrent commit of the same id fails here (or waits here
@@ -262,6 +268,10 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             merge_file_rows(session, action, table_id, data_file_id, what)
             data_file_id += 1
             changes.merged[table_id] = None
+        elif isinstance(action, RewriteFiles):
+            rewrite_file_rows(session, action, table_id, new_id, data_file_id, what)
+            data_file_id += action.file is not None
+            changes.rewritten[table_id] = None
         elif isinstance(action, AddDataFiles):
             partition_id = action.partition_id
             if action.table in created:
@@ -287,7 +297,7 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
 def _require_rows_or_compaction(transaction: Transaction, description: str) -> None:
     """A transaction changes rows or compacts files, never both (DuckDB refuses the mix:
     a compaction's snapshot must read exactly as the one before it)."""
-    merges = [a for a in transaction.actions if isinstance(a, MergeFiles)]
+    merges = [a for a in transaction.actions if isinstance(a, (MergeFiles, RewriteFiles))]
     if merges and len(merges) != len(transaction.actions):
         raise UnsupportedFeatureError(
             f"{description}: a transaction either changes rows or compacts files, not both "

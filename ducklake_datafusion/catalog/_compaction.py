@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from ..errors import CommitConflictError
 from ._commit_rows import file_detail_rows, insert_row, insert_rows
 from ._delete_rows import lake_relative
+from ._rewrite_rows import rewrite_file_rows
 from ._transaction import MergeFiles
 
-__all__ = ["CompactionCandidate", "compaction_candidates", "merge_file_rows"]
+__all__ = ["CompactionCandidate", "compaction_candidates", "merge_file_rows", "rewrite_file_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,18 @@ class CompactionCandidate:
     # any delete file (ended ones too) or inlined deletion: never merged
     has_deletes: bool
     mapping_id: int | None
+    # the newest delete file: its id and count when live (else ``None`` and 0), whether
+    # it ended; and the positions deleted through the catalog (``rewrite_data_files``)
+    live_delete_file: int | None = None
+    live_deleted: int = 0
+    last_delete_ended: bool = False
+    inlined_deleted: int = 0
+
+    @property
+    def deleted_share(self) -> float:
+        """The share of the file's rows deleted now."""
+        deleted = self.live_deleted + self.inlined_deleted
+        return deleted / self.record_count if self.record_count else 0.0
 
     @property
     def last_snapshot(self) -> int:
@@ -54,35 +67,47 @@ class CompactionCandidate:
 
 
 def compaction_candidates(
-    session, table_id: int, *, min_file_size: int | None, max_file_size: int
+    session,
+    table_id: int,
+    *,
+    min_file_size: int | None = None,
+    max_file_size: int | None = None,
 ) -> list[CompactionCandidate]:
     """The table's live data files of at least ``min_file_size`` and below
-    ``max_file_size`` bytes, in DuckDB's order (``begin_snapshot``, then ``row_id_start``
-    with NULL last, then ``data_file_id``)."""
+    ``max_file_size`` bytes (any size: ``None``), in DuckDB's order (``begin_snapshot``,
+    then ``row_id_start`` with NULL last, then ``data_file_id``)."""
     sql = (
         "SELECT data_file_id, begin_snapshot, row_id_start, record_count, file_size_bytes, "
         "partial_max, partition_id, mapping_id FROM ducklake_data_file "
-        "WHERE table_id = ? AND end_snapshot IS NULL AND file_size_bytes < ?"
+        "WHERE table_id = ? AND end_snapshot IS NULL"
     )
-    params: list = [table_id, int(max_file_size)]
+    params: list = [table_id]
+    if max_file_size is not None:
+        sql += " AND file_size_bytes < ?"
+        params.append(int(max_file_size))
     if min_file_size is not None:
         sql += " AND file_size_bytes >= ?"
         params.append(int(min_file_size))
     files = session.rows(sql, params)
     if not files:
         return []
-    with_deletes = {
-        int(r[0])
-        for r in session.rows(
-            "SELECT DISTINCT data_file_id FROM ducklake_delete_file WHERE table_id = ?",
-            [table_id],
-        )
-    }
+    newest: dict[int, tuple] = {}  # data file -> (begin, delete file id, end, count)
+    for file_id, delete_id, begin, end, count in session.rows(
+        "SELECT data_file_id, delete_file_id, begin_snapshot, end_snapshot, delete_count "
+        "FROM ducklake_delete_file WHERE table_id = ?",
+        [table_id],
+    ):
+        held = newest.get(int(file_id))
+        if held is None or (int(begin), int(delete_id)) > (held[0], held[1]):
+            newest[int(file_id)] = (int(begin), int(delete_id), end, int(count or 0))
+    inlined_counts: dict[int, int] = {}
     inlined = f"ducklake_inlined_delete_{int(table_id)}"
     if session.has_table(inlined):
-        with_deletes |= {
-            int(r[0]) for r in session.rows(f'SELECT DISTINCT file_id FROM "{inlined}"')
+        inlined_counts = {
+            int(r[0]): int(r[1])
+            for r in session.rows(f'SELECT file_id, count(*) FROM "{inlined}" GROUP BY file_id')
         }
+    with_deletes = set(newest) | set(inlined_counts)
     values: dict[int, dict[int, str | None]] = {}
     for file_id, index, value in session.rows(
         "SELECT data_file_id, partition_key_index, partition_value "
@@ -110,6 +135,7 @@ def compaction_candidates(
                 schema_version=versions[at][1] if at >= 0 else None,
                 has_deletes=file_id in with_deletes,
                 mapping_id=None if mapping is None else int(mapping),
+                **_deletes_of(newest.get(file_id), inlined_counts.get(file_id, 0)),
             )
         )
     result.sort(
@@ -121,6 +147,19 @@ def compaction_candidates(
         )
     )
     return result
+
+
+def _deletes_of(newest: tuple | None, inlined: int) -> dict:
+    if newest is None:
+        return {"inlined_deleted": inlined}
+    _, delete_id, end, count = newest
+    live = end is None
+    return {
+        "live_delete_file": delete_id if live else None,
+        "live_deleted": count if live else 0,
+        "last_delete_ended": not live,
+        "inlined_deleted": inlined,
+    }
 
 
 def _schema_versions(session, table_id: int) -> list[tuple[int, int]]:

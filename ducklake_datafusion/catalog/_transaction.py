@@ -34,6 +34,7 @@ __all__ = [
     "NotCommittedBefore",
     "RecordStreamBatch",
     "Requirement",
+    "RewriteFiles",
     "RowsUnchanged",
     "SetDeleteFile",
     "SnapshotMoved",
@@ -165,6 +166,23 @@ class MergeFiles:
 
 
 @dataclass(frozen=True, slots=True)
+class RewriteFiles:
+    """Rewrite data files without their deleted rows (DuckDB's ``rewrite_data_files``):
+    ``sources`` and their live delete files (``delete_files``) end at this snapshot, and
+    ``file`` (``None`` when no row is left) begins there with the live rows and their row
+    ids. Earlier snapshots still read the sources. A transaction that rewrites changes no
+    rows. ``column_types``: every leaf column's type (the table's statistics are computed
+    anew when no deleted row is left in the table, as DuckDB does)."""
+
+    table: TableRef
+    sources: tuple[int, ...]
+    delete_files: tuple[int, ...]
+    file: NewDataFile | None
+    partition_id: int | None
+    column_types: Mapping[int, str]
+
+
+@dataclass(frozen=True, slots=True)
 class RecordStreamBatch:
     """Record that this snapshot commits batch ``batch_id`` of the streaming query
     ``query_id`` into ``table``: a ``ducklake_metadata`` row of the table's scope (key
@@ -186,6 +204,7 @@ Action = (
     | EndInlinedRows
     | RecordStreamBatch
     | MergeFiles
+    | RewriteFiles
 )
 
 

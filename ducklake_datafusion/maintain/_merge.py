@@ -22,9 +22,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..catalog import (
     CommitOptions,
@@ -38,25 +36,28 @@ from ..catalog import (
     compaction_candidates,
     metadata,
 )
-from ..errors import InternalError, InvalidOptionError, UnsupportedFeatureError
-from ..read import open_file, read_error
-from ..scan import DataFileTask, Lake, LakeTable, SnapshotRef, table_directory
+from ..errors import InvalidOptionError, UnsupportedFeatureError
+from ..scan import Lake, LakeTable
 from ..write import (
     DEFAULT_TARGET_FILE_SIZE,
     DataFileWriter,
     after_failed_commit,
-    conform,
     delete_files,
-    file_schema,
     parse_file_size,
     require_writable,
 )
 from ._groups import merge_groups
+from ._sources import (
+    layout_of,
+    plan_tasks,
+    read_source,
+    subdirectory_of,
+    table_directory_of,
+    tables_of,
+)
 
 __all__ = ["MergeResult", "merge_adjacent_files"]
 
-ROW_ID_FIELD_ID = 2147483540
-SNAPSHOT_ID_FIELD_ID = 2147483539
 _NO_LIMIT = 2**63 - 2  # DuckDB's default max_compacted_files
 
 
@@ -94,7 +95,7 @@ def merge_adjacent_files(
     require_writable(lake)
     limit = _check_options(max_compacted_files, min_file_size, max_file_size)
     runs: list[_Run] = []
-    for target in _tables(lake, table, schema):  # (the limit is each table's, as DuckDB's)
+    for target in tables_of(lake, table, schema):  # (the limit is each table's, as DuckDB's)
         runs.extend(_runs_of(target, limit, min_file_size, max_file_size))
     if not runs:
         return []
@@ -144,23 +145,6 @@ def _check_options(max_compacted_files, min_file_size, max_file_size) -> int:
     return _NO_LIMIT if max_compacted_files is None else int(max_compacted_files)
 
 
-def _tables(lake: Lake, table: str | None, schema: str | None) -> list[LakeTable]:
-    """The tables to merge, at the latest snapshot: one by name, or all of them."""
-    if table is not None:
-        return [lake.table(schema or "main", table)]
-    if schema is not None:
-        raise InvalidOptionError("schema= names the schema of table=; give the table too")
-    with lake.backend.session() as session:
-        metadata.read_settings(session, lake.description)
-        snap = lake.resolve_snapshot(session)
-        names = [
-            (t.schema_name, t.table_name)
-            for s in metadata.list_schemas(session, snap.snapshot_id)
-            for t in metadata.list_tables(session, snap.snapshot_id, s.schema_name)
-        ]
-    return [lake.table(s, t) for s, t in names]
-
-
 def _runs_of(table: LakeTable, limit: int, min_file_size, max_file_size) -> list[_Run]:
     entry = table.entry
     with table.lake.backend.session() as session:
@@ -198,33 +182,19 @@ def _sources_by_table(runs: Sequence[_Run]) -> dict[TableRef, list[int]]:
 def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
     """Read the run's sources and write them as one file; the action that commits it."""
     table, sources = run.table, run.sources
-    lake, entry = table.lake, table.entry
-    what = f"table {table.name} of {lake.description}"
-    if any(s.mapping_id is not None for s in sources):
-        raise UnsupportedFeatureError(
-            f"{what}: a file to merge was added without field ids (a name mapping); merging "
-            "such files is not supported yet: merge them with DuckDB"
-        )
-    tasks = {
-        t.data_file_id: t
-        for t in table.scan_plan_and_files(with_partitions=False)[0].tasks
-        if isinstance(t, DataFileTask)
-    }
-    missing = [s.data_file_id for s in sources if s.data_file_id not in tasks]
-    if missing:
-        raise InternalError(f"{what}: data files {missing} to merge are not in its scan plan")
+    entry = table.entry
+    what = f"table {table.name} of {table.lake.description}"
+    tasks = plan_tasks(table, sources, what)
     first = sources[0]
-    layout = lake.table_at(entry.schema_name, entry.table_name, SnapshotRef(first.begin_snapshot))
-    parts = [_read_source(tasks[s.data_file_id], s, layout, what) for s in sources]
-    contiguous = all(p[2] for p in parts) and _contiguous(sources)
-    with lake.backend.session() as session:
-        settings = metadata.read_settings(session, lake.description)
-        directory = table_directory(lake.data_path(settings), entry)
-    subdirectory = _subdirectory(tasks[first.data_file_id], directory)
+    layout = layout_of(table, first)
+    parts = [read_source(tasks[s.data_file_id], s, layout, what) for s in sources]
+    contiguous = all(p.implicit for p in parts) and _contiguous(sources)
+    directory = table_directory_of(table)
+    subdirectory = subdirectory_of(tasks[first.data_file_id], directory)
     writer = DataFileWriter(
         directory,
         layout.columns,
-        lake.storage,
+        table.lake.storage,
         target_file_size=_NO_LIMIT,  # one file per run, as DuckDB writes it
         description=what,
         with_row_ids=not contiguous,
@@ -232,13 +202,13 @@ def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
         subdirectory=subdirectory,
     )
     try:
-        for rows, row_ids, _implicit, snapshots in parts:
-            columns = [*rows.columns]
-            names = [*rows.schema.names]
+        for part in parts:
+            columns = [*part.rows.columns]
+            names = [*part.rows.schema.names]
             if not contiguous:
-                columns.append(row_ids)
+                columns.append(part.row_ids)
                 names.append("_ducklake_internal_row_id")
-            columns.append(snapshots)
+            columns.append(part.snapshots)
             names.append("_ducklake_internal_snapshot_id")
             writer.write(pa.Table.from_arrays(columns, names=names).cast(writer.schema))
         files = writer.close()
@@ -259,45 +229,6 @@ def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
     )
 
 
-def _read_source(task: DataFileTask, source: CompactionCandidate, layout: LakeTable, what: str):
-    """A source's rows in ``layout``'s columns (by field id), their row ids, whether
-    those are implicit (``row_id_start`` + position), and their snapshot ids."""
-    url = task.file.url
-    try:
-        with open_file(task.file, layout.lake.storage) as handle:
-            data = pq.ParquetFile(handle).read()
-    except Exception as exc:
-        raise read_error(exc, f"data file {url} of {what}") from exc
-    by_id = {}
-    for index, field in enumerate(data.schema):
-        field_id = (field.metadata or {}).get(b"PARQUET:field_id")
-        if field_id is not None:
-            by_id[int(field_id)] = index
-    arrays, names = [], []
-    for column in layout.columns:
-        index = by_id.get(column.column_id)
-        if index is None:
-            raise UnsupportedFeatureError(
-                f"{what}: data file {url} has no column {column.name!r} (field id "
-                f"{column.column_id}) of the table's layout at snapshot "
-                f"{source.begin_snapshot}; merge its files with DuckDB"
-            )
-        arrays.append(data.column(index))
-        names.append(column.name)
-    rows = conform(pa.Table.from_arrays(arrays, names=names), file_schema(layout.columns), what)
-    count = data.num_rows
-    if ROW_ID_FIELD_ID in by_id:
-        row_ids, implicit = data.column(by_id[ROW_ID_FIELD_ID]).cast(pa.int64()), False
-    else:
-        start = source.row_id_start or 0
-        row_ids, implicit = pa.array(np.arange(start, start + count, dtype=np.int64)), True
-    if SNAPSHOT_ID_FIELD_ID in by_id:
-        snapshots = data.column(by_id[SNAPSHOT_ID_FIELD_ID]).cast(pa.int64())
-    else:
-        snapshots = pa.array(np.full(count, source.begin_snapshot, dtype=np.int64))
-    return rows, row_ids, implicit, snapshots
-
-
 def _contiguous(sources: Sequence[CompactionCandidate]) -> bool:
     """Each source's ``row_id_start`` follows the one before's last row id."""
     for before, after in itertools.pairwise(sources):
@@ -306,12 +237,3 @@ def _contiguous(sources: Sequence[CompactionCandidate]) -> bool:
         if after.row_id_start != before.row_id_start + before.record_count:
             return False
     return sources[0].row_id_start is not None
-
-
-def _subdirectory(task: DataFileTask, directory: str) -> str:
-    """The directory below the table's that the first source is in (its partition's)."""
-    url = task.file.url
-    if not url.startswith(directory):
-        return ""
-    relative = url[len(directory) :]
-    return relative.rsplit("/", 1)[0] + "/" if "/" in relative else ""

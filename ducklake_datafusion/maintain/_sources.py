@@ -1,0 +1,157 @@
+"""What every compaction shares: the tables it runs on, its sources' rows, where it writes.
+
+A source is read whole, by field id, in the columns the table had when the run's first
+source began (DuckDB writes a compacted file with that layout), with each row's id
+(``row_id_start`` + position, or the file's own ``_ducklake_internal_row_id``) and
+snapshot (the file's ``begin_snapshot``, or its own ``_ducklake_internal_snapshot_id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..catalog import CompactionCandidate, metadata
+from ..errors import InternalError, InvalidOptionError, UnsupportedFeatureError
+from ..read import deleted_positions_of, open_file, read_error
+from ..scan import DataFileTask, Lake, LakeTable, SnapshotRef, table_directory
+from ..write import conform, file_schema
+
+__all__ = [
+    "SourceRows",
+    "layout_of",
+    "plan_tasks",
+    "read_source",
+    "subdirectory_of",
+    "table_directory_of",
+    "tables_of",
+]
+
+ROW_ID_FIELD_ID = 2147483540
+SNAPSHOT_ID_FIELD_ID = 2147483539
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRows:
+    """A source's rows in the layout's columns, their row ids (``implicit``: the file's
+    ``row_id_start`` + position) and snapshot ids."""
+
+    rows: pa.Table
+    row_ids: pa.ChunkedArray | pa.Array
+    implicit: bool
+    snapshots: pa.ChunkedArray | pa.Array
+
+
+def plan_tasks(table: LakeTable, sources, what: str) -> dict[int, DataFileTask]:
+    """The sources' read tasks of the table's plan at its snapshot, by data file id."""
+    tasks = {
+        t.data_file_id: t
+        for t in table.scan_plan_and_files(with_partitions=False)[0].tasks
+        if isinstance(t, DataFileTask)
+    }
+    missing = [s.data_file_id for s in sources if s.data_file_id not in tasks]
+    if missing:
+        raise InternalError(f"{what}: data files {missing} to compact are not in its scan plan")
+    if any(s.mapping_id is not None for s in sources):
+        raise UnsupportedFeatureError(
+            f"{what}: a file to compact was added without field ids (a name mapping); "
+            "compacting such files is not supported yet: compact them with DuckDB"
+        )
+    return tasks
+
+
+def layout_of(table: LakeTable, first: CompactionCandidate) -> LakeTable:
+    """The table as it was when ``first`` began: the columns a compacted file holds."""
+    entry = table.entry
+    return table.lake.table_at(
+        entry.schema_name, entry.table_name, SnapshotRef(first.begin_snapshot)
+    )
+
+
+def table_directory_of(table: LakeTable) -> str:
+    lake = table.lake
+    with lake.backend.session() as session:
+        settings = metadata.read_settings(session, lake.description)
+        return table_directory(lake.data_path(settings), table.entry)
+
+
+def tables_of(lake: Lake, table: str | None, schema: str | None) -> list[LakeTable]:
+    """The tables to maintain, at the latest snapshot: one by name, or all of them."""
+    if table is not None:
+        return [lake.table(schema or "main", table)]
+    if schema is not None:
+        raise InvalidOptionError("schema= names the schema of table=; give the table too")
+    with lake.backend.session() as session:
+        metadata.read_settings(session, lake.description)
+        snap = lake.resolve_snapshot(session)
+        names = [
+            (t.schema_name, t.table_name)
+            for s in metadata.list_schemas(session, snap.snapshot_id)
+            for t in metadata.list_tables(session, snap.snapshot_id, s.schema_name)
+        ]
+    return [lake.table(s, t) for s, t in names]
+
+
+def read_source(
+    task: DataFileTask,
+    source: CompactionCandidate,
+    layout: LakeTable,
+    what: str,
+    *,
+    without_deleted: LakeTable | None = None,
+) -> SourceRows:
+    """A source's rows (module docstring); with ``without_deleted``, only those live at
+    that table's snapshot (its delete files and inlined deletions applied)."""
+    url = task.file.url
+    try:
+        with open_file(task.file, layout.lake.storage) as handle:
+            data = pq.ParquetFile(handle).read()
+    except Exception as exc:
+        raise read_error(exc, f"data file {url} of {what}") from exc
+    by_id = {}
+    for index, field in enumerate(data.schema):
+        field_id = (field.metadata or {}).get(b"PARQUET:field_id")
+        if field_id is not None:
+            by_id[int(field_id)] = index
+    arrays, names = [], []
+    for column in layout.columns:
+        index = by_id.get(column.column_id)
+        if index is None:
+            raise UnsupportedFeatureError(
+                f"{what}: data file {url} has no column {column.name!r} (field id "
+                f"{column.column_id}) of the table's layout at snapshot "
+                f"{source.begin_snapshot}; merge its files with DuckDB"
+            )
+        arrays.append(data.column(index))
+        names.append(column.name)
+    rows = conform(pa.Table.from_arrays(arrays, names=names), file_schema(layout.columns), what)
+    count = data.num_rows
+    if ROW_ID_FIELD_ID in by_id:
+        row_ids, implicit = data.column(by_id[ROW_ID_FIELD_ID]).cast(pa.int64()), False
+    else:
+        start = source.row_id_start or 0
+        row_ids, implicit = pa.array(np.arange(start, start + count, dtype=np.int64)), True
+    if SNAPSHOT_ID_FIELD_ID in by_id:
+        snapshots = data.column(by_id[SNAPSHOT_ID_FIELD_ID]).cast(pa.int64())
+    else:
+        snapshots = pa.array(np.full(count, source.begin_snapshot, dtype=np.int64))
+    if without_deleted is not None:
+        table = without_deleted
+        deleted = deleted_positions_of(task, table.name, table.snapshot_id, table.lake.storage)
+        keep = np.ones(count, dtype=bool)
+        keep[np.asarray(deleted, dtype=np.int64)] = False
+        mask = pa.array(keep)
+        rows, row_ids, snapshots = rows.filter(mask), row_ids.filter(mask), snapshots.filter(mask)
+    return SourceRows(rows, row_ids, implicit, snapshots)
+
+
+def subdirectory_of(task: DataFileTask, directory: str) -> str:
+    """The directory below the table's that the first source is in (its partition's)."""
+    url = task.file.url
+    if not url.startswith(directory):
+        return ""
+    relative = url[len(directory) :]
+    return relative.rsplit("/", 1)[0] + "/" if "/" in relative else ""
