@@ -4,6 +4,8 @@
 
 * :mod:`._groups`: which files one merge takes together (DuckDB's walk).
 * :mod:`._merge`: the merged files written, committed as one snapshot (``catalog.MergeFiles``).
+* :mod:`._rewrite`: files mostly deleted rewritten to their live rows (``catalog.RewriteFiles``).
+* :mod:`._sources`: what both read: the tables, their sources' rows, where files go.
 * :mod:`._expire`: snapshots expired, scheduled and orphaned files deleted.
 
 The engines call these: the Python API (``DuckLakeCatalog``), DataFusion SQL's ``CALL``
@@ -12,6 +14,7 @@ and Spark's procedures.
 
 from ._expire import cleanup_old_files, delete_orphaned_files, expire_snapshots, interval
 from ._merge import MergeResult, merge_adjacent_files
+from ._rewrite import rewrite_data_files
 
 __all__ = [
     "MergeResult",
@@ -20,4 +23,5 @@ __all__ = [
     "expire_snapshots",
     "interval",
     "merge_adjacent_files",
+    "rewrite_data_files",
 ]

@@ -26,6 +26,7 @@ FUNCTIONS = {
         2,
         {"schema", "max_compacted_files", "min_file_size", "max_file_size"},
     ),
+    "ducklake_rewrite_data_files": (2, {"schema", "delete_threshold"}),
     "ducklake_expire_snapshots": (1, {"older_than", "versions", "dry_run"}),
     "ducklake_cleanup_old_files": (1, {"older_than", "cleanup_all", "dry_run"}),
     "ducklake_delete_orphaned_files": (1, {"older_than", "cleanup_all", "dry_run"}),
@@ -74,9 +75,10 @@ def run_call(ctx, text: str, lakes: dict, **commit_options):
             f"(registered: {', '.join(sorted(lakes)) or 'none'}); register it first"
         )
     lake = lakes[lake_name]
-    if function == "ducklake_merge_adjacent_files":
+    if function in ("ducklake_merge_adjacent_files", "ducklake_rewrite_data_files"):
         table = positional[1] if len(positional) > 1 else None
-        results = lake.merge_adjacent_files(table, **named, **commit_options)
+        method = getattr(lake, function.removeprefix("ducklake_"))
+        results = method(table, **named, **commit_options)
         rows = pa.Table.from_pylist(
             [
                 {
@@ -92,7 +94,7 @@ def run_call(ctx, text: str, lakes: dict, **commit_options):
     elif commit_options:
         raise InvalidOptionError(
             f"{function} writes no snapshot: commit options ({', '.join(commit_options)}) "
-            "apply to ducklake_merge_adjacent_files"
+            "apply to ducklake_merge_adjacent_files and ducklake_rewrite_data_files"
         )
     elif function == "ducklake_expire_snapshots":
         from ._lake_info import snapshot_rows

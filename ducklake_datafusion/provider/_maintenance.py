@@ -14,6 +14,7 @@ from ..maintain import (
     delete_orphaned_files,
     expire_snapshots,
     merge_adjacent_files,
+    rewrite_data_files,
 )
 
 __all__ = ["MaintenanceMethods"]
@@ -61,6 +62,32 @@ class MaintenanceMethods:
             max_compacted_files=max_compacted_files,
             min_file_size=min_file_size,
             max_file_size=max_file_size,
+            options=CommitOptions(author, commit_message, commit_extra_info),
+        )
+
+    def rewrite_data_files(
+        self,
+        table: str | None = None,
+        *,
+        schema: str | None = None,
+        delete_threshold: float | None = None,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ) -> list[MergeResult]:
+        """Rewrite the files of a table (every table's when ``table`` is ``None``) whose
+        deleted share is at least ``delete_threshold`` (default: the lake's
+        ``rewrite_delete_threshold``, else 0.95) to their live rows, each keeping its row
+        id, as DuckDB's ``ducklake_rewrite_data_files`` does, in one new snapshot. Earlier
+        snapshots still read the old files (``expire_snapshots`` then
+        ``cleanup_old_files`` remove them). One result per file written."""
+        if table is not None and "." in table and schema is None:
+            schema, table = table.split(".", 1)
+        return rewrite_data_files(
+            self.lake,
+            table,
+            schema=schema,
+            delete_threshold=delete_threshold,
             options=CommitOptions(author, commit_message, commit_extra_info),
         )
 

@@ -30,6 +30,7 @@ from ._plan import (
     append_plan,
     commit_files,
     create_plan,
+    leaf_types,
     parse_file_size,
     require_writable,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "data_file_from_footer",
     "delete_files",
     "file_schema",
+    "leaf_types",
     "parse_file_size",
     "require_writable",
     "split_partitions",

@@ -40,6 +40,7 @@ def test_calls_match_duckdbs_on_a_twin_lake(make_lake):
     statements = [
         "CALL ducklake_merge_adjacent_files('lake', 't', max_compacted_files => 1 + 0)",
         "CALL ducklake_merge_adjacent_files('lake')",
+        "CALL ducklake_rewrite_data_files('lake', 't', delete_threshold => 0)",
         "CALL ducklake_expire_snapshots('lake', versions => [2, 3], dry_run => true)",
         "CALL ducklake_expire_snapshots('lake', versions => [2, 3])",
         "CALL ducklake_cleanup_old_files('lake', cleanup_all => true, dry_run => true)",
