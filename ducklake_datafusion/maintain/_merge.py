@@ -18,6 +18,7 @@ alone and then drops that file's ids, so its merge renumbers updated rows
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from ._groups import merge_groups
 from ._sources import (
     layout_of,
     plan_tasks,
+    read_in_order,
     read_source,
     subdirectory_of,
     table_directory_of,
@@ -179,18 +181,42 @@ def _sources_by_table(runs: Sequence[_Run]) -> dict[TableRef, list[int]]:
     return by_table
 
 
+class _NotContiguous(Exception):
+    """A source of a run taken for contiguous holds its rows' own ids."""
+
+
 def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
-    """Read the run's sources and write them as one file; the action that commits it."""
+    """Read the run's sources and write them as one file; the action that commits it.
+
+    A run whose ``row_id_start``s are contiguous is written without row ids, unless a
+    source turns out to hold its rows' own (an update's): then it is written again with
+    them (rare: DuckDB renumbers such rows, see the module docstring)."""
     table, sources = run.table, run.sources
     entry = table.entry
     what = f"table {table.name} of {table.lake.description}"
     tasks = plan_tasks(table, sources, what)
     first = sources[0]
     layout = layout_of(table, first)
-    parts = [read_source(tasks[s.data_file_id], s, layout, what) for s in sources]
-    contiguous = all(p.implicit for p in parts) and _contiguous(sources)
+    contiguous = _contiguous(sources)
+    try:
+        data_file = _write_run(table, sources, tasks, layout, contiguous, written, what)
+    except _NotContiguous:
+        contiguous = False
+        data_file = _write_run(table, sources, tasks, layout, contiguous, written, what)
+    return MergeFiles(
+        table=TableRef(entry.schema_name, entry.table_name, entry.table_id),
+        sources=tuple(s.data_file_id for s in sources),
+        file=dataclasses.replace(data_file, partition_values=first.partition_values),
+        begin_snapshot=first.begin_snapshot,
+        partial_max=max(s.last_snapshot for s in sources),
+        row_id_start=first.row_id_start if contiguous else None,
+        partition_id=first.partition_id,
+    )
+
+
+def _write_run(table, sources, tasks, layout, contiguous: bool, written: list[str], what):
+    """The run's rows as one file (its ``NewDataFile``), sources read ahead in order."""
     directory = table_directory_of(table)
-    subdirectory = subdirectory_of(tasks[first.data_file_id], directory)
     writer = DataFileWriter(
         directory,
         layout.columns,
@@ -199,10 +225,15 @@ def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
         description=what,
         with_row_ids=not contiguous,
         with_snapshot_ids=True,
-        subdirectory=subdirectory,
+        subdirectory=subdirectory_of(tasks[sources[0].data_file_id], directory),
     )
+    reads = [
+        functools.partial(read_source, tasks[s.data_file_id], s, layout, what) for s in sources
+    ]
     try:
-        for part in parts:
+        for part in read_in_order(reads):
+            if contiguous and not part.implicit:
+                raise _NotContiguous
             columns = [*part.rows.columns]
             names = [*part.rows.schema.names]
             if not contiguous:
@@ -217,16 +248,7 @@ def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
         raise
     written.extend(f.url for f in files)
     (merged,) = files
-    data_file = dataclasses.replace(merged.data_file, partition_values=first.partition_values)
-    return MergeFiles(
-        table=TableRef(entry.schema_name, entry.table_name, entry.table_id),
-        sources=tuple(s.data_file_id for s in sources),
-        file=data_file,
-        begin_snapshot=first.begin_snapshot,
-        partial_max=max(s.last_snapshot for s in sources),
-        row_id_start=first.row_id_start if contiguous else None,
-        partition_id=first.partition_id,
-    )
+    return merged.data_file
 
 
 def _contiguous(sources: Sequence[CompactionCandidate]) -> bool:

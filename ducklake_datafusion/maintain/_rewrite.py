@@ -12,6 +12,7 @@ and snapshots of all tables commit as one snapshot; a failed commit deletes the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from ._merge import MergeResult
 from ._sources import (
     layout_of,
     plan_tasks,
+    read_in_order,
     read_source,
     subdirectory_of,
     table_directory_of,
@@ -140,8 +142,11 @@ def _write_rewritten(group: _Group, written: list[str]) -> RewriteFiles:
     tasks = plan_tasks(table, sources, what)
     first = sources[0]
     layout = layout_of(table, first)
-    parts = [
-        read_source(tasks[s.data_file_id], s, layout, what, without_deleted=table) for s in sources
+    reads = [
+        functools.partial(
+            read_source, tasks[s.data_file_id], s, layout, what, without_deleted=table
+        )
+        for s in sources
     ]
     directory = table_directory_of(table)
     writer = DataFileWriter(
@@ -154,7 +159,7 @@ def _write_rewritten(group: _Group, written: list[str]) -> RewriteFiles:
         subdirectory=subdirectory_of(tasks[first.data_file_id], directory),
     )
     try:
-        for part in parts:
+        for part in read_in_order(reads):
             columns = [*part.rows.columns, part.row_ids]
             names = [*part.rows.schema.names, "_ducklake_internal_row_id"]
             writer.write(pa.Table.from_arrays(columns, names=names).cast(writer.schema))

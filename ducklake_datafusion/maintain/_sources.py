@@ -8,7 +8,11 @@ snapshot (the file's ``begin_snapshot``, or its own ``_ducklake_internal_snapsho
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +28,7 @@ __all__ = [
     "SourceRows",
     "layout_of",
     "plan_tasks",
+    "read_in_order",
     "read_source",
     "subdirectory_of",
     "table_directory_of",
@@ -32,6 +37,10 @@ __all__ = [
 
 ROW_ID_FIELD_ID = 2147483540
 SNAPSHOT_ID_FIELD_ID = 2147483539
+# sources read at once: their reads wait on storage (an object store answers many at a
+# time) and decode without the GIL; twice as many may wait, read, for the writer
+READERS = 8
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,3 +164,20 @@ def subdirectory_of(task: DataFileTask, directory: str) -> str:
         return ""
     relative = url[len(directory) :]
     return relative.rsplit("/", 1)[0] + "/" if "/" in relative else ""
+
+
+def read_in_order(reads: Sequence[Callable[[], T]]) -> Iterator[T]:
+    """Each read's result, in order, with up to ``2 * READERS`` of them running ahead on
+    a thread pool (a compaction holds a window of its sources in memory, not all)."""
+    pool = ThreadPoolExecutor(READERS, thread_name_prefix="ducklake-compact")
+    try:
+        pending = deque(pool.submit(read) for read in reads[: 2 * READERS])
+        following = iter(reads[2 * READERS :])
+        while pending:
+            result = pending.popleft().result()
+            read = next(following, None)
+            if read is not None:
+                pending.append(pool.submit(read))
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
