@@ -18,7 +18,6 @@ alone and then drops that file's ids, so its merge renumbers updated rows
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,8 +50,7 @@ from ._groups import merge_groups
 from ._sources import (
     layout_of,
     plan_tasks,
-    read_in_order,
-    read_source,
+    scan_run,
     subdirectory_of,
     table_directory_of,
     tables_of,
@@ -227,21 +225,15 @@ def _write_run(table, sources, tasks, layout, contiguous: bool, written: list[st
         with_snapshot_ids=True,
         subdirectory=subdirectory_of(tasks[sources[0].data_file_id], directory),
     )
-    reads = [
-        functools.partial(read_source, tasks[s.data_file_id], s, layout, what) for s in sources
-    ]
     try:
-        for part in read_in_order(reads):
+        for part in scan_run(tasks, sources, layout, what):
             if contiguous and not part.implicit:
                 raise _NotContiguous
             columns = [*part.rows.columns]
-            names = [*part.rows.schema.names]
             if not contiguous:
                 columns.append(part.row_ids)
-                names.append("_ducklake_internal_row_id")
             columns.append(part.snapshots)
-            names.append("_ducklake_internal_snapshot_id")
-            writer.write(pa.Table.from_arrays(columns, names=names).cast(writer.schema))
+            writer.write(pa.Table.from_arrays(columns, schema=writer.schema))  # (types conformed)
         files = writer.close()
     except BaseException:
         written.extend(writer.discard())

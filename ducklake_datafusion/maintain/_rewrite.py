@@ -161,8 +161,7 @@ def _write_rewritten(group: _Group, written: list[str]) -> RewriteFiles:
     try:
         for part in read_in_order(reads):
             columns = [*part.rows.columns, part.row_ids]
-            names = [*part.rows.schema.names, "_ducklake_internal_row_id"]
-            writer.write(pa.Table.from_arrays(columns, names=names).cast(writer.schema))
+            writer.write(pa.Table.from_arrays(columns, schema=writer.schema))  # (types conformed)
         files = writer.close()
     except BaseException:
         written.extend(writer.discard())

@@ -16,10 +16,12 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..catalog import CompactionCandidate, metadata
-from ..errors import InternalError, InvalidOptionError, UnsupportedFeatureError
+from ..errors import DuckLakeError, InternalError, InvalidOptionError, UnsupportedFeatureError
+from ..pathres import filesystem_for, parse_location
 from ..read import deleted_positions_of, open_file, read_error
 from ..scan import DataFileTask, Lake, LakeTable, SnapshotRef, table_directory
 from ..write import conform, file_schema
@@ -30,6 +32,7 @@ __all__ = [
     "plan_tasks",
     "read_in_order",
     "read_source",
+    "scan_run",
     "subdirectory_of",
     "table_directory_of",
     "tables_of",
@@ -181,3 +184,53 @@ def read_in_order(reads: Sequence[Callable[[], T]]) -> Iterator[T]:
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def scan_run(
+    tasks: dict[int, DataFileTask],
+    sources: Sequence[CompactionCandidate],
+    layout: LakeTable,
+    what: str,
+) -> Iterator[SourceRows]:
+    """The run's rows, source by source in order, read as one Parquet dataset (Arrow's
+    multi-threaded scan, reading ahead): each batch as :class:`SourceRows` of the source
+    it came from. Columns are matched by name, which within one schema version is the
+    field id's; a column a file lacks (its own row or snapshot ids) reads as null there."""
+    schema = file_schema(layout.columns)
+    schema = schema.append(pa.field("_ducklake_internal_row_id", pa.int64()))
+    schema = schema.append(pa.field("_ducklake_internal_snapshot_id", pa.int64()))
+    locations = [parse_location(tasks[s.data_file_id].file.url) for s in sources]
+    filesystem = filesystem_for(locations[0], layout.lake.storage)
+    paths = [location.path for location in locations]
+    try:
+        dataset = pads.dataset(paths, schema=schema, format="parquet", filesystem=filesystem)
+        batches = dataset.scanner(use_threads=True).scan_batches()
+        index, position = 0, 0
+        for tagged in batches:
+            while tagged.fragment.path != paths[index]:
+                if position != sources[index].record_count:
+                    raise InternalError(f"{what}: data file {paths[index]} was read in part")
+                index, position = index + 1, 0
+            batch, source = tagged.record_batch, sources[index]
+            yield _source_batch(batch, source, position)
+            position += batch.num_rows
+    except DuckLakeError:
+        raise
+    except Exception as exc:
+        raise read_error(exc, f"a data file of {what} ({paths[0]} ...)") from exc
+
+
+def _source_batch(batch: pa.RecordBatch, source: CompactionCandidate, position: int) -> SourceRows:
+    count = batch.num_rows
+    names = batch.schema.names
+    rows = pa.Table.from_batches([batch.select(names[:-2])])
+    own_ids = batch.column(len(names) - 2)
+    if own_ids.null_count == count:
+        start = (source.row_id_start or 0) + position
+        row_ids, implicit = pa.array(np.arange(start, start + count, dtype=np.int64)), True
+    else:
+        row_ids, implicit = own_ids, False
+    snapshots = batch.column(len(names) - 1)
+    if snapshots.null_count == count:
+        snapshots = pa.array(np.full(count, source.begin_snapshot, dtype=np.int64))
+    return SourceRows(rows, row_ids, implicit, snapshots)
