@@ -37,7 +37,7 @@ JOB = Path(support.__file__).with_name("spark_write_job.py")
 
 def _environment() -> dict:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    env["DUCKLAKE_LOCK_WAIT_SECONDS"] = "5"  # the locked case: the commit gives up sooner
+    env["DUCKLAKE_LOCK_WAIT_SECONDS"] = "2"  # the locked cases: the commit gives up sooner
     return env
 
 
