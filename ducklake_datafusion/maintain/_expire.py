@@ -126,22 +126,29 @@ def expire_snapshots(
     return expired
 
 
-def _older_than(lake: Lake, older_than, cleanup_all: bool) -> _dt.datetime | None:
-    """The cut-off of a cleanup: ``older_than``, none with ``cleanup_all``, else now minus
-    the lake's ``delete_older_than`` (2 days unless set)."""
+def _cleanup_start(lake: Lake, older_than, cleanup_all: bool) -> tuple[_dt.datetime | None, str]:
+    """A cleanup's cut-off (``older_than``; none with ``cleanup_all``; else now minus the
+    lake's ``delete_older_than``, 2 days unless set) and the lake's data path, read in one
+    catalog session."""
+    require_writable(lake)
     if cleanup_all and older_than is not None:
         raise InvalidOptionError("cleanup_all=True and older_than= cannot go together")
-    if cleanup_all:
-        return None
-    if older_than is not None:
-        return _aware(older_than, "older_than")
-    setting = _global_option(lake, "delete_older_than") or "2 days"
-    return _dt.datetime.now(_dt.timezone.utc) - interval(setting, "delete_older_than")
-
-
-def _data_path(lake: Lake) -> str:
     with lake.backend.session() as session:
-        return lake.data_path(metadata.read_settings(session, lake.description))
+        settings = metadata.read_settings(session, lake.description)
+    cutoff = None
+    if older_than is not None:
+        cutoff = _aware(older_than, "older_than")
+    elif not cleanup_all:
+        setting = settings.get("delete_older_than") or "2 days"
+        cutoff = _dt.datetime.now(_dt.timezone.utc) - interval(setting, "delete_older_than")
+    return cutoff, lake.data_path(settings)
+
+
+def _not_deleted(lake: Lake, left, total: int, files: str, advice: str) -> DuckLakeError:
+    return DuckLakeError(
+        f"{lake.description}: {len(left)} of the {total} {files} could not be deleted "
+        f"({', '.join(sorted(left)[:5])}); {advice}"
+    )
 
 
 def cleanup_old_files(
@@ -153,9 +160,7 @@ def cleanup_old_files(
 ) -> list[str]:
     """Delete the files scheduled for deletion before ``older_than`` (every one with
     ``cleanup_all``); their URLs (with ``dry_run``: the ones it would delete)."""
-    require_writable(lake)
-    cutoff = _older_than(lake, older_than, cleanup_all)
-    data_path = _data_path(lake)
+    cutoff, data_path = _cleanup_start(lake, older_than, cleanup_all)
     with lake.backend.session() as session:
         files = scheduled_files(session, cutoff)
     urls = [join_path(data_path, f.path, f.path_is_relative) for f in files]
@@ -166,10 +171,12 @@ def cleanup_old_files(
     with lake.backend.write_session() as session:
         forget_scheduled(session, deleted)
     if left:
-        raise DuckLakeError(
-            f"{lake.description}: {len(left)} of the {len(urls)} files scheduled for deletion "
-            f"could not be deleted ({', '.join(sorted(left)[:5])}); the others were. Check the "
-            "store's permissions and run cleanup_old_files again"
+        raise _not_deleted(
+            lake,
+            left,
+            len(urls),
+            "files scheduled for deletion",
+            "the others were. Check the store's permissions and run cleanup_old_files again",
         )
     return urls
 
@@ -184,9 +191,7 @@ def delete_orphaned_files(
     """Delete the ``.parquet`` files under the data path that no catalog row names and
     that were last written before ``older_than`` (any age with ``cleanup_all``); their
     URLs (with ``dry_run``: the ones it would delete)."""
-    require_writable(lake)
-    cutoff = _older_than(lake, older_than, cleanup_all)
-    data_path = _data_path(lake)
+    cutoff, data_path = _cleanup_start(lake, older_than, cleanup_all)
     with lake.backend.session() as session:
         known = {
             parse_location(join_path(data_path, f.path, f.path_is_relative)).path
@@ -217,8 +222,5 @@ def delete_orphaned_files(
         return urls
     left = delete_files(urls, lake.storage)
     if left:
-        raise DuckLakeError(
-            f"{lake.description}: {len(left)} of the {len(urls)} orphaned files could not be "
-            f"deleted ({', '.join(sorted(left)[:5])}); check the store's permissions"
-        )
+        raise _not_deleted(lake, left, len(urls), "orphaned files", "check the store's permissions")
     return urls

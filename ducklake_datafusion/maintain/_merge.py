@@ -31,29 +31,27 @@ from ..catalog import (
     MergeFiles,
     TableRef,
     TableUnchanged,
-    Transaction,
-    commit,
     compaction_candidates,
     metadata,
 )
-from ..errors import InvalidOptionError, UnsupportedFeatureError
+from ..errors import InvalidOptionError
 from ..scan import Lake, LakeTable
 from ..write import (
     DEFAULT_TARGET_FILE_SIZE,
     DataFileWriter,
-    after_failed_commit,
-    delete_files,
     parse_file_size,
     require_writable,
 )
 from ._groups import merge_groups
 from ._sources import (
+    commit_written,
     layout_of,
     plan_tasks,
     scan_run,
     subdirectory_of,
     table_directory_of,
     tables_of,
+    takes_compaction,
 )
 
 __all__ = ["MergeResult", "merge_adjacent_files"]
@@ -99,23 +97,17 @@ def merge_adjacent_files(
         runs.extend(_runs_of(target, limit, min_file_size, max_file_size))
     if not runs:
         return []
-    base = runs[0].table.snapshot_id
-    written: list[str] = []
-    actions, requirements = [], []
-    try:
-        for run in runs:
-            action = _write_merged(run, written)
-            actions.append(action)
+
+    def write(written: list[str]) -> tuple[list, list]:
+        plans: dict = {}
+        actions = [_write_merged(run, written, plans) for run in runs]
+        requirements = []
         for ref, sources in _sources_by_table(runs).items():
             requirements.append(TableUnchanged(ref))
             requirements.append(FilesUnchanged(ref, tuple((f, ()) for f in sources)))
-        snapshot = commit(
-            lake.backend,
-            Transaction(base, tuple(actions), tuple(requirements), options or CommitOptions()),
-        )
-    except BaseException as exc:
-        after_failed_commit(exc, written, lambda: delete_files(written, lake.storage))
-        raise
+        return actions, requirements
+
+    snapshot, _ = commit_written(lake, runs[0].table.snapshot_id, write, options)
     return [
         MergeResult(
             r.table.entry.schema_name, r.table.entry.table_name, len(r.sources), 1, snapshot
@@ -148,15 +140,8 @@ def _check_options(max_compacted_files, min_file_size, max_file_size) -> int:
 def _runs_of(table: LakeTable, limit: int, min_file_size, max_file_size) -> list[_Run]:
     entry = table.entry
     with table.lake.backend.session() as session:
-        settings = metadata.read_settings(session, table.lake.description)
-        if settings.get("encrypted", "false").lower() == "true":
-            raise UnsupportedFeatureError(
-                f"{table.lake.description} is an encrypted lake; this package does not write "
-                "encrypted files yet: merge its files with DuckDB"
-            )
-        auto = metadata.scoped_setting(session, "auto_compact", entry.table_id, entry.schema_id)
-        if auto is not None and auto.strip().lower() != "true":
-            return []  # (DuckDB skips a table whose auto_compact is off)
+        if not takes_compaction(session, table, "merge"):
+            return []
         target = parse_file_size(
             metadata.scoped_setting(session, "target_file_size", entry.table_id, entry.schema_id)
         )
@@ -183,7 +168,7 @@ class _NotContiguous(Exception):
     """A source of a run taken for contiguous holds its rows' own ids."""
 
 
-def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
+def _write_merged(run: _Run, written: list[str], plans: dict) -> MergeFiles:
     """Read the run's sources and write them as one file; the action that commits it.
 
     A run whose ``row_id_start``s are contiguous is written without row ids, unless a
@@ -192,7 +177,7 @@ def _write_merged(run: _Run, written: list[str]) -> MergeFiles:
     table, sources = run.table, run.sources
     entry = table.entry
     what = f"table {table.name} of {table.lake.description}"
-    tasks = plan_tasks(table, sources, what)
+    tasks = plan_tasks(table, sources, what, plans)
     first = sources[0]
     layout = layout_of(table, first)
     contiguous = _contiguous(sources)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -25,16 +24,15 @@ from ..catalog import (
     RewriteFiles,
     TableRef,
     TableUnchanged,
-    Transaction,
-    commit,
     compaction_candidates,
     metadata,
 )
-from ..errors import InvalidOptionError, UnsupportedFeatureError
+from ..errors import InvalidOptionError
 from ..scan import Lake, LakeTable
-from ..write import DataFileWriter, after_failed_commit, delete_files, leaf_types, require_writable
+from ..write import DataFileWriter, leaf_types, require_writable
 from ._merge import MergeResult
 from ._sources import (
+    commit_written,
     layout_of,
     plan_tasks,
     read_in_order,
@@ -42,6 +40,7 @@ from ._sources import (
     subdirectory_of,
     table_directory_of,
     tables_of,
+    takes_compaction,
 )
 
 __all__ = ["rewrite_data_files"]
@@ -75,11 +74,12 @@ def rewrite_data_files(
         groups.extend(_groups_of(target, delete_threshold))
     if not groups:
         return []
-    written: list[str] = []
-    actions, requirements = [], []
-    try:
+
+    def write(written: list[str]) -> tuple[list, list]:
+        plans: dict = {}
+        actions, requirements = [], []
         for group in groups:
-            actions.append(_write_rewritten(group, written))
+            actions.append(_write_rewritten(group, written, plans))
             ref = actions[-1].table
             requirements.append(TableUnchanged(ref))
             files = tuple(
@@ -87,14 +87,9 @@ def rewrite_data_files(
                 for s in group.sources
             )
             requirements.append(FilesUnchanged(ref, files))
-        base = groups[0].table.snapshot_id
-        snapshot = commit(
-            lake.backend,
-            Transaction(base, tuple(actions), tuple(requirements), options or CommitOptions()),
-        )
-    except BaseException as exc:
-        after_failed_commit(exc, written, lambda: delete_files(written, lake.storage))
-        raise
+        return actions, requirements
+
+    snapshot, actions = commit_written(lake, groups[0].table.snapshot_id, write, options)
     return [
         MergeResult(
             g.table.entry.schema_name,
@@ -110,15 +105,8 @@ def rewrite_data_files(
 def _groups_of(table: LakeTable, delete_threshold: float | None) -> list[_Group]:
     entry = table.entry
     with table.lake.backend.session() as session:
-        settings = metadata.read_settings(session, table.lake.description)
-        if settings.get("encrypted", "false").lower() == "true":
-            raise UnsupportedFeatureError(
-                f"{table.lake.description} is an encrypted lake; this package does not write "
-                "encrypted files yet: rewrite its files with DuckDB"
-            )
-        auto = metadata.scoped_setting(session, "auto_compact", entry.table_id, entry.schema_id)
-        if auto is not None and auto.strip().lower() != "true":
-            return []  # (DuckDB skips a table whose auto_compact is off)
+        if not takes_compaction(session, table, "rewrite"):
+            return []
         threshold = delete_threshold
         if threshold is None:
             text = metadata.scoped_setting(
@@ -135,11 +123,11 @@ def _groups_of(table: LakeTable, delete_threshold: float | None) -> list[_Group]
     return [_Group(table, tuple(sources)) for sources in chosen.values()]
 
 
-def _write_rewritten(group: _Group, written: list[str]) -> RewriteFiles:
+def _write_rewritten(group: _Group, written: list[str], plans: dict) -> RewriteFiles:
     table, sources = group.table, group.sources
     entry = table.entry
     what = f"table {table.name} of {table.lake.description}"
-    tasks = plan_tasks(table, sources, what)
+    tasks = plan_tasks(table, sources, what, plans)
     first = sources[0]
     layout = layout_of(table, first)
     reads = [
@@ -170,7 +158,9 @@ def _write_rewritten(group: _Group, written: list[str]) -> RewriteFiles:
     new_file = None
     if files:
         (rewritten,) = files
-        new_file = _with_partition(rewritten.data_file, first.partition_values)
+        new_file = dataclasses.replace(
+            rewritten.data_file, partition_values=tuple(first.partition_values)
+        )
     return RewriteFiles(
         table=TableRef(entry.schema_name, entry.table_name, entry.table_id),
         sources=tuple(s.data_file_id for s in sources),
@@ -179,7 +169,3 @@ def _write_rewritten(group: _Group, written: list[str]) -> RewriteFiles:
         partition_id=first.partition_id,
         column_types=leaf_types(table.columns),
     )
-
-
-def _with_partition(data_file, values: Sequence[str | None]):
-    return dataclasses.replace(data_file, partition_values=tuple(values))

@@ -19,15 +19,23 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from ..catalog import CompactionCandidate, metadata
+from ..catalog import CommitOptions, CompactionCandidate, Transaction, commit, metadata
 from ..errors import DuckLakeError, InternalError, InvalidOptionError, UnsupportedFeatureError
 from ..pathres import filesystem_for, parse_location
 from ..read import deleted_positions_of, open_file, read_error
 from ..scan import DataFileTask, Lake, LakeTable, SnapshotRef, table_directory
-from ..write import conform, file_schema
+from ..write import (
+    ROW_ID_FIELD,
+    SNAPSHOT_ID_FIELD,
+    after_failed_commit,
+    conform,
+    delete_files,
+    file_schema,
+)
 
 __all__ = [
     "SourceRows",
+    "commit_written",
     "layout_of",
     "plan_tasks",
     "read_in_order",
@@ -36,10 +44,11 @@ __all__ = [
     "subdirectory_of",
     "table_directory_of",
     "tables_of",
+    "takes_compaction",
 ]
 
-ROW_ID_FIELD_ID = 2147483540
-SNAPSHOT_ID_FIELD_ID = 2147483539
+ROW_ID_FIELD_ID = int(ROW_ID_FIELD.metadata[b"PARQUET:field_id"])
+SNAPSHOT_ID_FIELD_ID = int(SNAPSHOT_ID_FIELD.metadata[b"PARQUET:field_id"])
 # sources read at once: their reads wait on storage (an object store answers many at a
 # time) and decode without the GIL; twice as many may wait, read, for the writer
 READERS = 8
@@ -57,13 +66,19 @@ class SourceRows:
     snapshots: pa.ChunkedArray | pa.Array
 
 
-def plan_tasks(table: LakeTable, sources, what: str) -> dict[int, DataFileTask]:
-    """The sources' read tasks of the table's plan at its snapshot, by data file id."""
-    tasks = {
-        t.data_file_id: t
-        for t in table.scan_plan_and_files(with_partitions=False)[0].tasks
-        if isinstance(t, DataFileTask)
-    }
+def plan_tasks(
+    table: LakeTable, sources, what: str, plans: dict[int, dict[int, DataFileTask]]
+) -> dict[int, DataFileTask]:
+    """The read tasks of the table's plan at its snapshot, by data file id, checked to hold
+    ``sources``; planned once per table of a call (``plans``, by the table object's id:
+    every run of a table shares it)."""
+    tasks = plans.get(id(table))
+    if tasks is None:
+        tasks = plans[id(table)] = {
+            t.data_file_id: t
+            for t in table.scan_plan_and_files(with_partitions=False)[0].tasks
+            if isinstance(t, DataFileTask)
+        }
     missing = [s.data_file_id for s in sources if s.data_file_id not in tasks]
     if missing:
         raise InternalError(f"{what}: data files {missing} to compact are not in its scan plan")
@@ -73,6 +88,43 @@ def plan_tasks(table: LakeTable, sources, what: str) -> dict[int, DataFileTask]:
             "compacting such files is not supported yet: compact them with DuckDB"
         )
     return tasks
+
+
+def takes_compaction(session, table: LakeTable, verb: str) -> bool:
+    """Whether ``table`` is compacted: an encrypted lake is refused by name (its files
+    would be written in the clear), a table whose ``auto_compact`` option is off is
+    skipped, as DuckDB skips it."""
+    settings = metadata.read_settings(session, table.lake.description)
+    if settings.get("encrypted", "false").lower() == "true":
+        raise UnsupportedFeatureError(
+            f"{table.lake.description} is an encrypted lake; this package does not write "
+            f"encrypted files yet: {verb} its files with DuckDB"
+        )
+    entry = table.entry
+    auto = metadata.scoped_setting(session, "auto_compact", entry.table_id, entry.schema_id)
+    return auto is None or auto.strip().lower() == "true"
+
+
+def commit_written(
+    lake: Lake,
+    base: int,
+    write: Callable[[list[str]], tuple[list, list]],
+    options: CommitOptions | None,
+) -> tuple[int, list]:
+    """Write a compaction's files and commit them as one snapshot: ``write`` adds each
+    file's URL to the list it is given as it writes it, and returns the transaction's
+    actions and requirements. The snapshot and the actions; whatever fails deletes the
+    files (``write``'s cleanup rule: not when the commit's outcome is unknown)."""
+    written: list[str] = []
+    try:
+        actions, requirements = write(written)
+        transaction = Transaction(
+            base, tuple(actions), tuple(requirements), options or CommitOptions()
+        )
+        return commit(lake.backend, transaction), actions
+    except BaseException as exc:
+        after_failed_commit(exc, written, lambda: delete_files(written, lake.storage))
+        raise
 
 
 def layout_of(table: LakeTable, first: CompactionCandidate) -> LakeTable:
@@ -196,9 +248,7 @@ def scan_run(
     multi-threaded scan, reading ahead): each batch as :class:`SourceRows` of the source
     it came from. Columns are matched by name, which within one schema version is the
     field id's; a column a file lacks (its own row or snapshot ids) reads as null there."""
-    schema = file_schema(layout.columns)
-    schema = schema.append(pa.field("_ducklake_internal_row_id", pa.int64()))
-    schema = schema.append(pa.field("_ducklake_internal_snapshot_id", pa.int64()))
+    schema = file_schema(layout.columns).append(ROW_ID_FIELD).append(SNAPSHOT_ID_FIELD)
     locations = [parse_location(tasks[s.data_file_id].file.url) for s in sources]
     filesystem = filesystem_for(locations[0], layout.lake.storage)
     paths = [location.path for location in locations]

@@ -16,8 +16,16 @@ from ..maintain import (
     merge_adjacent_files,
     rewrite_data_files,
 )
+from ._table_names import split_table_name
 
 __all__ = ["MaintenanceMethods"]
+
+
+def _names(table: str | None, schema: str | None) -> tuple[str | None, str | None]:
+    """``(schema, table)`` of a ``table`` given as ``"schema.table"`` or ``"table"``."""
+    if table is None or schema is not None:
+        return schema, table
+    return split_table_name(table)
 
 
 class MaintenanceMethods:
@@ -53,8 +61,7 @@ class MaintenanceMethods:
             One :class:`~ducklake_datafusion.maintain.MergeResult` per merged file (empty:
             nothing to merge, no snapshot).
         """
-        if table is not None and "." in table and schema is None:
-            schema, table = table.split(".", 1)
+        schema, table = _names(table, schema)
         return merge_adjacent_files(
             self.lake,
             table,
@@ -81,8 +88,7 @@ class MaintenanceMethods:
         id, as DuckDB's ``ducklake_rewrite_data_files`` does, in one new snapshot. Earlier
         snapshots still read the old files (``expire_snapshots`` then
         ``cleanup_old_files`` remove them). One result per file written."""
-        if table is not None and "." in table and schema is None:
-            schema, table = table.split(".", 1)
+        schema, table = _names(table, schema)
         return rewrite_data_files(
             self.lake,
             table,

@@ -19,7 +19,14 @@ Spark's executors write files themselves and hand their footers to ``commit_file
 
 from ._append import append, create_table
 from ._cleanup import after_failed_commit
-from ._files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, delete_files
+from ._files import (
+    DEFAULT_TARGET_FILE_SIZE,
+    ROW_ID_FIELD,
+    SNAPSHOT_ID_FIELD,
+    DataFileWriter,
+    WrittenFile,
+    delete_files,
+)
 from ._footers import data_file_from_footer
 from ._input import as_arrow
 from ._partitions import CALENDAR, EPOCH
@@ -39,6 +46,8 @@ from ._types import columns_for_schema, conform, file_schema
 
 __all__ = [
     "DEFAULT_TARGET_FILE_SIZE",
+    "ROW_ID_FIELD",
+    "SNAPSHOT_ID_FIELD",
     "TEMPORAL_TRANSFORMS",
     "ChangeResult",
     "DataFileWriter",

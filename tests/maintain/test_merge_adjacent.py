@@ -217,8 +217,8 @@ def test_a_merge_meeting_a_delete_of_its_sources_fails_and_leaves_no_file(make_l
     (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)[:1]
     write = _merge._write_merged
 
-    def write_then_delete(run, written):
-        action = write(run, written)
+    def write_then_delete(*args):
+        action = write(*args)
         ours.sql("DELETE FROM lake.main.t WHERE id = 150")
         ours.detach()
         return action
@@ -244,8 +244,8 @@ def test_a_merge_and_a_concurrent_append_both_land(make_lake, monkeypatch):
     before = duckdb_reads(ours, "SELECT * FROM lake.main.t")
     write = _merge._write_merged
 
-    def write_then_append(run, written):
-        action = write(run, written)
+    def write_then_append(*args):
+        action = write(*args)
         ours.sql(_appends([(1000, 1010)])[0])
         ours.detach()
         return action
