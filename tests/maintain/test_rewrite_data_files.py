@@ -96,3 +96,40 @@ def test_nothing_to_rewrite_and_bad_thresholds(make_lake):
     assert ours.snapshot_id() == last
     with pytest.raises(InvalidOptionError, match="delete_threshold"):
         lake.rewrite_data_files(delete_threshold=1.5)
+
+
+def test_a_rewrite_meeting_a_delete_of_its_sources_fails_and_leaves_the_lake_as_it_was(
+    make_lake, monkeypatch
+):
+    """DuckDB deletes from a file the rewrite read, after it planned: the commit finds the
+    file's delete files changed (``CommitConflictError``), nothing is committed, and the
+    rewritten file is deleted; DuckDB reads what it read before its own delete."""
+    import os
+
+    from ducklake_datafusion.errors import CommitConflictError
+    from ducklake_datafusion.maintain import _rewrite
+
+    (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), HISTORY)[:1]
+    write = _rewrite._write_rewritten
+
+    def write_then_delete(*args):
+        action = write(*args)
+        ours.sql("DELETE FROM lake.main.t WHERE id = 99")
+        ours.detach()
+        return action
+
+    monkeypatch.setattr(_rewrite, "_write_rewritten", write_then_delete)
+    last = ours.snapshot_id()
+    catalog = duckdb_reads(ours, f"SELECT * FROM {META}.ducklake_data_file ORDER BY ALL")
+    with pytest.raises(CommitConflictError, match="data file"):
+        DuckLakeCatalog(**ours.reader_args()).rewrite_data_files()
+    assert ours.snapshot_id() == last + 1  # DuckDB's delete, and nothing after it
+    assert duckdb_reads(ours, f"SELECT * FROM {META}.ducklake_data_file ORDER BY ALL") == catalog
+    named = duckdb_reads(
+        ours,
+        f"SELECT path FROM {META}.ducklake_data_file UNION ALL "
+        f"SELECT path FROM {META}.ducklake_delete_file UNION ALL "  # (and DuckDB's replaced ones)
+        f"SELECT path FROM {META}.ducklake_files_scheduled_for_deletion",
+    )
+    on_disk = {n for _, _, names in os.walk(ours.data_path) for n in names}
+    assert on_disk == {os.path.basename(p) for p in named.column(0).to_pylist()}
