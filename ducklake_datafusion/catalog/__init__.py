@@ -30,6 +30,7 @@ from ._expire import (
     scheduled_files,
 )
 from ._file_cut import CUT_TYPES, BeganCut, ColumnBound, DeletedCut, StatsCut, bounded
+from ._flush_rows import drop_emptied_inlined_tables
 from ._format import INLINED_SYSTEM_COLUMNS
 from ._history import (
     SnapshotRecord,
@@ -55,6 +56,9 @@ from ._transaction import (
     EndPartitions,
     EndTableRows,
     FilesUnchanged,
+    FlushedFile,
+    FlushedInlinedTable,
+    FlushInlined,
     MergeFiles,
     NewDeleteFile,
     NoRowsInserted,
@@ -98,6 +102,9 @@ __all__ = [
     "EndTableRows",
     "FileColumnStats",
     "FilesUnchanged",
+    "FlushInlined",
+    "FlushedFile",
+    "FlushedInlinedTable",
     "KnownFile",
     "MergeFiles",
     "MetadataBackend",
@@ -131,6 +138,7 @@ __all__ = [
     "build_column_tree",
     "commit",
     "compaction_candidates",
+    "drop_emptied_inlined_tables",
     "duckdb_type_for",
     "expire_snapshot_rows",
     "forget_scheduled",

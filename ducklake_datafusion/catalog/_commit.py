@@ -17,8 +17,9 @@ first checks the requirements against every commit since the base snapshot
    ``ducklake_file_column_stats`` rows, ``ducklake_table_stats`` and the widened
    ``ducklake_table_column_stats``;
 3. ``ducklake_snapshot_changes`` (``created_table:"s"."t"``, ``inserted_into_table:<id>``,
-   ``deleted_from_table:<id>``: DuckDB's spellings only, and the caller's author, message
-   and extra info).
+   ``deleted_from_table:<id>``, ``inline_flush:<id>``, ``merge_adjacent:<id>``,
+   ``rewrite_delete:<id>``: DuckDB's spellings only, and the caller's author, message and
+   extra info).
 
 A commit that loses the race for the snapshot id starts over on the lake as it now is and
 checks the requirements again; a broken one is a :class:`CommitConflictError` naming the
@@ -51,6 +52,7 @@ from ._commit_rows import (
 from ._compaction import merge_file_rows, rewrite_file_rows
 from ._conflicts import AlreadyCommitted, check_requirements
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
+from ._flush_rows import flush_rows
 from ._names import find_table, list_schemas
 from ._settings import read_settings
 from ._sql import live
@@ -62,6 +64,7 @@ from ._transaction import (
     EndInlinedRows,
     EndPartitions,
     EndTableRows,
+    FlushInlined,
     MergeFiles,
     RecordStreamBatch,
     RewriteFiles,
@@ -150,6 +153,7 @@ class _Changes:
         self.inserted: dict[int, None] = {}
         self.deleted: dict[int, None] = {}
         self.inlined_deleted: dict[int, None] = {}
+        self.flushed: dict[int, None] = {}
         self.merged: dict[int, None] = {}
         self.rewritten: dict[int, None] = {}
 
@@ -158,6 +162,7 @@ class _Changes:
         tokens += [f"inserted_into_table:{t}" for t in self.inserted]
         tokens += [f"deleted_from_table:{t}" for t in self.deleted]
         tokens += [f"inlined_delete:{t}" for t in self.inlined_deleted]
+        tokens += [f"inline_flush:{t}" for t in sorted(self.flushed)]
         tokens += [f"merge_adjacent:{t}" for t in sorted(self.merged)]
         tokens += [f"rewrite_delete:{t}" for t in sorted(self.rewritten)]
         return ",".join(tokens)
@@ -209,8 +214,14 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
     next_file_id += sum(
         1 for a in transaction.actions if isinstance(a, RewriteFiles) and a.file is not None
     )
+    flushes = [a for a in transaction.actions if isinstance(a, FlushInlined)]
+    next_file_id += sum(len(a.files) for a in flushes)
     delete_file_id = next_file_id
     next_file_id += sum(1 for a in transaction.actions if isinstance(a, SetDeleteFile))
+    # a flush's delete files: those of deleted positions first, then its files' own
+    next_file_id += sum(len(a.file_deletes) for a in flushes)
+    attached_id = next_file_id
+    next_file_id += sum(1 for a in flushes for f in a.files if f.delete_file is not None)
     # The race point first: a concurrent commit of the same id fails here (or waits here
     # for the other transaction, then fails), before anything else is written.
     insert_row(
@@ -272,6 +283,16 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             rewrite_file_rows(session, action, table_id, new_id, data_file_id, what)
             data_file_id += action.file is not None
             changes.rewritten[table_id] = None
+        elif isinstance(action, FlushInlined):
+            ids = (data_file_id, delete_file_id, attached_id)
+            flush_rows(session, action, table_id, new_id, ids, what)
+            data_file_id += len(action.files)
+            delete_file_id += len(action.file_deletes)
+            attached_id += sum(1 for f in action.files if f.delete_file is not None)
+            if action.file_deletes:
+                changes.deleted[table_id] = None
+            if action.files:
+                changes.flushed[table_id] = None
         elif isinstance(action, AddDataFiles):
             partition_id = action.partition_id
             if action.table in created:
@@ -297,7 +318,9 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
 def _require_rows_or_compaction(transaction: Transaction, description: str) -> None:
     """A transaction changes rows or compacts files, never both (DuckDB refuses the mix:
     a compaction's snapshot must read exactly as the one before it)."""
-    merges = [a for a in transaction.actions if isinstance(a, (MergeFiles, RewriteFiles))]
+    merges = [
+        a for a in transaction.actions if isinstance(a, (MergeFiles, RewriteFiles, FlushInlined))
+    ]
     if merges and len(merges) != len(transaction.actions):
         raise UnsupportedFeatureError(
             f"{description}: a transaction either changes rows or compacts files, not both "

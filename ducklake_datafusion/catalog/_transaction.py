@@ -29,6 +29,9 @@ __all__ = [
     "EndPartitions",
     "EndTableRows",
     "FilesUnchanged",
+    "FlushInlined",
+    "FlushedFile",
+    "FlushedInlinedTable",
     "MergeFiles",
     "NewDeleteFile",
     "NotCommittedBefore",
@@ -183,6 +186,53 @@ class RewriteFiles:
 
 
 @dataclass(frozen=True, slots=True)
+class FlushedFile:
+    """A data file holding rows flushed from an inlined-data table (each row with its row
+    id and snapshot): it begins at the oldest row's snapshot (``begin_snapshot``), holds
+    rows up to ``partial_max`` and its first id is ``row_id_start`` (the smallest), as
+    DuckDB records it; ``delete_file`` holds the positions of its rows deleted before the
+    flush (each with its deleting snapshot; ``partial_max`` NULL, as DuckDB's)."""
+
+    file: NewDataFile
+    begin_snapshot: int
+    partial_max: int
+    row_id_start: int
+    partition_id: int | None
+    delete_file: NewDeleteFile | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlushedInlinedTable:
+    """An inlined-data table whose rows of snapshots up to the flush's ``snapshot`` are
+    in the flushed files: ``rows`` of them, ``deleted`` of those ended (what the commit
+    requires to find there still, so a delete or flush meanwhile is a conflict)."""
+
+    table_name: str
+    rows: int
+    deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlushInlined:
+    """Flush a table's rows inlined in the catalog into files (DuckDB's
+    ``ducklake_flush_inlined_data``): ``files`` hold every inlined row of snapshots up to
+    ``snapshot`` (the one they were read at; deleted rows too, with their delete files),
+    which leave their inlined tables (``inlined_tables``); ``file_deletes`` turn the
+    positions deleted through the catalog (``ducklake_inlined_delete_<table>``, ``deletes``
+    of them up to ``snapshot``) into delete files, each replacing the data file's live
+    one. No row changes: every snapshot reads the same rows. ``column_types``: every
+    leaf column's type (the table's statistics take the files in)."""
+
+    table: TableRef
+    snapshot: int
+    files: tuple[FlushedFile, ...]
+    inlined_tables: tuple[FlushedInlinedTable, ...]
+    file_deletes: tuple[SetDeleteFile, ...]
+    deletes: int
+    column_types: Mapping[int, str]
+
+
+@dataclass(frozen=True, slots=True)
 class RecordStreamBatch:
     """Record that this snapshot commits batch ``batch_id`` of the streaming query
     ``query_id`` into ``table``: a ``ducklake_metadata`` row of the table's scope (key
@@ -205,6 +255,7 @@ Action = (
     | RecordStreamBatch
     | MergeFiles
     | RewriteFiles
+    | FlushInlined
 )
 
 

@@ -10,7 +10,9 @@ them, one job each:
   query's bounds or refreshed from the previous lake version;
 * ``_file_list``, ``_file_details``, ``_refresh``, ``_file_cut``: what it builds on;
 * ``_write_reads``, ``_history``: what writers and streams read beside it (a table's own
-  settings, its live partitioning, the files each snapshot added).
+  settings, its live partitioning, the files each snapshot added);
+* ``_flush_reads``: what a flush of inlined data reads (every inlined row, deleted ones
+  too, and the positions deleted through the catalog).
 
 Every function takes an open :class:`MetadataSession` so that all reads of one query share
 one transaction. The SQL is plain and dialect neutral (``_sql``); all values are bound
@@ -20,6 +22,15 @@ parameters.
 from __future__ import annotations
 
 from ._file_details import holds_merged_rows, inlined_insert_snapshots
+from ._flush_reads import (
+    DeletedPositions,
+    InlinedDeletions,
+    InlinedRows,
+    LiveDeleteFile,
+    has_sort_keys,
+    inlined_deletions_to_flush,
+    inlined_rows_to_flush,
+)
 from ._history import files_added_per_snapshot
 from ._names import (
     columns_of,
@@ -42,12 +53,19 @@ from ._write_reads import live_partition_columns, scoped_setting, table_setting
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "DeletedPositions",
+    "InlinedDeletions",
+    "InlinedRows",
+    "LiveDeleteFile",
     "columns_of",
     "file_summary_of",
     "files_added_per_snapshot",
     "find_table",
+    "has_sort_keys",
     "holds_merged_rows",
+    "inlined_deletions_to_flush",
     "inlined_insert_snapshots",
+    "inlined_rows_to_flush",
     "latest_snapshot",
     "list_schemas",
     "list_snapshots",

@@ -11,7 +11,8 @@
 * :mod:`._row_changes`: rows deleted and added per table, as one snapshot's actions.
 * :mod:`._cleanup`: what a failed write does with its files (the one rule).
 
-``maintain/`` writes merged files with the same writer (``DataFileWriter``).
+``maintain/`` writes merged and flushed files with the same writers (``DataFileWriter``,
+``write_delete_file``).
 
 The engines (``provider/`` for DataFusion, the Python API) only hand batches here;
 Spark's executors write files themselves and hand their footers to ``commit_files``.
@@ -19,6 +20,7 @@ Spark's executors write files themselves and hand their footers to ``commit_file
 
 from ._append import append, create_table
 from ._cleanup import after_failed_commit
+from ._delete_files import WrittenDeleteFile, write_delete_file
 from ._files import (
     DEFAULT_TARGET_FILE_SIZE,
     ROW_ID_FIELD,
@@ -29,7 +31,7 @@ from ._files import (
 )
 from ._footers import data_file_from_footer
 from ._input import as_arrow
-from ._partitions import CALENDAR, EPOCH
+from ._partitions import CALENDAR, EPOCH, PartitionSpec, read_partition_spec
 from ._partitions import split as split_partitions
 from ._plan import (
     StreamBatch,
@@ -51,9 +53,11 @@ __all__ = [
     "TEMPORAL_TRANSFORMS",
     "ChangeResult",
     "DataFileWriter",
+    "PartitionSpec",
     "StreamBatch",
     "TableChange",
     "WritePlan",
+    "WrittenDeleteFile",
     "WrittenFile",
     "after_failed_commit",
     "append",
@@ -70,8 +74,10 @@ __all__ = [
     "file_schema",
     "leaf_types",
     "parse_file_size",
+    "read_partition_spec",
     "require_writable",
     "split_partitions",
+    "write_delete_file",
 ]
 
 # The partition transforms of a date or time: DuckDB 1.0's calendar parts, 1.1's epoch units.
