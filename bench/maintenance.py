@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/maintenance.py                        # 10,000 files of 1,000 rows
     .venv/bin/python bench/maintenance.py --files 1000 --repeat 1   # quicker
+    .venv/bin/python bench/maintenance.py --spark     # also through Spark local[2]
 
 DuckDB builds a lake of ``--files`` appends of ``--rows`` rows each (k BIGINT, v DOUBLE,
 s VARCHAR; inlining off), one commit each, as a streaming sink leaves a table. Each run
@@ -11,7 +12,11 @@ both). Then our DataFusion reader runs a full scan (``count(*), sum(v)``) and a 
 query (a 1,000-row range of ``k``) on the lake before and after our merge: the gain the
 merge buys. Printed: medians of ``--repeat`` runs, and the ratios ours/DuckDB and
 after/before. Neither side's set-up is timed (DuckDB's attach and extension load, our
-catalog's open and first imports).
+catalog's open and first imports). With ``--spark``, two more copies are merged through a
+Spark ``local[2]`` session with the package's catalog: by ``CALL
+lake.system.merge_adjacent_files()`` (the catalog's planner on the driver) and by
+``call_procedure(..., on_executors=True)`` (the merged files written by Spark tasks), each
+compared with DuckDB's copy too (the session's start is not timed).
 """
 
 from __future__ import annotations
@@ -79,6 +84,35 @@ def _ours(root: str) -> float:
     return elapsed
 
 
+def _spark_session():
+    from pyspark.sql import SparkSession
+
+    from ducklake_datafusion.spark import spark_jar
+
+    return (
+        SparkSession.builder.master("local[2]")
+        .config("spark.jars", spark_jar())
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+
+
+def _spark(spark, root: str, on_executors: bool, name: str) -> float:
+    from ducklake_datafusion.spark import call_procedure
+
+    prefix = f"spark.sql.catalog.{name}"
+    spark.conf.set(f"{prefix}.metadata", os.path.join(root, "cat.ducklake"))
+    spark.conf.set(prefix, "io.ducklake_datafusion.spark.DuckLakeCatalog")
+    spark.sql(f"SHOW NAMESPACES IN {name}").collect()  # (the planner started: not timed)
+    started = time.perf_counter()
+    if on_executors:
+        call_procedure(spark, name, "merge_adjacent_files", on_executors=True).collect()
+    else:
+        spark.sql(f"CALL {name}.system.merge_adjacent_files()").collect()
+    return time.perf_counter() - started
+
+
 def _theirs(root: str) -> float:
     con = _duckdb(root)
     started = time.perf_counter()
@@ -117,7 +151,10 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--rows", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--spark", action="store_true", help="also through Spark local[2]")
     args = parser.parse_args()
+    spark = _spark_session() if args.spark else None
+    sparks: dict[str, list[float]] = {"CALL (driver)": [], "on_executors": []}
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "base")
         _build(base, args.files, args.rows)
@@ -131,6 +168,13 @@ def main() -> None:
             theirs.append(_theirs(other))
             after.append(_reads(mine, args.files * args.rows))
             _same(mine, other)
+            if spark is not None:
+                for index, label in enumerate(sparks):
+                    copy = os.path.join(tmp, f"spark{run}_{index}")
+                    _copy(base, copy)
+                    sparks[label].append(_spark(spark, copy, index == 1, f"lake{run}_{index}"))
+                    _same(copy, other)
+                    shutil.rmtree(copy)
             shutil.rmtree(mine)
             shutil.rmtree(other)
     med = statistics.median
@@ -140,6 +184,12 @@ def main() -> None:
     print(
         f"  ours {med(ours):.2f} s   DuckDB {med(theirs):.2f} s   ours/DuckDB {med(ours) / med(theirs):.2f}x"
     )
+    for label, times in sparks.items():
+        if times:
+            print(
+                f"  Spark local[2], {label}: {med(times):.2f} s   "
+                f"/DuckDB {med(times) / med(theirs):.2f}x"
+            )
     for index, name in enumerate(("full scan", "1,000-row range")):
         b, a = med(t[index] for t in before), med(t[index] for t in after)
         print(f"  {name}: before {b:.3f} s   after {a:.3f} s   after/before {a / b:.2f}x")

@@ -264,3 +264,40 @@ def test_files_prints_whole_paths(lake):
         for path in row.values():
             assert len(path) > 60  # long enough that the table used to clip it
             assert path in done.stdout, done.stdout
+
+
+def test_maintenance_commands_run_duckdbs_functions(lake):
+    """The maintenance commands change the lake as DuckDB's functions do and print DuckDB's
+    result rows; DuckDB reads the same rows after each."""
+    for low in (100, 110, 120):
+        lake.sql(
+            f"INSERT INTO lake.main.t SELECT i, 'x' || i, [i] FROM range({low}, {low + 10}) r(i)"
+        )
+    expected = lake.reference("SELECT * FROM lake.main.t")
+    first = lake.snapshot_id()
+    done = run_cli("merge-adjacent-files", lake.metadata, "main.t", "-f", "jsonl", "--message", "m")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert rows == [
+        {"schema_name": "main", "table_name": "t", "files_processed": 3, "files_created": 1}
+    ]
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), expected)
+    message = lake.reference(
+        "SELECT commit_message FROM ducklake_snapshots('lake') ORDER BY snapshot_id DESC LIMIT 1"
+    )
+    assert message.column(0).to_pylist() == ["m"]
+    done = run_cli(
+        "expire-snapshots", lake.metadata, "--versions", f"2,{first}", "--dry-run", "-f", "jsonl"
+    )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["snapshot_id"] for line in done.stdout.splitlines()] == [2, first]
+    done = run_cli("checkpoint", lake.metadata, "-f", "jsonl")
+    assert done.returncode == 0, done.stderr
+    steps = [json.loads(line)["operation"] for line in done.stdout.splitlines()]
+    assert steps[0] == "flush_inlined_data" and steps[-1] == "delete_orphaned_files"
+    done = run_cli("cleanup-old-files", lake.metadata, "--older-than", "soon")
+    assert done.returncode == 2 and "is neither an ISO time nor an age" in done.stderr
+    done = run_cli("cleanup-old-files", lake.metadata, "--all", "-f", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 3  # the merge's sources
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), expected)

@@ -9,6 +9,7 @@ import them from ``ducklake_datafusion.catalog`` instead of its private modules.
 
 from . import metadata
 from ._backend import MetadataBackend, MetadataSession, open_backend
+from ._change_display import changes_map, duckdb_identifier, token_display
 from ._change_tokens import ROW_CHANGE_KINDS, ChangeToken, split_quoted_names
 from ._comments import table_column_comments, view_column_comments
 from ._commit import AlreadyCommitted, commit, transaction_of
@@ -136,9 +137,11 @@ __all__ = [
     "arrow_type_for",
     "bounded",
     "build_column_tree",
+    "changes_map",
     "commit",
     "compaction_candidates",
     "drop_emptied_inlined_tables",
+    "duckdb_identifier",
     "duckdb_type_for",
     "expire_snapshot_rows",
     "forget_scheduled",
@@ -152,6 +155,7 @@ __all__ = [
     "table_by_id",
     "table_column_comments",
     "table_sizes",
+    "token_display",
     "transaction_of",
     "view_column_comments",
 ]

@@ -41,7 +41,9 @@ def widen(type_name: str, held: Sequence | None, files: Sequence) -> tuple:
     is_float = kind in ("float32", "float64")
     contains_null = any(f.null_count for f in files) or bool(held and _truthy(held[0]))
     contains_nan = None
-    if is_float:
+    if is_float and not (held is not None and held[1] is None):
+        # (a NaN flag the table's row does not know, as after inlined inserts, stays
+        # unknown: DuckDB merges a file's known flag into an unknown one as unknown)
         contains_nan = any(bool(f.contains_nan) for f in files) or bool(held and _truthy(held[1]))
     key = _key_function(kind)
     lows = [f.min_value for f in files if f.value_count]

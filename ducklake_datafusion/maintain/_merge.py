@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -29,13 +29,14 @@ from ..catalog import (
     CompactionCandidate,
     FilesUnchanged,
     MergeFiles,
+    NewDataFile,
     TableRef,
     TableUnchanged,
     compaction_candidates,
     metadata,
 )
 from ..errors import InvalidOptionError
-from ..scan import Lake, LakeTable
+from ..scan import DataFileTask, Lake, LakeTable
 from ..write import (
     DEFAULT_TARGET_FILE_SIZE,
     DataFileWriter,
@@ -54,7 +55,14 @@ from ._sources import (
     takes_compaction,
 )
 
-__all__ = ["MergeResult", "merge_adjacent_files"]
+__all__ = [
+    "MergeResult",
+    "RunWrite",
+    "WrittenRun",
+    "merge_adjacent_files",
+    "write_run",
+    "write_runs_here",
+]
 
 _NO_LIMIT = 2**63 - 2  # DuckDB's default max_compacted_files
 
@@ -86,10 +94,16 @@ def merge_adjacent_files(
     min_file_size: int | None = None,
     max_file_size: int | None = None,
     options: CommitOptions | None = None,
+    write_runs: Callable[[Sequence[RunWrite], list[str]], list[WrittenRun]] | None = None,
 ) -> list[MergeResult]:
     """Merge the small files of ``table`` (every table when ``None``) as DuckDB's
     ``ducklake_merge_adjacent_files`` does; one :class:`MergeResult` per merged file
-    (none: nothing to merge, and no snapshot)."""
+    (none: nothing to merge, and no snapshot).
+
+    ``write_runs(works, written)`` writes the merged files, one per :class:`RunWrite`
+    (each self-contained: a Spark executor writes one with :func:`write_run`), adding each
+    file's URL to ``written`` once it exists (those are deleted when the commit fails);
+    default: here, one after the other (:func:`write_runs_here`)."""
     require_writable(lake)
     limit = _check_options(max_compacted_files, min_file_size, max_file_size)
     runs: list[_Run] = []
@@ -100,7 +114,9 @@ def merge_adjacent_files(
 
     def write(written: list[str]) -> tuple[list, list]:
         plans: dict = {}
-        actions = [_write_merged(run, written, plans) for run in runs]
+        works = [_run_write(run, plans) for run in runs]
+        results = (write_runs or write_runs_here)(works, written)
+        actions = [_merge_action(run, result) for run, result in zip(runs, results, strict=True)]
         requirements = []
         for ref, sources in _sources_by_table(runs).items():
             requirements.append(TableUnchanged(ref))
@@ -168,50 +184,103 @@ class _NotContiguous(Exception):
     """A source of a run taken for contiguous holds its rows' own ids."""
 
 
-def _write_merged(run: _Run, written: list[str], plans: dict) -> MergeFiles:
-    """Read the run's sources and write them as one file; the action that commits it.
+@dataclass(frozen=True)
+class RunWrite:
+    """One merged file to write, with all the writing needs and no catalog: the sources'
+    read tasks and catalog facts in order, the columns of the table's layout when the first
+    began, where the file goes, and whether the sources' row ids are contiguous (then the
+    file holds no row ids; a source found holding its own makes it write them after all).
+    Picklable: a Spark executor writes it (``spark/_maintain.py``)."""
 
-    A run whose ``row_id_start``s are contiguous is written without row ids, unless a
-    source turns out to hold its rows' own (an update's): then it is written again with
-    them (rare: DuckDB renumbers such rows, see the module docstring)."""
+    description: str
+    directory: str
+    subdirectory: str
+    columns: tuple
+    storage: object
+    tasks: tuple[DataFileTask, ...]
+    sources: tuple[CompactionCandidate, ...]
+    contiguous: bool
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    """A :class:`RunWrite` done: its file's catalog facts, and whether it holds no row ids
+    (``contiguous``: the sources' ids were implicit and followed each other)."""
+
+    file: NewDataFile
+    contiguous: bool
+    url: str
+
+
+def _run_write(run: _Run, plans: dict) -> RunWrite:
     table, sources = run.table, run.sources
-    entry = table.entry
     what = f"table {table.name} of {table.lake.description}"
     tasks = plan_tasks(table, sources, what, plans)
-    first = sources[0]
-    layout = layout_of(table, first)
-    contiguous = _contiguous(sources)
+    directory = table_directory_of(table)
+    return RunWrite(
+        description=what,
+        directory=directory,
+        subdirectory=subdirectory_of(tasks[sources[0].data_file_id], directory),
+        columns=tuple(layout_of(table, sources[0]).columns),
+        storage=table.lake.storage,
+        tasks=tuple(tasks[s.data_file_id] for s in sources),
+        sources=sources,
+        contiguous=_contiguous(sources),
+    )
+
+
+def write_runs_here(works: Sequence[RunWrite], written: list[str]) -> list[WrittenRun]:
+    """Write each run's file in this process, in order."""
+    results = []
+    for work in works:
+        result = write_run(work, written)
+        written.append(result.url)
+        results.append(result)
+    return results
+
+
+def write_run(work: RunWrite, left: list[str]) -> WrittenRun:
+    """Read the run's sources and write them as one file.
+
+    A run whose ``row_id_start``s are contiguous is written without row ids, unless a
+    source turns out to hold its rows' own ids (an update's): then it is written again with
+    them (rare: DuckDB renumbers such rows, see the module docstring). A failure deletes
+    what it wrote; the URLs of files it could not delete are added to ``left``."""
     try:
-        data_file = _write_run(table, sources, tasks, layout, contiguous, written, what)
+        return _write_file(work, work.contiguous, left)
     except _NotContiguous:
-        contiguous = False
-        data_file = _write_run(table, sources, tasks, layout, contiguous, written, what)
+        return _write_file(work, False, left)
+
+
+def _merge_action(run: _Run, result: WrittenRun) -> MergeFiles:
+    entry, sources, first = run.table.entry, run.sources, run.sources[0]
     return MergeFiles(
         table=TableRef(entry.schema_name, entry.table_name, entry.table_id),
         sources=tuple(s.data_file_id for s in sources),
-        file=dataclasses.replace(data_file, partition_values=first.partition_values),
+        file=dataclasses.replace(result.file, partition_values=first.partition_values),
         begin_snapshot=first.begin_snapshot,
         partial_max=max(s.last_snapshot for s in sources),
-        row_id_start=first.row_id_start if contiguous else None,
+        row_id_start=first.row_id_start if result.contiguous else None,
         partition_id=first.partition_id,
     )
 
 
-def _write_run(table, sources, tasks, layout, contiguous: bool, written: list[str], what):
-    """The run's rows as one file (its ``NewDataFile``), sources read ahead in order."""
-    directory = table_directory_of(table)
+def _write_file(work: RunWrite, contiguous: bool, left: list[str]) -> WrittenRun:
+    """The run's rows as one file, sources read ahead in order."""
     writer = DataFileWriter(
-        directory,
-        layout.columns,
-        table.lake.storage,
+        work.directory,
+        work.columns,
+        work.storage,
         target_file_size=_NO_LIMIT,  # one file per run, as DuckDB writes it
-        description=what,
+        description=work.description,
         with_row_ids=not contiguous,
         with_snapshot_ids=True,
-        subdirectory=subdirectory_of(tasks[sources[0].data_file_id], directory),
+        subdirectory=work.subdirectory,
     )
     try:
-        for part in scan_run(tasks, sources, layout, what):
+        for part in scan_run(
+            work.tasks, work.sources, work.columns, work.storage, work.description
+        ):
             if contiguous and not part.implicit:
                 raise _NotContiguous
             columns = [*part.rows.columns]
@@ -219,13 +288,11 @@ def _write_run(table, sources, tasks, layout, contiguous: bool, written: list[st
                 columns.append(part.row_ids)
             columns.append(part.snapshots)
             writer.write(pa.Table.from_arrays(columns, schema=writer.schema))  # (types conformed)
-        files = writer.close()
+        (merged,) = writer.close()
     except BaseException:
-        written.extend(writer.discard())
+        left.extend(writer.discard())
         raise
-    written.extend(f.url for f in files)
-    (merged,) = files
-    return merged.data_file
+    return WrittenRun(merged.data_file, contiguous, merged.url)
 
 
 def _contiguous(sources: Sequence[CompactionCandidate]) -> bool:

@@ -239,18 +239,19 @@ def read_in_order(reads: Sequence[Callable[[], T]]) -> Iterator[T]:
 
 
 def scan_run(
-    tasks: dict[int, DataFileTask],
+    tasks: Sequence[DataFileTask],
     sources: Sequence[CompactionCandidate],
-    layout: LakeTable,
+    columns: Sequence,
+    storage,
     what: str,
 ) -> Iterator[SourceRows]:
-    """The run's rows, source by source in order, read as one Parquet dataset (Arrow's
-    multi-threaded scan, reading ahead): each batch as :class:`SourceRows` of the source
-    it came from. Columns are matched by name, which within one schema version is the
+    """The run's rows, source by source in order (``tasks``: the sources' read tasks, in
+    the same order), in ``columns``, read as one Parquet dataset (Arrow's multi-threaded
+    scan, reading ahead): each batch as :class:`SourceRows` of the source it came from. Columns are matched by name, which within one schema version is the
     field id's; a column a file lacks (its own row or snapshot ids) reads as null there."""
-    schema = file_schema(layout.columns).append(ROW_ID_FIELD).append(SNAPSHOT_ID_FIELD)
-    locations = [parse_location(tasks[s.data_file_id].file.url) for s in sources]
-    filesystem = filesystem_for(locations[0], layout.lake.storage)
+    schema = file_schema(columns).append(ROW_ID_FIELD).append(SNAPSHOT_ID_FIELD)
+    locations = [parse_location(task.file.url) for task in tasks]
+    filesystem = filesystem_for(locations[0], storage)
     paths = [location.path for location in locations]
     try:
         dataset = pads.dataset(paths, schema=schema, format="parquet", filesystem=filesystem)

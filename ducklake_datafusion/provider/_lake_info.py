@@ -14,18 +14,16 @@ listing as uint64, encryption keys as binary).
 
 from __future__ import annotations
 
-import functools
-import re
-
 import pyarrow as pa
 
 from ..catalog import (
-    ChangeToken,
+    changes_map,
+    duckdb_identifier,
     list_file_rows,
     list_snapshot_records,
     metadata,
-    split_quoted_names,
     table_sizes,
+    token_display,
 )
 from ..pathres import join_path
 from ..scan import SnapshotRef, require_table, resolve_snapshot_ref, table_directory
@@ -78,77 +76,6 @@ LIST_FILES_SCHEMA = pa.schema(
     ]
 )
 
-# DuckDB's display key per token kind, in the order DuckDB lists them. Kinds that carry
-# names are shown by name, all others as id lists. Unknown kinds follow under their own name.
-_KEYS = (
-    ("created_schema", "schemas_created"),
-    ("dropped_schema", "schemas_dropped"),
-    ("created_table", "tables_created"),
-    ("created_view", "views_created"),
-    ("created_scalar_macro", "scalar_macros_created"),
-    ("created_table_macro", "table_macros_created"),
-    ("dropped_table", "tables_dropped"),
-    ("altered_table", "tables_altered"),
-    ("inserted_into_table", "tables_inserted_into"),
-    ("deleted_from_table", "tables_deleted_from"),
-    ("dropped_view", "views_dropped"),
-    ("dropped_scalar_macro", "scalar_macros_dropped"),
-    ("dropped_table_macro", "table_macros_dropped"),
-    ("altered_view", "views_altered"),
-    ("inlined_insert", "inlined_insert"),
-    ("inlined_delete", "inlined_delete"),
-    ("inline_flush", "flushed_inlined"),
-    ("flushed_inlined", "flushed_inlined"),
-    ("merge_adjacent", "merge_adjacent"),
-    ("rewrite_delete", "rewrite_delete"),
-)
-_KEY_OF = dict(_KEYS)
-_KEY_ORDER = {key: index for index, (_, key) in enumerate(_KEYS)}
-_HIDDEN = frozenset({"compacted_table"})  # parsed by DuckDB but not shown
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@functools.lru_cache(maxsize=1)
-def _keywords() -> frozenset[str]:
-    import duckdb
-
-    with duckdb.connect() as con:
-        return frozenset(
-            r[0] for r in con.execute("SELECT keyword_name FROM duckdb_keywords()").fetchall()
-        )
-
-
-def _identifier(name: str) -> str:
-    """DuckDB's optional quoting: plain identifiers that are not keywords stay bare."""
-    if _PLAIN.match(name) and name.lower() not in _keywords():
-        return name
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _display(token: ChangeToken) -> str:
-    if token.kind == "created_schema":
-        return split_quoted_names(token.value)[0]
-    if token.kind.startswith("created_"):
-        return ".".join(_identifier(n) for n in split_quoted_names(token.value))
-    return token.value
-
-
-def changes_map(tokens) -> list[tuple[str, list[str]]]:
-    """``changes_made`` tokens -> DuckDB's ``changes`` map entries (key, values)."""
-    grouped: dict[str, list[str]] = {}
-    for token in tokens or ():
-        if token.kind in _HIDDEN:
-            continue
-        key = _KEY_OF.get(token.kind, token.kind)
-        values = grouped.setdefault(key, [])
-        value = _display(token)
-        if value not in values:
-            values.append(value)
-    for key, values in grouped.items():
-        if all(v.isdigit() for v in values):
-            values.sort(key=int)
-    return sorted(grouped.items(), key=lambda kv: _KEY_ORDER.get(kv[0], len(_KEY_ORDER)))
-
 
 def snapshots_table(lake) -> pa.Table:
     """Every existing snapshot with what it changed and its commit message."""
@@ -187,7 +114,7 @@ def table_history_table(lake, table_id: int) -> pa.Table:
     backend = lake.backend
     with backend.session() as session:
         names = {
-            f"{_identifier(schema)}.{_identifier(table)}"
+            f"{duckdb_identifier(schema)}.{duckdb_identifier(table)}"
             for schema, table in metadata.table_names_of(session, table_id)
         }
     keep = [
@@ -195,7 +122,7 @@ def table_history_table(lake, table_id: int) -> pa.Table:
         for r in _snapshot_records(lake)
         if r.changes is not None
         and any(
-            t.table_id() == table_id or (t.kind == "created_table" and _display(t) in names)
+            t.table_id() == table_id or (t.kind == "created_table" and token_display(t) in names)
             for t in r.changes
         )
     ]

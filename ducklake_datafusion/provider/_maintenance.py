@@ -9,23 +9,20 @@ from collections.abc import Sequence
 
 from ..catalog import CommitOptions, SnapshotRecord
 from ..maintain import (
+    CheckpointResult,
+    FlushResult,
     MergeResult,
+    checkpoint,
     cleanup_old_files,
     delete_orphaned_files,
     expire_snapshots,
+    flush_inlined_data,
     merge_adjacent_files,
     rewrite_data_files,
+    split_table_argument,
 )
-from ._table_names import split_table_name
 
 __all__ = ["MaintenanceMethods"]
-
-
-def _names(table: str | None, schema: str | None) -> tuple[str | None, str | None]:
-    """``(schema, table)`` of a ``table`` given as ``"schema.table"`` or ``"table"``."""
-    if table is None or schema is not None:
-        return schema, table
-    return split_table_name(table)
 
 
 class MaintenanceMethods:
@@ -61,7 +58,7 @@ class MaintenanceMethods:
             One :class:`~ducklake_datafusion.maintain.MergeResult` per merged file (empty:
             nothing to merge, no snapshot).
         """
-        schema, table = _names(table, schema)
+        schema, table = split_table_argument(table, schema)
         return merge_adjacent_files(
             self.lake,
             table,
@@ -88,13 +85,51 @@ class MaintenanceMethods:
         id, as DuckDB's ``ducklake_rewrite_data_files`` does, in one new snapshot. Earlier
         snapshots still read the old files (``expire_snapshots`` then
         ``cleanup_old_files`` remove them). One result per file written."""
-        schema, table = _names(table, schema)
+        schema, table = split_table_argument(table, schema)
         return rewrite_data_files(
             self.lake,
             table,
             schema=schema,
             delete_threshold=delete_threshold,
             options=CommitOptions(author, commit_message, commit_extra_info),
+        )
+
+    def flush_inlined_data(
+        self,
+        table: str | None = None,
+        *,
+        schema: str | None = None,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ) -> list[FlushResult]:
+        """Write the rows inlined in the catalog (every table's when ``table`` is ``None``)
+        to Parquet files, as DuckDB's ``ducklake_flush_inlined_data`` does, in one new
+        snapshot: each row keeps its row id and snapshot, deleted rows go to delete files,
+        so every snapshot reads what it read before. One result per table with rows
+        flushed (empty: nothing inlined, no snapshot)."""
+        schema, table = split_table_argument(table, schema)
+        return flush_inlined_data(
+            self.lake,
+            table,
+            schema=schema,
+            options=CommitOptions(author, commit_message, commit_extra_info),
+        )
+
+    def checkpoint(
+        self,
+        *,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | None = None,
+    ) -> CheckpointResult:
+        """What DuckDB's ``CHECKPOINT`` does on a DuckLake catalog: flush inlined data,
+        expire snapshots (by the lake's ``expire_older_than``; none when unset), merge
+        adjacent files, rewrite files with deletes, delete old and orphaned files (by
+        ``delete_older_than``, 2 days), in that order, each step with the lake's settings
+        and its own snapshot (at most three). Returns what each step did."""
+        return checkpoint(
+            self.lake, options=CommitOptions(author, commit_message, commit_extra_info)
         )
 
     def expire_snapshots(

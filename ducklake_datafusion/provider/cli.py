@@ -6,6 +6,13 @@
     ducklake-datafusion describe CATALOG schema.table
     ducklake-datafusion files CATALOG schema.table [--snapshot N]
     ducklake-datafusion changes CATALOG schema.table START [END]   (END: the latest)
+    ducklake-datafusion merge-adjacent-files CATALOG [schema.table] [--max-compacted-files N]
+    ducklake-datafusion rewrite-data-files CATALOG [schema.table] [--delete-threshold F]
+    ducklake-datafusion expire-snapshots CATALOG [--older-than WHEN] [--versions 2,3] [--dry-run]
+    ducklake-datafusion cleanup-old-files CATALOG [--older-than WHEN] [--all] [--dry-run]
+    ducklake-datafusion delete-orphaned-files CATALOG [--older-than WHEN] [--all] [--dry-run]
+    ducklake-datafusion flush-inlined-data CATALOG [schema.table]
+    ducklake-datafusion checkpoint CATALOG
 
 ``CATALOG`` is spelled as for ``DuckLakeCatalog`` (a DuckDB file, ``sqlite:...``,
 ``postgres:...``). In ``sql`` the lake is the catalog ``lake`` (``--name`` changes it), so
@@ -15,7 +22,9 @@ object), flags winning. On a terminal a progress line (rows, seconds) is shown o
 while a query runs. ``python -m ducklake_datafusion`` is the same program.
 
 Every command opens the catalog first, so a catalog that cannot be read fails before any
-SQL runs. Errors print ``ClassName: message`` on stderr, our errors under their own class
+SQL runs. The maintenance commands are DuckDB's functions of the same name (``CALL
+ducklake_merge_adjacent_files(...)``; ``WHEN`` is an ISO time or an age such as ``7 days``)
+and print the rows DuckDB's function returns. Errors print ``ClassName: message`` on stderr, our errors under their own class
 (also when DataFusion carried them as text: ``errors.typed``), SQL that DataFusion rejects
 or fails to run as ``DataFusionError``. Exit codes follow the error hierarchy (see
 :data:`EXIT_CODES`): 0 success, 2 bad usage or option, 3 catalog, 4 table or snapshot not
@@ -39,6 +48,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 
 from .. import errors
+from ._cli_maintenance import maintenance_commands
 
 __all__ = ["EXIT_CODES", "main"]
 
@@ -150,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     changes.add_argument(
         "end", nargs="?", help="last snapshot (id or ISO time), inclusive (default: the latest)"
     )
+    maintenance_commands(command, lambda args: _lake(args, pinned=False), _write_table)
     return parser
 
 

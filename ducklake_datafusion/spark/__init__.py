@@ -25,6 +25,10 @@
     >>> from ducklake_datafusion.spark import read_stream        # new rows, as a stream
     >>> stream = read_stream(spark, "lake.ducklake", "main.orders", starting_version=12)
 
+    >>> spark.sql("CALL lake.system.merge_adjacent_files(table => 'main.orders')")  # Spark 4
+    >>> from ducklake_datafusion.spark import call_procedure     # any release (3.5 too)
+    >>> call_procedure(spark, "lake", "merge_adjacent_files", table="main.orders")
+
 With the package's jar on the classpath, ``read_table`` is the scan of the jar's catalog,
 configured at runtime for the lake (``_catalog_read``): filters on the DataFrame prune
 files, and the catalog's planner reads what Spark's reader cannot. Otherwise (and with
@@ -67,6 +71,7 @@ from ._core import (
     spark_schema,
     spark_type,
 )
+from ._procedures import call_procedure
 from ._read import PUSHDOWN_CONF, read_changes, read_table, register_spark
 from ._stream import read_stream
 from ._views import register_spark_views
@@ -88,6 +93,7 @@ __all__ = [
     "DEFAULT_PARTITION_BYTES",
     "PUSHDOWN_CONF",
     "SourceOptions",
+    "call_procedure",
     "changes_schema",
     "read_changes",
     "read_stream",

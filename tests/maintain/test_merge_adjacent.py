@@ -27,6 +27,7 @@ from support.writes import META, duckdb_reads
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import CommitConflictError, InvalidOptionError
+from ducklake_datafusion.maintain import merge_adjacent_files, write_runs_here
 
 COLUMNS = "CREATE TABLE lake.main.t (id BIGINT, grp VARCHAR, v DOUBLE, tags VARCHAR[])"
 
@@ -207,26 +208,23 @@ def test_bad_options_are_refused_by_name(make_lake):
             lake.merge_adjacent_files(**kwargs)
 
 
-def test_a_merge_meeting_a_delete_of_its_sources_fails_and_leaves_no_file(make_lake, monkeypatch):
+def test_a_merge_meeting_a_delete_of_its_sources_fails_and_leaves_no_file(make_lake):
     """DuckDB deletes from a file the merge read, after the merge planned: the commit
     finds the file changed (``CommitConflictError``), nothing is committed, and the merged
     file is deleted."""
-    from ducklake_datafusion.maintain import _merge
-
     setup = CASES["contiguous"][0]
     (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)[:1]
-    write = _merge._write_merged
 
-    def write_then_delete(*args):
-        action = write(*args)
+    def write_then_delete(works, written):
+        results = write_runs_here(works, written)
         ours.sql("DELETE FROM lake.main.t WHERE id = 150")
         ours.detach()
-        return action
+        return results
 
-    monkeypatch.setattr(_merge, "_write_merged", write_then_delete)
     last = ours.snapshot_id()
+    lake = DuckLakeCatalog(**ours.reader_args()).lake
     with pytest.raises(CommitConflictError, match="data file"):
-        DuckLakeCatalog(**ours.reader_args()).merge_adjacent_files()
+        merge_adjacent_files(lake, write_runs=write_then_delete)
     assert ours.snapshot_id() == last + 1  # DuckDB's delete, and nothing after it
     listed = duckdb_reads(
         ours,
@@ -237,21 +235,18 @@ def test_a_merge_meeting_a_delete_of_its_sources_fails_and_leaves_no_file(make_l
     assert on_disk == {os.path.basename(p) for p in listed.column(0).to_pylist()}
 
 
-def test_a_merge_and_a_concurrent_append_both_land(make_lake, monkeypatch):
-    from ducklake_datafusion.maintain import _merge
-
+def test_a_merge_and_a_concurrent_append_both_land(make_lake):
     (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), CASES["contiguous"][0])[:1]
     before = duckdb_reads(ours, "SELECT * FROM lake.main.t")
-    write = _merge._write_merged
 
-    def write_then_append(*args):
-        action = write(*args)
+    def write_then_append(works, written):
+        results = write_runs_here(works, written)
         ours.sql(_appends([(1000, 1010)])[0])
         ours.detach()
-        return action
+        return results
 
-    monkeypatch.setattr(_merge, "_write_merged", write_then_append)
-    (result,) = DuckLakeCatalog(**ours.reader_args()).merge_adjacent_files()
+    lake = DuckLakeCatalog(**ours.reader_args()).lake
+    (result,) = merge_adjacent_files(lake, write_runs=write_then_append)
     assert result.files_processed == 3
     after = duckdb_reads(ours, "SELECT * FROM lake.main.t WHERE id < 1000")
     assert_same_rows(after, before)

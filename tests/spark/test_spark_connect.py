@@ -248,7 +248,19 @@ def test_connect_clients_write_through_the_catalog(connect_server, make_lake, tm
         },
         "after": {"kind": "sql", "sql": "SELECT * FROM lake.main.c"},
     }
+    # a maintenance procedure, run by the server's catalog
+    asks["compact"] = {"kind": "sql", "sql": "CALL lake.system.merge_adjacent_files(table => 'c')"}
+    asks["compacted"] = {"kind": "sql", "sql": "SELECT * FROM lake.main.c"}
     got = _client(connect_server, metadata, asks, tmp_path)
+    merged = (
+        lake.reference(
+            "SELECT count(*) FROM __ducklake_metadata_lake.ducklake_snapshot_changes "
+            "WHERE changes_made LIKE 'merge_adjacent:%'"
+        )
+        .column(0)[0]
+        .as_py()
+    )
+    assert [row[:2] for row in got["compact"]] == ([["main", "c"]] if merged else []), got
     assert got["ctas"] == got["insert"] == got["append"] == []
     assert "error" not in got["delete"] and "error" not in got["merge"], got
     written = _expected(lake, "SELECT * FROM lake.main.c")

@@ -205,3 +205,54 @@ def test_a_planner_that_dies_after_committing_loses_no_batch(spark, make_lake, c
     assert [m["batch_id"] for m in _streaming_snapshots(lake)] == [0]
     listed = lake.reference("SELECT count(*) AS n FROM ducklake_list_files('lake', 't')")
     assert listed.column(0)[0].as_py() == sum(1 for _ in lake_files(lake))
+
+
+def test_a_stream_with_compact_every_merges_its_small_files_in_the_background(
+    spark, make_lake, catalog, tmp_path
+):
+    """``compact_every=2``: after the 2nd and 4th micro-batch the planner merges the table's
+    files while the stream goes on; every batch lands once, the merges are DuckDB's
+    ``merge_adjacent`` snapshots, and DuckDB reads every row, at every snapshot, as a
+    stream without compaction wrote them."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    name = catalog(lake)
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+    written = [_drop(source, batch, batch * 10, 10) for batch in range(5)]
+    query = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .option("compact_every", "2")
+        .trigger(availableNow=True)
+        .toTable(f"{name}.main.t")
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    spark.sql(f"SELECT count(*) FROM {name}.main.t").collect()  # the planner is idle again
+    assert [m["batch_id"] for m in _streaming_snapshots(lake)] == list(range(5))
+    changes = lake.reference(
+        "SELECT snapshot_id, changes_made FROM __ducklake_metadata_lake.ducklake_snapshot_changes "
+        "ORDER BY snapshot_id"
+    ).to_pylist()
+    merges = [c["snapshot_id"] for c in changes if c["changes_made"].startswith("merge_adjacent")]
+    assert 1 <= len(merges) <= 2, changes
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), pa.concat_tables(written))
+    live = lake.reference("SELECT count(*) FROM ducklake_list_files('lake', 't')")
+    assert live.column(0)[0].as_py() < 5
+    # time travel: a merge's snapshot reads what the one before it read; a batch's adds
+    # its ten rows to it
+    before: list = []
+    for change in changes[2:]:  # (0: the lake, 1: the table)
+        version = change["snapshot_id"]
+        rows = lake.reference(f"SELECT id, s FROM lake.main.t AT (VERSION => {version})")
+        rows = sorted(zip(rows.column("id").to_pylist(), rows.column("s").to_pylist()))
+        if change["snapshot_id"] in merges:
+            assert rows == before, version
+        else:
+            added = sorted(set(rows) - set(before))
+            assert set(before) <= set(rows) and len(added) == 10, version
+            assert len({label for _, label in added}) == 1
+        before = rows

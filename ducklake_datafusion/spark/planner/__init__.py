@@ -8,6 +8,6 @@ tables, schemas and scan plans (``_server``). One planner therefore serves DataF
 only the jar.
 """
 
-from ._server import CATALOG_KEYS, PROTOCOL_VERSION, Planner, serve
+from ._server import CATALOG_KEYS, PROTOCOL_VERSION, Planner, lake_opener, serve
 
-__all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
+__all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "lake_opener", "serve"]

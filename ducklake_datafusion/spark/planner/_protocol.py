@@ -39,7 +39,7 @@ __all__ = [
     "describe",
 ]
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 _SCALARS = frozenset(("string", "integer", "number", "boolean", "object", "any"))
 _FIELD = re.compile(r"^([a-z_]+)(\??): (.+)$")
@@ -131,7 +131,7 @@ RECORDS: dict[str, tuple[Field, ...]] = {
             "row_ids?: boolean",
         )
     ),
-    "StreamBatch": _fields(("query_id: string", "batch_id: integer")),
+    "StreamBatch": _fields(("query_id: string", "batch_id: integer", "compact_every?: integer")),
     "View": _fields(
         (
             *_TABLE_NAME,
@@ -255,7 +255,7 @@ MESSAGES: dict[str, Message] = {
                 "stream?: StreamBatch",
                 *_COMMIT_INFO,
             ),
-            ("snapshot: integer", "replayed?: boolean"),
+            ("snapshot: integer", "replayed?: boolean", "compaction?: string"),
         ),
         _message(
             "delete_where",
@@ -279,6 +279,11 @@ MESSAGES: dict[str, Message] = {
                 "inserted: integer",
                 "replayed?: boolean",
             ),
+        ),
+        _message(
+            "maintain",
+            ("operation: string", "arguments: object", *_COMMIT_INFO),
+            ("rows: [any]",),
         ),
         _message(
             "create_table",

@@ -30,7 +30,9 @@ Requests (``op``) and their answers, each field declared with its kind in ``_pro
   decided}``: ``DELETE FROM`` of whole files, decided by catalog metadata (``_delete``);
 * ``change_commit`` ``{target, command, files, deletes}`` and a blob of the deleted rows ->
   ``{snapshot, deleted, updated, inserted}``: a row-level ``DELETE``, ``UPDATE`` or
-  ``MERGE`` the executors wrote, committed as one snapshot (``_change``).
+  ``MERGE`` the executors wrote, committed as one snapshot (``_change``);
+* ``maintain`` ``{operation, arguments}`` -> ``{rows}``: a maintenance procedure
+  (``CALL lake.system.merge_adjacent_files(...)``) run on the lake (``_maintain``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -51,10 +53,12 @@ from ...errors import DuckLakeError, InternalError, InvalidOptionError
 from ...pathres import ACCEPTED_KEYS
 from ...scan import Lake
 from .._core import snapshot_option, snapshot_time_option
+from ._auto_compact import BackgroundCompaction
 from ._change import change_commit_response
 from ._changes import changes_response
 from ._delete import delete_where_response
 from ._frames import read_request, write_response
+from ._maintain import maintain_response
 from ._protocol import MESSAGES, PROTOCOL_VERSION, check_answer, check_request
 from ._scan import scan_response
 from ._stream import stream_end_response, stream_rows_response, stream_start_response
@@ -67,7 +71,7 @@ from ._write import (
     write_commit_response,
 )
 
-__all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "serve"]
+__all__ = ["CATALOG_KEYS", "PROTOCOL_VERSION", "Planner", "lake_opener", "serve"]
 
 # The catalog's own options (spark.sql.catalog.<name>.<key>); every other key must be a
 # storage option.
@@ -106,6 +110,7 @@ _HANDLERS: dict[str, Handler] = {
     "write_commit": _no_blobs(write_commit_response),
     "create_table": _no_blobs(create_table_response),
     "delete_where": _no_blobs(delete_where_response),
+    "maintain": _no_blobs(maintain_response),
     "change_commit": lambda lake, request, blobs: (
         change_commit_response(lake, request, blobs),
         [],
@@ -120,6 +125,8 @@ class Planner:
 
     def __init__(self) -> None:
         self.lake: Lake | None = None
+        self._open_lake: Callable[[], Lake] | None = None  # another Lake of the same options
+        self.compaction = BackgroundCompaction()
         # set by ``open`` (a process started ahead of its catalog learns its catalog's)
         self.idle_seconds: float | None = None
 
@@ -135,29 +142,47 @@ class Planner:
             raise InvalidOptionError(f"the planner got {message.op!r} before 'open'")
         else:
             header, answers = _HANDLERS[message.op](self.lake, request, list(blobs))
-            blobs = answers
+            if message.op == "write_commit":
+                header = self.compaction.after_commit(self._open_lake, request, header)
         check_answer(message, header)
         return header, answers
 
     def _open(self, options: Mapping[str, object]) -> dict:
         from ... import __version__
 
-        values = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
-        unknown = sorted(k for k in values if k not in CATALOG_KEYS and k not in ACCEPTED_KEYS)
-        if unknown:
-            raise InvalidOptionError(
-                f"unknown option(s) {unknown} of a DuckLake Spark catalog; options are "
-                f"{', '.join(CATALOG_KEYS)} and the storage options {', '.join(ACCEPTED_KEYS)}"
-            )
-        if not values.get("metadata"):
-            raise InvalidOptionError(
-                "a DuckLake Spark catalog needs spark.sql.catalog.<name>.metadata, e.g. "
-                "'lake.ducklake', 'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'"
-            )
-        storage = {k: v for k, v in values.items() if k not in CATALOG_KEYS}
+        open_lake = lake_opener(options)
         if self.lake is not None:
             self.lake.close()
-        self.lake = Lake.open(
+        self.lake = open_lake()
+        self._open_lake = open_lake
+        return {"protocol": PROTOCOL_VERSION, "package": __version__}
+
+    def close(self) -> None:
+        self.compaction.wait()
+        if self.lake is not None:
+            self.lake.close()
+            self.lake = None
+
+
+def lake_opener(options: Mapping[str, object]) -> Callable[[], Lake]:
+    """What opens the lake of a catalog's options (``spark.sql.catalog.<name>.<key>``,
+    checked here: unknown keys and a missing ``metadata`` are refused by name)."""
+    values = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    unknown = sorted(k for k in values if k not in CATALOG_KEYS and k not in ACCEPTED_KEYS)
+    if unknown:
+        raise InvalidOptionError(
+            f"unknown option(s) {unknown} of a DuckLake Spark catalog; options are "
+            f"{', '.join(CATALOG_KEYS)} and the storage options {', '.join(ACCEPTED_KEYS)}"
+        )
+    if not values.get("metadata"):
+        raise InvalidOptionError(
+            "a DuckLake Spark catalog needs spark.sql.catalog.<name>.metadata, e.g. "
+            "'lake.ducklake', 'sqlite:lake.sqlite' or 'postgres:dbname=lake host=...'"
+        )
+    storage = {k: v for k, v in values.items() if k not in CATALOG_KEYS}
+
+    def open_lake() -> Lake:
+        return Lake.open(
             values["metadata"],
             data_path=values.get("data_path") or None,
             snapshot=snapshot_option(values.get("snapshot")),
@@ -165,12 +190,8 @@ class Planner:
             storage_options=storage,
             metadata_schema=values.get("metadata_schema") or None,
         )
-        return {"protocol": PROTOCOL_VERSION, "package": __version__}
 
-    def close(self) -> None:
-        if self.lake is not None:
-            self.lake.close()
-            self.lake = None
+    return open_lake
 
 
 def serve(requests: BinaryIO, responses: BinaryIO, *, idle_seconds: float | None = None) -> None:

@@ -48,7 +48,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * SELECT]} (staged: the table and its rows in one snapshot). Other DDL (ALTER, DROP, RENAME,
  * REPLACE) raises an error that names the operation.
  */
-public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces {
+public class DuckLakeCatalog
+    implements StagingTableCatalog, SupportsNamespaces, ProcedureSupport {
   private static final String PYTHON_OPTION = "python";
   private static final String IDLE_OPTION = "planner_idle_seconds";
   private static final String SECRET_PREFIX = "secret.";
@@ -100,6 +101,11 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
   @Override
   public String name() {
     return name;
+  }
+
+  /** The options its planner opens the lake with (secrets included: never shown). */
+  Map<String, String> plannerOptions() {
+    return Collections.unmodifiableMap(plannerOptions);
   }
 
   /** The planner of this catalog, started on first use (and again if it died). */
@@ -400,13 +406,30 @@ public class DuckLakeCatalog implements StagingTableCatalog, SupportsNamespaces 
     return writes.commitChange(target, command, files, deletes, options, stream);
   }
 
-  /** Commit a streaming query's epoch; false when it was committed before (a replay). */
+  /**
+   * Commit a streaming query's epoch; false when it was committed before (a replay). With
+   * {@code compactEvery} (micro-batches, 0: never), the planner merges the table's small files
+   * in the background after every that many batches; what the last such merge did is logged.
+   */
   boolean commitEpoch(
-      WriteTarget target, List<WrittenFile> files, ObjectNode options, String query, long epoch) {
+      WriteTarget target,
+      List<WrittenFile> files,
+      ObjectNode options,
+      String query,
+      long epoch,
+      long compactEvery) {
     ObjectNode stream = PlannerProcess.JSON.createObjectNode();
     stream.put("query_id", query);
     stream.put("batch_id", epoch);
-    return !writes.commit(target, files, options, stream).flag("replayed");
+    if (compactEvery > 0) {
+      stream.put("compact_every", compactEvery);
+    }
+    Protocol.Reply reply = writes.commit(target, files, options, stream);
+    if (reply.has("compaction")) {
+      org.slf4j.LoggerFactory.getLogger(DuckLakeCatalog.class)
+          .info("ducklake: {}: {}", target.table, reply.text("compaction"));
+    }
+    return !reply.flag("replayed");
   }
 
   @Override

@@ -104,16 +104,46 @@ final class DuckLakeTable
         TableCapability.OVERWRITE_DYNAMIC);
   }
 
+  /** The streaming write's option of background compaction (see {@link #compactEvery}). */
+  static final String COMPACT_EVERY = "compact_every";
+
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
     com.fasterxml.jackson.databind.node.ObjectNode options =
         DuckLakeWriteBuilder.commitOptions(info.options());
     String query = info.queryId();
+    long compactEvery = compactEvery(info.options());
     return new DuckLakeWriteBuilder(
         name(),
         (mode, loaded) -> catalog.beginWrite(this, mode, loaded),
         target -> files -> catalog.commitWrite(target, files, options),
-        target -> (epoch, files) -> catalog.commitEpoch(target, files, options, query, epoch));
+        target ->
+            (epoch, files) ->
+                catalog.commitEpoch(target, files, options, query, epoch, compactEvery));
+  }
+
+  /**
+   * A streaming write's {@code compact_every} option: every that many micro-batches, the
+   * planner merges the table's small files in the background (0: never, the default).
+   */
+  private long compactEvery(CaseInsensitiveStringMap options) {
+    String value = options.get(COMPACT_EVERY);
+    if (value == null || value.isEmpty()) {
+      return 0;
+    }
+    try {
+      long every = Long.parseLong(value.trim());
+      if (every >= 0) {
+        return every;
+      }
+    } catch (NumberFormatException e) {
+      // refused below
+    }
+    throw new DuckLakeException(
+        ErrorNames.INVALID_OPTION,
+        "the write option " + COMPACT_EVERY + " of " + name() + " must be a number of "
+            + "micro-batches (0: never), got '" + value + "'",
+        null);
   }
 
   /**

@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  */
 public final class Protocol {
   /** The version both sides speak; the planner says its own in answer to {@code open}. */
-  static final int VERSION = 4;
+  static final int VERSION = 5;
 
   private static final Pattern FIELD = Pattern.compile("^([a-z_]+)(\\??): (.+)$");
 
@@ -123,7 +123,8 @@ public final class Protocol {
         "footer: string",
         "partition_row?: [any]",
         "row_ids?: boolean");
-    record("StreamBatch", "query_id: string", "batch_id: integer");
+    record(
+        "StreamBatch", "query_id: string", "batch_id: integer", "compact_every?: integer");
     record(
         "View",
         join(
@@ -218,7 +219,7 @@ public final class Protocol {
     message(
         "write_commit",
         join(of("target: WriteTarget", "files: [WrittenFile]", "stream?: StreamBatch"), COMMIT_INFO),
-        of("snapshot: integer", "replayed?: boolean"));
+        of("snapshot: integer", "replayed?: boolean", "compaction?: string"));
     message(
         "delete_where",
         join(TABLE_NAME, of("filters: [object]", "dry_run?: boolean"), COMMIT_INFO),
@@ -239,6 +240,10 @@ public final class Protocol {
             "updated: integer",
             "inserted: integer",
             "replayed?: boolean"));
+    message(
+        "maintain",
+        join(of("operation: string", "arguments: object"), COMMIT_INFO),
+        of("rows: [any]"));
     message(
         "create_table",
         join(TABLE_NAME, of("schema: string", "partitioning: [string]"), COMMIT_INFO),
