@@ -332,6 +332,15 @@ def test_flush_matches_duckdb_on_every_catalog_database(make_lake, spec):
     _assert_twins_agree(ours, theirs)
 
 
+def _lake(make_lake, setup):
+    """One lake (no twin) built by DuckDB."""
+    lake = make_lake(LakeSpec("duckdb", "local"), inline_limit=LIMIT)
+    for statement in setup:
+        lake.sql(statement)
+    lake.detach()
+    return lake
+
+
 def _run(lake, statement: str) -> None:
     """DuckDB runs ``statement`` (a ``CALL`` is a query: fetched, so that it runs)."""
     result = lake.sql(statement)
@@ -396,7 +405,7 @@ def test_a_flush_meeting_a_change_of_its_rows_fails_and_leaves_the_lake_as_it_wa
 
 
 def test_a_flush_and_a_concurrent_insert_both_land(make_lake, monkeypatch):
-    (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), PLAIN, inline_limit=LIMIT)[:1]
+    ours = _lake(make_lake, PLAIN)
     _interrupted(monkeypatch, ours, "INSERT INTO lake.main.t VALUES (7, 'g', 7.5)")
     before = duckdb_reads(ours, "SELECT rowid, * FROM lake.main.t")
     lake = Lake.open(**ours.reader_args())
@@ -413,7 +422,7 @@ def test_a_flush_and_a_concurrent_insert_both_land(make_lake, monkeypatch):
 
 def test_a_sorted_table_is_refused_by_name(make_lake):
     setup = [*PLAIN[:2], "ALTER TABLE lake.main.t SET SORTED BY (id DESC)", PLAIN[2]]
-    (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup, inline_limit=LIMIT)[:1]
+    ours = _lake(make_lake, setup)
     last = ours.snapshot_id()
     lake = Lake.open(**ours.reader_args())
     with pytest.raises(UnsupportedFeatureError, match="main.t is sorted"):
