@@ -409,7 +409,8 @@ public class DuckLakeCatalog
   /**
    * Commit a streaming query's epoch; false when it was committed before (a replay). With
    * {@code compactEvery} (micro-batches, 0: never), the planner merges the table's small files
-   * in the background after every that many batches; what the last such merge did is logged.
+   * in the background after every that many batches; what the last such merge did is written
+   * to the driver's standard error.
    */
   boolean commitEpoch(
       WriteTarget target,
@@ -425,9 +426,8 @@ public class DuckLakeCatalog
       stream.put("compact_every", compactEvery);
     }
     Protocol.Reply reply = writes.commit(target, files, options, stream);
-    if (reply.has("compaction")) {
-      org.slf4j.LoggerFactory.getLogger(DuckLakeCatalog.class)
-          .info("ducklake: {}: {}", target.table, reply.text("compaction"));
+    if (reply.has("compaction")) { // (on the driver's standard error, where Spark logs)
+      System.err.println("ducklake: " + target.table + ": " + reply.text("compaction"));
     }
     return !reply.flag("replayed");
   }
