@@ -25,6 +25,7 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 
@@ -89,11 +90,13 @@ def _spark_session():
 
     from ducklake_datafusion.spark import spark_jar
 
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # executors' and the planner's Python
     return (
         SparkSession.builder.master("local[2]")
         .config("spark.jars", spark_jar())
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "4g")
+        .config("spark.pyspark.python", sys.executable)
         .getOrCreate()
     )
 
