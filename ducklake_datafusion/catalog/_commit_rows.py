@@ -259,25 +259,14 @@ def add_file_rows(
     for index, data_file in enumerate(request.files):
         file_id = first_file_id + index
         files.append(
-            {
-                "data_file_id": file_id,
-                "table_id": table_id,
-                "begin_snapshot": snapshot,
-                "end_snapshot": None,
-                "file_order": None,
-                "path": data_file.path,
-                "path_is_relative": True,
-                "file_format": "parquet",
-                "record_count": data_file.record_count,
-                "file_size_bytes": data_file.file_size_bytes,
-                "footer_size": data_file.footer_size,
-                "row_id_start": next_row_id,
-                "partition_id": partition_id if data_file.partition_values else None,
-                "encryption_key": None,
-                "mapping_id": None,
-                "partial_max": None,
-                "row_group_count": data_file.row_group_count,
-            }
+            data_file_row(
+                data_file,
+                file_id,
+                table_id,
+                begin_snapshot=snapshot,
+                row_id_start=next_row_id,
+                partition_id=partition_id,
+            )
         )
         values.extend(_partition_value_rows(session, data_file, table_id, file_id))
         columns.extend(_column_stats_rows(session, data_file, table_id, file_id))
@@ -307,6 +296,64 @@ def add_file_rows(
             },
         )
     _widen_column_stats(session, request, table_id)
+
+
+def data_file_row(
+    data_file: NewDataFile,
+    file_id: int,
+    table_id: int,
+    *,
+    begin_snapshot: int,
+    row_id_start: int | None,
+    partition_id: int | None,
+    partial_max: int | None = None,
+) -> dict:
+    """A new data file's ``ducklake_data_file`` row: an append's, a merge's, a rewrite's
+    or a flush's (they differ only in the keyword arguments). ``partition_id`` counts only
+    for a file with partition values."""
+    return {
+        "data_file_id": file_id,
+        "table_id": table_id,
+        "begin_snapshot": begin_snapshot,
+        "end_snapshot": None,
+        "file_order": None,
+        "path": data_file.path,
+        "path_is_relative": True,
+        "file_format": "parquet",
+        "record_count": data_file.record_count,
+        "file_size_bytes": data_file.file_size_bytes,
+        "footer_size": data_file.footer_size,
+        "row_id_start": row_id_start,
+        "partition_id": partition_id if data_file.partition_values else None,
+        "encryption_key": None,
+        "mapping_id": None,
+        "partial_max": partial_max,
+        "row_group_count": data_file.row_group_count,
+    }
+
+
+def insert_data_file(session, data_file: NewDataFile, file_id: int, table_id: int, **row) -> None:
+    """One new data file's catalog rows: its ``ducklake_data_file`` row
+    (:func:`data_file_row`, with ``row``'s keyword arguments) and its detail rows."""
+    insert_row(session, "ducklake_data_file", data_file_row(data_file, file_id, table_id, **row))
+    file_detail_rows(session, data_file, table_id, file_id)
+
+
+def held_column_stats(session, table_id: int) -> tuple[bool, dict[int, tuple]]:
+    """A table's ``ducklake_table_column_stats`` rows by column id (``contains_null,
+    contains_nan, min_value, max_value`` and, where the catalog is DuckLake 1.1,
+    ``min_is_exact, max_is_exact``), and whether it is 1.1 (has the two)."""
+    exact = "min_is_exact" in columns_of(session, "ducklake_table_column_stats")
+    held = {
+        int(r[0]): r[1:]
+        for r in session.rows(
+            "SELECT column_id, contains_null, contains_nan, min_value, max_value"
+            + (", min_is_exact, max_is_exact" if exact else "")
+            + " FROM ducklake_table_column_stats WHERE table_id = ?",
+            [table_id],
+        )
+    }
+    return exact, held
 
 
 def file_detail_rows(session, data_file: NewDataFile, table_id: int, file_id: int) -> None:
@@ -366,16 +413,7 @@ def _storable(session, bound: str | None) -> str | None:
 
 def _widen_column_stats(session, request: AddDataFiles, table_id: int) -> None:
     # DuckLake 1.1 says whether each bound is a value (not a cut one): kept when it has it
-    exact = "min_is_exact" in columns_of(session, "ducklake_table_column_stats")
-    held = {
-        int(r[0]): r[1:]
-        for r in session.rows(
-            "SELECT column_id, contains_null, contains_nan, min_value, max_value"
-            + (", min_is_exact, max_is_exact" if exact else "")
-            + " FROM ducklake_table_column_stats WHERE table_id = ?",
-            [table_id],
-        )
-    }
+    exact, held = held_column_stats(session, table_id)
     for column_id, type_name in request.column_types.items():
         files = [c for f in request.files for c in f.columns if c.column_id == column_id]
         if not files:

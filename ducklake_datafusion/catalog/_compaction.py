@@ -23,7 +23,7 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from ..errors import CommitConflictError
-from ._commit_rows import file_detail_rows, insert_row, insert_rows
+from ._commit_rows import insert_data_file, insert_rows
 from ._delete_rows import lake_relative
 from ._rewrite_rows import rewrite_file_rows
 from ._transaction import MergeFiles
@@ -216,27 +216,13 @@ def merge_file_rows(session, action: MergeFiles, table_id: int, data_file_id: in
         )
     insert_rows(session, "ducklake_files_scheduled_for_deletion", scheduled)
     merged = action.file
-    insert_row(
+    insert_data_file(
         session,
-        "ducklake_data_file",
-        {
-            "data_file_id": data_file_id,
-            "table_id": table_id,
-            "begin_snapshot": action.begin_snapshot,
-            "end_snapshot": None,
-            "file_order": None,
-            "path": merged.path,
-            "path_is_relative": True,
-            "file_format": "parquet",
-            "record_count": merged.record_count,
-            "file_size_bytes": merged.file_size_bytes,
-            "footer_size": merged.footer_size,
-            "row_id_start": action.row_id_start,
-            "partition_id": action.partition_id if merged.partition_values else None,
-            "encryption_key": None,
-            "mapping_id": None,
-            "partial_max": action.partial_max,
-            "row_group_count": merged.row_group_count,
-        },
+        merged,
+        data_file_id,
+        table_id,
+        begin_snapshot=action.begin_snapshot,
+        row_id_start=action.row_id_start,
+        partition_id=action.partition_id,
+        partial_max=action.partial_max,
     )
-    file_detail_rows(session, merged, table_id, data_file_id)

@@ -25,7 +25,13 @@ from __future__ import annotations
 from ..errors import CommitConflictError
 from ._bounds import widen
 from ._commit_request import FileColumnStats
-from ._commit_rows import columns_of, file_detail_rows, insert_row, is_inlined_table_name
+from ._commit_rows import (
+    columns_of,
+    held_column_stats,
+    insert_data_file,
+    insert_row,
+    is_inlined_table_name,
+)
 from ._delete_rows import add_delete_file_rows
 from ._sql import as_bool
 from ._transaction import FlushInlined
@@ -48,30 +54,16 @@ def flush_rows(
     _require_unchanged(session, action, table_id, what)
     for index, flushed in enumerate(action.files):
         new = flushed.file
-        insert_row(
+        insert_data_file(
             session,
-            "ducklake_data_file",
-            {
-                "data_file_id": data_file_id + index,
-                "table_id": table_id,
-                "begin_snapshot": flushed.begin_snapshot,
-                "end_snapshot": None,
-                "file_order": None,
-                "path": new.path,
-                "path_is_relative": True,
-                "file_format": "parquet",
-                "record_count": new.record_count,
-                "file_size_bytes": new.file_size_bytes,
-                "footer_size": new.footer_size,
-                "row_id_start": flushed.row_id_start,
-                "partition_id": flushed.partition_id if new.partition_values else None,
-                "encryption_key": None,
-                "mapping_id": None,
-                "partial_max": flushed.partial_max,
-                "row_group_count": new.row_group_count,
-            },
+            new,
+            data_file_id + index,
+            table_id,
+            begin_snapshot=flushed.begin_snapshot,
+            row_id_start=flushed.row_id_start,
+            partition_id=flushed.partition_id,
+            partial_max=flushed.partial_max,
         )
-        file_detail_rows(session, new, table_id, data_file_id + index)
     for index, change in enumerate(action.file_deletes):
         add_delete_file_rows(session, change, table_id, snapshot, delete_file_id + index, what)
     for index, flushed in enumerate(action.files):
@@ -179,16 +171,7 @@ def _merge_column_stats(session, action: FlushInlined, table_id: int) -> None:
     """Each column's statistics row widened to take the files in, as DuckDB merges them:
     a bound the files do not pass keeps its text (``false`` stays ``false`` beside a
     file's ``0``), and a column without a row gets none (DuckDB only updates rows)."""
-    exact = "min_is_exact" in columns_of(session, "ducklake_table_column_stats")
-    held = {
-        int(r[0]): r[1:]
-        for r in session.rows(
-            "SELECT column_id, contains_null, contains_nan, min_value, max_value"
-            + (", min_is_exact, max_is_exact" if exact else "")
-            + " FROM ducklake_table_column_stats WHERE table_id = ?",
-            [table_id],
-        )
-    }
+    exact, held = held_column_stats(session, table_id)
     for column_id, type_name in action.column_types.items():
         before = held.get(column_id)
         files = [c for f in action.files for c in f.file.columns if c.column_id == column_id]

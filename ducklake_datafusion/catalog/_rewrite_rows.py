@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..errors import CommitConflictError
 from ._bounds import widen
 from ._commit_request import FileColumnStats
-from ._commit_rows import columns_of, file_detail_rows, insert_row
+from ._commit_rows import columns_of, insert_data_file
 from ._sql import as_bool
 from ._transaction import RewriteFiles
 
@@ -31,30 +31,15 @@ def rewrite_file_rows(
     """The rewritten file's rows in place of its sources' (module docstring)."""
     if action.file is not None:
         new = action.file
-        insert_row(
+        insert_data_file(
             session,
-            "ducklake_data_file",
-            {
-                "data_file_id": data_file_id,
-                "table_id": table_id,
-                "begin_snapshot": snapshot,
-                "end_snapshot": None,
-                "file_order": None,
-                "path": new.path,
-                "path_is_relative": True,
-                "file_format": "parquet",
-                "record_count": new.record_count,
-                "file_size_bytes": new.file_size_bytes,
-                "footer_size": new.footer_size,
-                "row_id_start": None,
-                "partition_id": action.partition_id if new.partition_values else None,
-                "encryption_key": None,
-                "mapping_id": None,
-                "partial_max": None,
-                "row_group_count": new.row_group_count,
-            },
+            new,
+            data_file_id,
+            table_id,
+            begin_snapshot=snapshot,
+            row_id_start=None,
+            partition_id=action.partition_id,
         )
-        file_detail_rows(session, new, table_id, data_file_id)
     _end(session, "ducklake_delete_file", "delete_file_id", action.delete_files, snapshot, what)
     _end(session, "ducklake_data_file", "data_file_id", action.sources, snapshot, what)
     _recompute_table_stats(session, table_id, action)
