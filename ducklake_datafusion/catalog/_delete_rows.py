@@ -16,9 +16,15 @@ import datetime as _dt
 
 from ..errors import CommitConflictError
 from ._commit_rows import columns_of, insert_row, is_inlined_table_name
-from ._transaction import SetDeleteFile
+from ._transaction import NewDeleteFile, SetDeleteFile
 
-__all__ = ["add_delete_file_rows", "end_data_files", "end_inlined_rows", "lake_relative"]
+__all__ = [
+    "add_delete_file_rows",
+    "end_data_files",
+    "end_inlined_rows",
+    "insert_delete_file",
+    "lake_relative",
+]
 
 
 def end_data_files(session, table_id: int, snapshot: int, file_ids, what: str) -> None:
@@ -107,7 +113,16 @@ def add_delete_file_rows(
                     "schedule_start": session.adapt(_dt.datetime.now(_dt.timezone.utc)),
                 },
             )
-    delete = action.delete_file
+    insert_delete_file(
+        session, action.delete_file, delete_file_id, table_id, action.data_file_id, snapshot
+    )
+
+
+def insert_delete_file(
+    session, delete: NewDeleteFile, delete_file_id: int, table_id: int, data_file_id: int, snapshot
+) -> None:
+    """A new delete file's ``ducklake_delete_file`` row (of a delete, or of a flush): it
+    begins at its own ``begin_snapshot`` when it has one, else at ``snapshot``."""
     insert_row(
         session,
         "ducklake_delete_file",
@@ -118,7 +133,7 @@ def add_delete_file_rows(
             if delete.begin_snapshot is not None
             else snapshot,
             "end_snapshot": None,
-            "data_file_id": action.data_file_id,
+            "data_file_id": data_file_id,
             "path": delete.path,
             "path_is_relative": True,
             "format": "parquet",

@@ -29,10 +29,9 @@ from ._commit_rows import (
     columns_of,
     held_column_stats,
     insert_data_file,
-    insert_row,
     is_inlined_table_name,
 )
-from ._delete_rows import add_delete_file_rows
+from ._delete_rows import add_delete_file_rows, insert_delete_file
 from ._sql import as_bool
 from ._transaction import FlushInlined
 
@@ -70,25 +69,7 @@ def flush_rows(
         delete = flushed.delete_file
         if delete is None:
             continue
-        insert_row(
-            session,
-            "ducklake_delete_file",
-            {
-                "delete_file_id": attached_id,
-                "table_id": table_id,
-                "begin_snapshot": delete.begin_snapshot,
-                "end_snapshot": None,
-                "data_file_id": data_file_id + index,
-                "path": delete.path,
-                "path_is_relative": True,
-                "format": "parquet",
-                "delete_count": delete.delete_count,
-                "file_size_bytes": delete.file_size_bytes,
-                "footer_size": delete.footer_size,
-                "encryption_key": None,
-                "partial_max": None,
-            },
-        )
+        insert_delete_file(session, delete, attached_id, table_id, data_file_id + index, snapshot)
         attached_id += 1
     for inlined in action.inlined_tables:
         begin = _system_column(session, inlined.table_name, "begin_snapshot")
