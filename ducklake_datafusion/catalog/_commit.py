@@ -51,6 +51,8 @@ from ._commit_rows import (
 )
 from ._compaction import merge_file_rows, rewrite_file_rows
 from ._conflicts import AlreadyCommitted, check_requirements
+from ._ddl_actions import CreateSchema, DropSchema
+from ._ddl_commit import DDL_ACTIONS, plan_ddl, write_ddl
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._flush_rows import flush_rows
 from ._names import find_table, list_schemas
@@ -144,12 +146,18 @@ def quoted(name: str) -> str:
 
 
 class _Changes:
-    """``changes_made`` as it accumulates: created tables first, then per table
-    ``inserted_into_table`` before ``deleted_from_table`` (DuckDB's order), and
+    """``changes_made`` as it accumulates, in DuckDB's order: dropped schemas, tables and
+    views, created schemas and tables, then per table ``inserted_into_table`` before
+    ``deleted_from_table`` and ``altered_table``, and
     ``inlined_delete`` for rows ended in the catalog (DuckDB's token for those)."""
 
     def __init__(self) -> None:
+        self.dropped_schemas: dict[int, None] = {}
+        self.dropped_tables: dict[int, None] = {}
+        self.dropped_views: dict[int, None] = {}
+        self.created_schemas: list[str] = []
         self.created: list[str] = []
+        self.altered: dict[int, None] = {}
         self.inserted: dict[int, None] = {}
         self.deleted: dict[int, None] = {}
         self.inlined_deleted: dict[int, None] = {}
@@ -158,9 +166,13 @@ class _Changes:
         self.rewritten: dict[int, None] = {}
 
     def text(self) -> str:
-        tokens = list(self.created)
+        tokens = [f"dropped_schema:{s}" for s in sorted(self.dropped_schemas)]
+        tokens += [f"dropped_table:{t}" for t in sorted(self.dropped_tables)]
+        tokens += [f"dropped_view:{v}" for v in sorted(self.dropped_views)]
+        tokens += self.created_schemas + self.created
         tokens += [f"inserted_into_table:{t}" for t in self.inserted]
         tokens += [f"deleted_from_table:{t}" for t in self.deleted]
+        tokens += [f"altered_table:{t}" for t in sorted(self.altered)]
         tokens += [f"inlined_delete:{t}" for t in self.inlined_deleted]
         tokens += [f"inline_flush:{t}" for t in sorted(self.flushed)]
         tokens += [f"merge_adjacent:{t}" for t in sorted(self.merged)]
@@ -205,8 +217,21 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
                 f"created_table:{quoted(action.table.schema_name)}."
                 f"{quoted(action.table.table_name)}"
             )
+        elif isinstance(action, (CreateSchema, DropSchema)):
+            continue
         elif action.table not in table_ids:
             table_ids[action.table] = _resolve(session, action.table, latest_id, description)
+    ddl = [a for a in transaction.actions if isinstance(a, DDL_ACTIONS)]
+    planned = plan_ddl(session, ddl, table_ids, latest_id, description) if ddl else []
+    if ddl and not planned and len(ddl) == len(transaction.actions):
+        return latest_id  # IF [NOT] EXISTS left nothing to change: no snapshot, as DuckDB
+    if planned and not created:
+        schema_version += 1
+    schema_ids = {}
+    for action, _ in planned:
+        if isinstance(action, CreateSchema):
+            schema_ids[action] = next_catalog_id
+            next_catalog_id += 1
     # ids of the new data files first, then of the delete files (DuckDB's order)
     data_file_id = next_file_id
     next_file_id += sum(len(a.files) for a in transaction.actions if isinstance(a, AddDataFiles))
@@ -237,6 +262,8 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
         race_point=True,
     )
     for action in transaction.actions:
+        if isinstance(action, DDL_ACTIONS):
+            continue  # written below (write_ddl)
         table_id = table_ids[action.table]
         what = f"{description}: table {action.table.name}"
         if isinstance(action, CreateTable):
@@ -301,6 +328,8 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             data_file_id += len(action.files)
             if action.files:
                 changes.inserted[table_id] = None
+    ids = {"schema_version": schema_version, "schema_ids": schema_ids}
+    write_ddl(session, planned, table_ids, new_id, ids, changes)
     insert_row(
         session,
         "ducklake_snapshot_changes",

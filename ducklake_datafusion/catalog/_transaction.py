@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._commit_request import CommitOptions, NewDataFile, NewTable
+from ._ddl_actions import AlterTable, CreateSchema, DropSchema, DropTable, RenameTable
+from ._table_ref import TableRef
 
 __all__ = [
     "Action",
@@ -45,21 +47,6 @@ __all__ = [
     "TableUnchanged",
     "Transaction",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class TableRef:
-    """The table an action changes: by name, and by its id at the transaction's base
-    snapshot (``None`` for the table a :class:`CreateTable` of the same transaction
-    creates)."""
-
-    schema_name: str
-    table_name: str
-    table_id: int | None
-
-    @property
-    def name(self) -> str:
-        return f"{self.schema_name}.{self.table_name}"
 
 
 # -- actions ----------------------------------------------------------------------------------
@@ -256,6 +243,11 @@ Action = (
     | MergeFiles
     | RewriteFiles
     | FlushInlined
+    | AlterTable
+    | RenameTable
+    | DropTable
+    | CreateSchema
+    | DropSchema
 )
 
 
@@ -345,8 +337,9 @@ class Transaction:
     snapshot_id: int | None = None
 
     def tables(self) -> tuple[TableRef, ...]:
-        """Every table the actions change, in first-named order."""
-        return tuple(dict.fromkeys(a.table for a in self.actions))
+        """Every table the actions change, in first-named order (a schema's creation or
+        drop names none)."""
+        return tuple(dict.fromkeys(a.table for a in self.actions if hasattr(a, "table")))
 
     def changes_nothing(self) -> bool:
         """An append of no rows (or an overwrite of no partitions): nothing to commit."""

@@ -9,6 +9,7 @@
 * :mod:`._append`: plan, write, commit (``catalog.commit``); delete the files if not.
 * :mod:`._delete_files`: positional delete files as DuckDB writes them.
 * :mod:`._row_changes`: rows deleted and added per table, as one snapshot's actions.
+* :mod:`._schema_changes`: ALTER, RENAME, DROP of tables, CREATE/DROP of schemas.
 * :mod:`._cleanup`: what a failed write does with its files (the one rule).
 
 ``maintain/`` writes merged and flushed files with the same writers (``DataFileWriter``,
@@ -44,6 +45,7 @@ from ._plan import (
     require_writable,
 )
 from ._row_changes import ChangeResult, TableChange, commit_changes
+from ._schema_changes import alter_table, create_schema, drop_schema, drop_table, rename_table
 from ._types import columns_for_schema, conform, file_schema
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "WrittenDeleteFile",
     "WrittenFile",
     "after_failed_commit",
+    "alter_table",
     "append",
     "append_plan",
     "as_arrow",
@@ -68,13 +71,17 @@ __all__ = [
     "commit_files",
     "conform",
     "create_plan",
+    "create_schema",
     "create_table",
     "data_file_from_footer",
     "delete_files",
+    "drop_schema",
+    "drop_table",
     "file_schema",
     "leaf_types",
     "parse_file_size",
     "read_partition_spec",
+    "rename_table",
     "require_writable",
     "split_partitions",
     "write_delete_file",
