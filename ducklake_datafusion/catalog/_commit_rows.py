@@ -295,7 +295,7 @@ def add_file_rows(
                 "file_size_bytes": size,
             },
         )
-    _widen_column_stats(session, request, table_id)
+    _widen_column_stats(session, request, table_id, first=not stats)
 
 
 def data_file_row(
@@ -411,7 +411,11 @@ def _storable(session, bound: str | None) -> str | None:
     return None
 
 
-def _widen_column_stats(session, request: AddDataFiles, table_id: int) -> None:
+def _widen_column_stats(session, request: AddDataFiles, table_id: int, *, first: bool) -> None:
+    """Widen the table's column statistics to take the files in. A column gets its row
+    at the table's first rows only (``first``): DuckDB 1.5.5 never adds one for a column
+    added to a table that had statistics already (its later files update only the rows
+    there are)."""
     # DuckLake 1.1 says whether each bound is a value (not a cut one): kept when it has it
     exact, held = held_column_stats(session, table_id)
     for column_id, type_name in request.column_types.items():
@@ -433,6 +437,8 @@ def _widen_column_stats(session, request: AddDataFiles, table_id: int) -> None:
                 if high is None
                 else (_all_exact(files, "max") and (before is None or bool(before[5])))
             )
+        if before is None and not first:
+            continue
         if before is not None:
             names = ", ".join(f"{name} = ?" for name in row)
             session.execute(

@@ -232,8 +232,8 @@ def _apply(session, columns: _Columns, change, table_id: int, what: str) -> None
         clash = columns.child(row["parent_column"], new)
         if clash is not None and clash is not row:
             raise TableExistsError(
-                f"{column} cannot be renamed to {new!r}: {what} has a column of that name "
-                "(names are case-insensitive); rename or drop that one first"
+                f"{column} cannot be renamed to {new!r}: the table has a column of that "
+                "name (names are case-insensitive); rename or drop that one first"
             )
         if top:
             if row["column_type"] in ("struct", "list", "map"):
