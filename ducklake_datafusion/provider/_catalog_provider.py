@@ -34,7 +34,7 @@ from ..catalog import (
 )
 from ..errors import DuckLakeError, InvalidOptionError, TableNotFoundError
 from ..scan import Lake, find_table
-from ._dml_sql import unsupported_ddl
+from ._ddl import DdlMethods
 from ._maintenance import MaintenanceMethods
 from ._rust import forget_catalog
 from ._table import DuckLakeTable
@@ -64,7 +64,7 @@ class TableNames(list):
         return set(self)
 
 
-class DuckLakeCatalog(MaintenanceMethods, CatalogProvider):
+class DuckLakeCatalog(MaintenanceMethods, DdlMethods, CatalogProvider):
     """A DuckLake lake as a DataFusion catalog.
 
     Args:
@@ -324,10 +324,15 @@ class DuckLakeCatalog(MaintenanceMethods, CatalogProvider):
         return DuckLakeSchema(self, matches[0]) if len(matches) == 1 else None
 
     def register_schema(self, name, schema) -> None:
-        raise unsupported_ddl("CREATE SCHEMA", f"{name}", self.lake.description)
+        """DataFusion's ``CREATE SCHEMA lake.s``: the schema is created in the lake."""
+        self.create_schema(name)
 
-    def deregister_schema(self, name, cascade) -> None:
-        raise unsupported_ddl("DROP SCHEMA", f"{name}", self.lake.description)
+    def deregister_schema(self, name, cascade):
+        """DataFusion's ``DROP SCHEMA lake.s [CASCADE]`` (the schema dropped is returned:
+        DataFusion reads ``None`` as "doesn't exist")."""
+        dropped = self.schema(name)
+        self.drop_schema(name, cascade=bool(cascade))
+        return dropped
 
 
 class DuckLakeSchema(SchemaProvider):
@@ -414,9 +419,14 @@ class DuckLakeSchema(SchemaProvider):
 
         create_from_datafusion(self._catalog, self._name, name, table)
 
-    def deregister_table(self, name, cascade) -> None:
-        description = self._catalog.lake.description
-        raise unsupported_ddl("DROP TABLE", f"{self._name}.{name}", description)
+    def deregister_table(self, name, cascade):
+        """DataFusion's ``DROP TABLE lake.s.t``: the table is dropped from the lake (and
+        returned: DataFusion reads ``None`` as "doesn't exist")."""
+        from ..write import drop_table
+
+        dropped = self.table(name)
+        drop_table(self._catalog.lake, self._name, name)
+        return dropped
 
 
 class FailedSchema(SchemaProvider):

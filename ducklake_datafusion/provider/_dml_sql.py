@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
+from ..errors import InvalidOptionError, TableNotFoundError
 from ._sql_text import keyword_at, name_and_alias, split_commas, split_name, top_level
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "parse_statement",
     "remember_lake",
     "sql",
-    "unsupported_ddl",
 ]
 
 # the lakes registered in each session, by the name they were registered under
@@ -138,39 +137,6 @@ def _resolve(ctx, name: tuple[str, ...], text: str):
         raise TableNotFoundError(f"{exc} (in {text!r})") from None
 
 
-def unsupported_ddl(statement: str, name: str, lake: str) -> UnsupportedFeatureError:
-    """The error of a schema change this package does not make yet, for lake ``lake``."""
-    return UnsupportedFeatureError(
-        f"{statement} {name} in {lake}: ducklake-datafusion does not make this change to a "
-        f"lake yet (it writes rows and creates tables); run the {statement} in DuckDB"
-    )
-
-
-_DDL = re.compile(
-    r"\s*(ALTER\s+TABLE|DROP\s+TABLE|DROP\s+SCHEMA|CREATE\s+SCHEMA)\s+"
-    r"(IF\s+(?:NOT\s+)?EXISTS\s+)?",
-    re.IGNORECASE,
-)
-
-
-def _refuse_lake_ddl(ctx, text: str) -> None:
-    """Raise :func:`unsupported_ddl` for an ``ALTER TABLE``, ``DROP TABLE``, ``DROP
-    SCHEMA`` or ``CREATE SCHEMA`` of a registered lake: DataFusion would report a ``DROP
-    TABLE``'s error as "doesn't exist"."""
-    found = _DDL.match(text)
-    if found is None:
-        return
-    statement = " ".join(found.group(1).upper().split())
-    try:
-        name = name_and_alias(text[found.end() :], text, set())[0]
-    except InvalidOptionError:
-        return  # no name: DataFusion says what it makes of the statement
-    lakes = _LAKES.get(ctx, {})
-    wanted = 3 if statement.endswith("TABLE") else 2
-    if len(name) == wanted and name[0] in lakes:
-        raise unsupported_ddl(statement, ".".join(name[1:]), lakes[name[0]].lake.description)
-
-
 def is_row_change(text: str) -> bool:
     """Whether ``text`` starts as a ``DELETE``, ``UPDATE`` or ``MERGE`` does."""
     return re.match(r"\s*(DELETE|UPDATE|MERGE)\s", text, re.IGNORECASE) is not None
@@ -181,7 +147,9 @@ def sql(ctx, text: str, **commit_options):
     through the row-change core (its result as a one-row Arrow table: the rows changed, as
     DuckDB reports a count, and the snapshot; a MERGE's rows deleted, updated and inserted
     too), a ``CALL`` of a DuckDB maintenance function on a registered lake (``_call_sql``),
-    anything else as ``ctx.sql(text)`` does.
+    an ``ALTER TABLE``, ``DROP TABLE``, ``CREATE SCHEMA`` or ``DROP SCHEMA`` of a
+    registered lake (``_ddl_sql``: one row, the snapshot), anything else as
+    ``ctx.sql(text)`` does.
 
     ``commit_options``: ``author``, ``commit_message``, ``commit_extra_info``.
     """
@@ -193,8 +161,10 @@ def sql(ctx, text: str, **commit_options):
     merge = parse_merge(text)
     statement = parse_statement(text) if merge is None else None
     if merge is None and statement is None:
-        _refuse_lake_ddl(ctx, text)
-        return _datafusion_sql(ctx, text)
+        from ._ddl_sql import run_ddl
+
+        changed = run_ddl(ctx, text, _LAKES.get(ctx, {}), **commit_options)
+        return _datafusion_sql(ctx, text) if changed is None else changed
     table = _resolve(ctx, merge[0] if merge else statement.table, text)
     if table is None:
         return _datafusion_sql(ctx, text)  # not a lake table: DataFusion says what it makes of it

@@ -66,18 +66,14 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
         ducklake_datafusion.sql(ctx, "DELETE FROM lake.main.missing WHERE true")
     with pytest.raises(InvalidOptionError, match="SET"):
         ducklake_datafusion.sql(ctx, "UPDATE lake.main.t WHERE id = 1")
-    # schema changes not made yet: a typed error naming the table, never "doesn't exist"
+    # schema changes this package does not make: a typed error naming the clause, never
+    # "doesn't exist" (the ones it makes: test_alter_table, test_schema_changes)
     for ddl, named in [
-        ("DROP TABLE lake.main.t", "DROP TABLE main.t"),
-        ("ALTER TABLE lake.main.t ADD COLUMN w INT", "ALTER TABLE main.t"),
-        ("drop table if exists lake.main.t;", "DROP TABLE main.t"),
-        ("CREATE SCHEMA lake.s", "CREATE SCHEMA s"),
-        ("DROP SCHEMA lake.main CASCADE", "DROP SCHEMA main"),
+        ("ALTER TABLE lake.main.t SET PARTITIONED BY (grp)", "ALTER TABLE ... SET"),
+        ("ALTER TABLE lake.main.t ALTER COLUMN v TYPE BIGINT USING v::BIGINT", "USING"),
     ]:
-        with pytest.raises(UnsupportedFeatureError, match=f"{named} in .*run the"):
+        with pytest.raises(UnsupportedFeatureError, match=named):
             ducklake_datafusion.sql(ctx, ddl)
-    with pytest.raises(Exception, match="UnsupportedFeatureError.*CREATE SCHEMA s"):
-        ctx.sql("CREATE SCHEMA lake.s").collect()  # DataFusion's own call reaches the same error
     # DataFusion's own ctx.sql cannot hand DML to the provider (datafusion-ffi 55): it fails,
     # never deletes every row (apache/datafusion#24654), and the lake is left as it was
     for statement in STATEMENTS[:2]:

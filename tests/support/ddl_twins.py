@@ -1,0 +1,107 @@
+"""Twin lakes for schema changes: one changed by us, its twin by DuckDB's same statement.
+
+:func:`ddl_catalog` is every catalog row a schema change writes or ends (uuids, file paths
+and sizes aside: each writer draws its own), :func:`snapshot_reads` what DuckDB reads of
+every table at every snapshot, :func:`assert_ddl_twins_agree` both of those equal on the
+twins and our readers (the Rust scan and the exact path) equal to DuckDB at the latest.
+"""
+
+from __future__ import annotations
+
+from support.lakes import assert_same_rows
+from support.writes import META, duckdb_reads, ours_reads
+
+UUID_PATH = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/$"
+
+# The rows a schema change writes or ends, one query per catalog table.
+CATALOG_QUERIES = {
+    "snapshots": "SELECT snapshot_id, schema_version, next_catalog_id, next_file_id "
+    "FROM {m}.ducklake_snapshot",
+    "changes": "SELECT * FROM {m}.ducklake_snapshot_changes",
+    "schemas": "SELECT schema_id, begin_snapshot, end_snapshot, schema_name, "
+    f"regexp_replace(path, '{UUID_PATH}', 'uuid/'), path_is_relative FROM {{m}}.ducklake_schema",
+    "tables": "SELECT table_id, begin_snapshot, end_snapshot, schema_id, table_name, "
+    f"regexp_replace(path, '{UUID_PATH}', 'uuid/'), path_is_relative FROM {{m}}.ducklake_table",
+    "columns": "SELECT * FROM {m}.ducklake_column",
+    "schema_versions": "SELECT * FROM {m}.ducklake_schema_versions",
+    "partitions": "SELECT * FROM {m}.ducklake_partition_info",
+    "partition_columns": "SELECT * FROM {m}.ducklake_partition_column",
+    "views": "SELECT view_id, begin_snapshot, end_snapshot, schema_id, view_name, sql "
+    "FROM {m}.ducklake_view",
+    "data_files": "SELECT data_file_id, table_id, begin_snapshot, end_snapshot, "
+    "record_count, row_id_start FROM {m}.ducklake_data_file",
+    "delete_files": "SELECT delete_file_id, table_id, begin_snapshot, end_snapshot, "
+    "data_file_id, delete_count FROM {m}.ducklake_delete_file",
+    "tags": "SELECT * FROM {m}.ducklake_tag",
+    "column_tags": "SELECT * FROM {m}.ducklake_column_tag",
+    "table_stats": "SELECT table_id, record_count, next_row_id FROM {m}.ducklake_table_stats",
+    "column_stats": "SELECT * FROM {m}.ducklake_table_column_stats",
+    "inlined_tables": "SELECT * FROM {m}.ducklake_inlined_data_tables",
+}
+
+
+def ddl_catalog(lake) -> dict:
+    """Every catalog table a schema change touches, as sorted rows."""
+    return {
+        key: sorted(
+            (
+                tuple(row.values())
+                for row in duckdb_reads(lake, sql.replace("{m}", META)).to_pylist()
+            ),
+            key=repr,
+        )
+        for key, sql in CATALOG_QUERIES.items()
+    }
+
+
+def live_tables(lake, snapshot: int | None = None) -> list[tuple[str, str]]:
+    """``(schema, table)`` of every table live at ``snapshot`` (default: the latest)."""
+    at = "(SELECT max(snapshot_id) FROM {m}.ducklake_snapshot)" if snapshot is None else snapshot
+
+    def live(a: str) -> str:
+        return (
+            f"{a}.begin_snapshot <= {at} AND ({a}.end_snapshot IS NULL OR {a}.end_snapshot > {at})"
+        )
+
+    sql = (
+        "SELECT s.schema_name, t.table_name FROM {m}.ducklake_table t JOIN {m}.ducklake_schema s "
+        f"USING (schema_id) WHERE {live('t')} AND {live('s')} ORDER BY ALL"
+    )
+    rows = duckdb_reads(lake, sql.replace("{m}", META)).to_pylist()
+    return [(r["schema_name"], r["table_name"]) for r in rows]
+
+
+def _name(schema: str, table: str) -> str:
+    return f'lake."{schema}"."{table}"'
+
+
+def snapshot_reads(lake, first: int = 1) -> dict:
+    """What DuckDB reads of every table live at every snapshot from ``first``."""
+    last = lake.snapshot_id()
+    reads = {}
+    for snapshot in range(first, last + 1):
+        for schema, table in live_tables(lake, snapshot):
+            sql = f"SELECT * FROM {_name(schema, table)}"
+            reads[(snapshot, schema, table)] = duckdb_reads(lake, sql, snapshot)
+    return reads
+
+
+def assert_ddl_twins_agree(ours, theirs, *, first: int = 1) -> None:
+    """The same catalog rows, DuckDB reading the same rows of every table at every
+    snapshot from ``first`` on both twins, and our readers reading DuckDB's rows of
+    every live table of both."""
+    assert ours.snapshot_id() == theirs.snapshot_id()
+    mine, their = ddl_catalog(ours), ddl_catalog(theirs)
+    for key in their:
+        assert mine[key] == their[key], (key, mine[key], their[key])
+    mine, their = snapshot_reads(ours, first), snapshot_reads(theirs, first)
+    assert sorted(mine) == sorted(their)
+    for key, rows in their.items():
+        assert mine[key].schema == rows.schema, key
+        assert_same_rows(mine[key], rows)
+    for lake in (ours, theirs):
+        for schema, table in live_tables(lake):
+            sql = f"SELECT * FROM {_name(schema, table)}"
+            expected = duckdb_reads(lake, sql)
+            assert_same_rows(ours_reads(lake, sql), expected)
+            assert_same_rows(ours_reads(lake, sql, native=False), expected)
