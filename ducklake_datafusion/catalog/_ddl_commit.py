@@ -24,7 +24,9 @@ from ._ddl_rows import (
     rename_table_rows,
     schema_members,
     schema_version_row,
+    table_columns,
 )
+from ._inlined_ddl import add_inlined_table
 from ._names import find_table, list_schemas
 from ._sql import live
 
@@ -110,12 +112,15 @@ def write_ddl(session, planned, table_ids: dict, snapshot: int, ids: dict, chang
             table_id = table_ids[action.table]
             alter_table_rows(session, plan, table_id, snapshot)
             schema_version_row(session, table_id, snapshot, version)
+            if plan[2] is not None:
+                add_inlined_table(session, table_id, version, plan[2])
             changes.altered[table_id] = None
         elif isinstance(action, RenameTable):
             table_id = table_ids[action.table]
             what = f"table {action.table.name}"
             rename_table_rows(session, table_id, action.new_name, snapshot, what)
             schema_version_row(session, table_id, snapshot, version)
+            add_inlined_table(session, table_id, version, table_columns(session, table_id))
             changes.created.append(
                 f"created_table:{_quoted(action.table.schema_name)}.{_quoted(action.new_name)}"
             )

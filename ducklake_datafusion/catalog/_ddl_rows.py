@@ -53,9 +53,12 @@ __all__ = [
     "rename_table_rows",
     "schema_members",
     "schema_version_row",
+    "table_columns",
 ]
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+# the changes after which DuckDB makes a new inlined-data table for the table
+_LAYOUT = (AddColumn, DropColumn, RenameColumn, SetColumnType)
 _COMPARED = (
     "column_order",
     "column_name",
@@ -148,6 +151,9 @@ class _Columns:
             self.new_rows(child_name, child, column_id, nested_add)
         return row
 
+    def top_level(self) -> list[tuple[str, ColumnType]]:
+        return [(r["column_name"], self.type_of(r)) for r in self.children(None)]
+
     def type_of(self, row: dict) -> ColumnType:
         fields = tuple((c["column_name"], self.type_of(c)) for c in self.children(row["column_id"]))
         return ColumnType(row["column_type"], fields)
@@ -155,8 +161,9 @@ class _Columns:
 
 def plan_alter(session, action: AlterTable, table_id: int, what: str):
     """``action``'s changes applied to the table's live columns: the ids of the rows to
-    end and the rows to begin (both empty: nothing changes, as ``IF [NOT] EXISTS`` may
-    make it)."""
+    end, the rows to begin (both empty: nothing changes, as ``IF [NOT] EXISTS`` may make
+    it), and, when a column was added, dropped, renamed or retyped, the table's columns
+    after (``(name, ColumnType)`` in order; else ``None``)."""
     columns = _Columns(session, table_id, what)
     for change in action.changes:
         _apply(session, columns, change, table_id, what)
@@ -168,12 +175,20 @@ def plan_alter(session, action: AlterTable, table_id: int, what: str):
             if now is not None:
                 begun.append(now)
     begun += [r for i, r in columns.rows.items() if i not in columns.before]
-    return tuple(ended), tuple(sorted(begun, key=lambda r: r["column_id"]))
+    layout = None
+    if (ended or begun) and any(isinstance(c, _LAYOUT) for c in action.changes):
+        layout = columns.top_level()
+    return tuple(ended), tuple(sorted(begun, key=lambda r: r["column_id"])), layout
+
+
+def table_columns(session, table_id: int) -> list[tuple[str, ColumnType]]:
+    """A table's live top-level columns and their types, in order."""
+    return _Columns(session, table_id, "").top_level()
 
 
 def alter_table_rows(session, planned, table_id: int, snapshot: int) -> None:
     """Write what :func:`plan_alter` planned."""
-    ended, begun = planned
+    ended, begun, _ = planned
     for column_id in ended:
         session.execute(
             "UPDATE ducklake_column SET end_snapshot = ? WHERE table_id = ? AND column_id = ? "

@@ -86,6 +86,7 @@ class WriteSession(SessionBase):
     """
 
     TEXT_KEEPS_NUL = False
+    DIALECT = ""
 
     def __init__(self, description: str) -> None:
         super().__init__({}, description)
@@ -124,6 +125,7 @@ def _never_lost(exc: BaseException) -> bool:
 
 
 class _DuckDBWriteSession(WriteSession):
+    DIALECT = "duckdb"  # the catalog database's SQL (an inlined-data table's column types)
     INTEGER_OF_TEXT = "TRY_CAST({0} AS BIGINT)"
     TEXT_KEEPS_NUL = True
 
@@ -209,6 +211,7 @@ def duckdb_writer(path: str, description: str, schema: str | None) -> Iterator[W
 
 
 class _SQLiteWriteSession(WriteSession):
+    DIALECT = "sqlite"  # the catalog database's SQL (an inlined-data table's column types)
     TABLES_SQL = "SELECT name FROM sqlite_master WHERE type = 'table'"
     COLUMNS_SQL = "SELECT name FROM pragma_table_info(?) ORDER BY cid"
     INTEGER_OF_TEXT = None
@@ -282,6 +285,7 @@ def sqlite_writer(path: str, description: str) -> Iterator[WriteSession]:
 
 
 class _PostgresWriteSession(WriteSession):
+    DIALECT = "postgres"  # the catalog database's SQL (an inlined-data table's column types)
     INTEGER_OF_TEXT = None
 
     def __init__(self, connection, description: str, read_sql) -> None:
@@ -365,6 +369,7 @@ def _mysql_connection_lost(exc: BaseException) -> bool:
 
 
 class _MySQLWriteSession(WriteSession):
+    DIALECT = "mysql"  # the catalog database's SQL (an inlined-data table's column types)
     INTEGER_OF_TEXT = None
 
     def __init__(self, connection, description: str, read_sql, translate_sql) -> None:

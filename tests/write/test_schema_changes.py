@@ -270,3 +270,55 @@ def test_a_session_sees_a_change_at_once(make_lake):
     # DuckDB reads the table before the drop (its files stay for that snapshot)
     read = duckdb_reads(lake, "SELECT * FROM lake.main.u", before)
     assert read.to_pylist() == [{"aa": 1, "b": "x"}]
+
+
+@pytest.mark.parametrize(
+    "spec", [LakeSpec("duckdb", "local"), LakeSpec("sqlite", "local")], ids=lambda s: s.id
+)
+def test_schema_changes_of_a_1_1_catalog(make_lake, spec):
+    """On a catalog migrated to DuckLake 1.1 (kept in its form): the same column rows and
+    inlined-data tables DuckDB writes on the 1.0 twin (the new one with 1.1's system
+    columns), and our reader reads what DuckDB reads of the twin."""
+    from support.lake_formats import migrated_copy
+    from test_alter_table import INLINED_SETUP, INLINED_STEPS
+
+    ours, theirs = twin_lakes(make_lake, spec, INLINED_SETUP, inline_limit=10)
+    metadata, schema = migrated_copy(ours.metadata, ours.metadata_schema)
+    args = {**ours.reader_args(), "metadata": metadata}
+    if schema is not None:
+        args["metadata_schema"] = schema
+    catalog = DuckLakeCatalog(**args)
+    ctx = SessionContext()
+    register(ctx, "lake", catalog)
+    for statement, call in INLINED_STEPS:
+        theirs.sql(statement)
+        if call is None:
+            ducklake_datafusion.sql(ctx, statement).collect()
+        else:
+            call(catalog)
+    theirs.detach()
+    expected = duckdb_reads(theirs, "SELECT * FROM lake.main.u")
+    assert_same_rows(ctx.sql("SELECT * FROM lake.main.u").to_arrow_table(), expected)
+    columns = (
+        "SELECT column_id, begin_snapshot, end_snapshot, table_id, column_order, column_name, "
+        "column_type, initial_default, default_value, nulls_allowed, parent_column "
+        "FROM {m}ducklake_column ORDER BY column_id, begin_snapshot, table_id"
+    )
+    inlined = "SELECT * FROM {m}ducklake_inlined_data_tables ORDER BY table_id, schema_version"
+    with catalog.backend.session() as session:
+        mine = [session.rows(q.format(m="")) for q in (columns, inlined)]
+        newest = mine[1][-1][1]
+        assert session.column_names(newest)[:3] == (
+            "_ducklake_row_id",
+            "_ducklake_begin_snapshot",
+            "_ducklake_end_snapshot",
+        )
+    catalog.close()
+    meta = "__ducklake_metadata_lake."
+    their = [
+        [tuple(r.values()) for r in duckdb_reads(theirs, q.format(m=meta)).to_pylist()]
+        for q in (columns, inlined)
+    ]
+    # (SQLite keeps nulls_allowed as an integer)
+    mine[0] = [(*r[:9], bool(r[9]), *r[10:]) for r in mine[0]]
+    assert mine == their
