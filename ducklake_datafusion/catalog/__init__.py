@@ -38,6 +38,7 @@ from ._ddl_actions import (
     SetColumnType,
     SetDefault,
     SetNotNull,
+    SetPartitioning,
 )
 from ._ddl_types import duckdb_type_name, parse_type
 from ._expire import (
@@ -155,6 +156,7 @@ __all__ = [
     "SetDefault",
     "SetDeleteFile",
     "SetNotNull",
+    "SetPartitioning",
     "SnapshotInfo",
     "SnapshotMoved",
     "SnapshotRecord",

@@ -52,7 +52,7 @@ from ._commit_rows import (
 from ._compaction import merge_file_rows, rewrite_file_rows
 from ._conflicts import AlreadyCommitted, check_requirements
 from ._ddl_actions import CreateSchema, DropSchema
-from ._ddl_commit import DDL_ACTIONS, plan_ddl, write_ddl
+from ._ddl_commit import DDL_ACTIONS, NEW_CATALOG_IDS, plan_ddl, write_ddl
 from ._delete_rows import add_delete_file_rows, end_data_files, end_inlined_rows
 from ._flush_rows import flush_rows
 from ._names import find_table, list_schemas
@@ -227,10 +227,10 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
         return latest_id  # IF [NOT] EXISTS left nothing to change: no snapshot, as DuckDB
     if planned and not created:
         schema_version += 1
-    schema_ids = {}
+    catalog_ids = {}
     for action, _ in planned:
-        if isinstance(action, CreateSchema):
-            schema_ids[action] = next_catalog_id
+        if isinstance(action, NEW_CATALOG_IDS):
+            catalog_ids[action] = next_catalog_id
             next_catalog_id += 1
     # ids of the new data files first, then of the delete files (DuckDB's order)
     data_file_id = next_file_id
@@ -328,7 +328,7 @@ def _commit_once(session, transaction: Transaction, description: str) -> int:
             data_file_id += len(action.files)
             if action.files:
                 changes.inserted[table_id] = None
-    ids = {"schema_version": schema_version, "schema_ids": schema_ids}
+    ids = {"schema_version": schema_version, "catalog_ids": catalog_ids}
     write_ddl(session, planned, table_ids, new_id, ids, changes)
     insert_row(
         session,

@@ -9,7 +9,8 @@ DuckDB 1.5.5 writes the same statement (``_ddl_rows``):
   :class:`DropColumn`, :class:`RenameColumn`, :class:`SetColumnType`, :class:`SetDefault`,
   :class:`DropDefault`, :class:`SetNotNull`, :class:`DropNotNull`), applied in order and
   written as one snapshot, as DuckDB writes several ``ALTER``s in one transaction.
-* :class:`RenameTable`, :class:`DropTable`, :class:`CreateSchema`, :class:`DropSchema`.
+* :class:`SetPartitioning` (``SET``/``RESET PARTITIONED BY``), :class:`RenameTable`,
+  :class:`DropTable`, :class:`CreateSchema`, :class:`DropSchema`.
 
 A column is named by its path of names (``("s", "x")``: field ``x`` of struct ``s``);
 names match case-insensitively, as DuckDB's. A type is a :class:`ColumnType` tree of
@@ -40,6 +41,7 @@ __all__ = [
     "SetColumnType",
     "SetDefault",
     "SetNotNull",
+    "SetPartitioning",
 ]
 
 NESTED_TYPES = ("struct", "list", "map")
@@ -160,6 +162,17 @@ class AlterTable:
 
     table: TableRef
     changes: tuple[ColumnChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetPartitioning:
+    """Partition ``table``'s files written from now on by ``keys``: ``(column id,
+    transform)`` each (``identity``, ``year``, ``bucket(8)``, ... as
+    ``ducklake_partition_column`` spells them), in key order; none: unpartitioned
+    (``RESET PARTITIONED BY``). Files written before keep their partitioning."""
+
+    table: TableRef
+    keys: tuple[tuple[int, str], ...]
 
 
 @dataclass(frozen=True, slots=True)

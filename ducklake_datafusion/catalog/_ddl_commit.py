@@ -13,26 +13,34 @@ from __future__ import annotations
 import uuid
 
 from ..errors import InvalidOptionError, TableExistsError, TableNotFoundError
-from ._ddl_actions import AlterTable, CreateSchema, DropSchema, DropTable, RenameTable
-from ._ddl_rows import (
-    alter_table_rows,
+from ._ddl_actions import (
+    AlterTable,
+    CreateSchema,
+    DropSchema,
+    DropTable,
+    RenameTable,
+    SetPartitioning,
+)
+from ._ddl_rows import alter_table_rows, plan_alter, schema_version_row, table_columns
+from ._ddl_table_rows import (
     create_schema_rows,
     drop_schema_row,
     drop_table_rows,
     drop_view_rows,
-    plan_alter,
+    live_partitioning,
+    partitioning_rows,
     rename_table_rows,
     schema_members,
-    schema_version_row,
-    table_columns,
 )
 from ._inlined_ddl import add_inlined_table
 from ._names import find_table, list_schemas
 from ._sql import live
 
-__all__ = ["DDL_ACTIONS", "plan_ddl", "write_ddl"]
+__all__ = ["DDL_ACTIONS", "NEW_CATALOG_IDS", "plan_ddl", "write_ddl"]
 
-DDL_ACTIONS = (AlterTable, RenameTable, DropTable, CreateSchema, DropSchema)
+DDL_ACTIONS = (AlterTable, SetPartitioning, RenameTable, DropTable, CreateSchema, DropSchema)
+# the actions that take an id of ``next_catalog_id``
+NEW_CATALOG_IDS = (CreateSchema, SetPartitioning)
 
 
 def plan_ddl(session, actions, table_ids: dict, latest: int, description: str) -> list:
@@ -50,6 +58,10 @@ def plan_ddl(session, actions, table_ids: dict, latest: int, description: str) -
             plan = plan_alter(session, action, table_ids[action.table], what)
             if plan[0] or plan[1]:
                 planned.append((action, plan))
+        elif isinstance(action, SetPartitioning):
+            live = live_partitioning(session, table_ids[action.table])
+            if live is None or live[1] != tuple(action.keys):
+                planned.append((action, None if live is None else live[0]))
         elif isinstance(action, RenameTable):
             _check_new_name(session, action, schemas, latest, description)
             planned.append((action, None))
@@ -104,7 +116,8 @@ def _check_new_name(session, action: RenameTable, schemas, latest: int, descript
 
 def write_ddl(session, planned, table_ids: dict, snapshot: int, ids: dict, changes) -> None:
     """Write each planned change at ``snapshot``; ``ids``: ``schema_version`` (the
-    snapshot's) and ``schema_ids`` (a created schema's id by its action); ``changes``:
+    snapshot's) and ``catalog_ids`` (a created schema's or partitioning's id by its
+    action); ``changes``:
     the commit's ``changes_made`` as it accumulates."""
     version = ids["schema_version"]
     for action, plan in planned:
@@ -114,6 +127,13 @@ def write_ddl(session, planned, table_ids: dict, snapshot: int, ids: dict, chang
             schema_version_row(session, table_id, snapshot, version)
             if plan[2] is not None:
                 add_inlined_table(session, table_id, version, plan[2])
+            changes.altered[table_id] = None
+        elif isinstance(action, SetPartitioning):
+            table_id = table_ids[action.table]
+            partition_id = ids["catalog_ids"][action]
+            partitioning_rows(session, table_id, plan, partition_id, action.keys, snapshot)
+            schema_version_row(session, table_id, snapshot, version)
+            add_inlined_table(session, table_id, version, table_columns(session, table_id))
             changes.altered[table_id] = None
         elif isinstance(action, RenameTable):
             table_id = table_ids[action.table]
@@ -129,7 +149,7 @@ def write_ddl(session, planned, table_ids: dict, snapshot: int, ids: dict, chang
             drop_table_rows(session, table_id, snapshot)
             changes.dropped_tables[table_id] = None
         elif isinstance(action, CreateSchema):
-            schema_id = ids["schema_ids"][action]
+            schema_id = ids["catalog_ids"][action]
             create_schema_rows(session, action.name, schema_id, snapshot, plan)
             changes.created_schemas.append(f"created_schema:{_quoted(action.name)}")
         elif isinstance(action, DropSchema):

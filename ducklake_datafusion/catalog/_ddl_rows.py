@@ -15,16 +15,11 @@ the quirks measured on its catalogs (kept, so that its twin lake's rows are ours
   get ``nulls_allowed`` false;
 * a renamed top-level struct, list or map gets ``default_value_type`` ``literal``.
 
-A table change writes a ``ducklake_schema_versions`` row; a rename ends the table's row
-and begins one of the new name (id, uuid and directory kept); a drop ends the table's
-rows, columns, files, delete files, partitioning and tags. Schemas are a
-``ducklake_schema`` row begun or ended.
+A table change writes a ``ducklake_schema_versions`` row. The rows of a table's or a
+schema's own changes are ``_ddl_table_rows``'.
 """
 
 from __future__ import annotations
-
-import re
-import uuid
 
 from ..errors import InvalidOptionError, TableExistsError, TableNotFoundError
 from ._commit_rows import columns_of, insert_row
@@ -41,22 +36,10 @@ from ._ddl_actions import (
     SetNotNull,
 )
 from ._ddl_types import check_widening, duckdb_type_name, evaluate_default
-from ._sql import as_bool, live
+from ._sql import as_bool
 
-__all__ = [
-    "alter_table_rows",
-    "create_schema_rows",
-    "drop_schema_row",
-    "drop_table_rows",
-    "drop_view_rows",
-    "plan_alter",
-    "rename_table_rows",
-    "schema_members",
-    "schema_version_row",
-    "table_columns",
-]
+__all__ = ["alter_table_rows", "plan_alter", "schema_version_row", "table_columns"]
 
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 # the changes after which DuckDB makes a new inlined-data table for the table
 _LAYOUT = (AddColumn, DropColumn, RenameColumn, SetColumnType)
 _COMPARED = (
@@ -356,102 +339,3 @@ def schema_version_row(session, table_id: int, snapshot: int, schema_version: in
             "ducklake_schema_versions",
             {"begin_snapshot": snapshot, "schema_version": schema_version, "table_id": table_id},
         )
-
-
-def rename_table_rows(session, table_id: int, new_name: str, snapshot: int, what: str) -> None:
-    """End the table's row and begin one of the new name (id, uuid, directory kept)."""
-    names = [c for c in columns_of(session, "ducklake_table") if c != "end_snapshot"]
-    rows = session.rows(
-        f"SELECT {', '.join(names)} FROM ducklake_table WHERE table_id = ? AND "
-        "end_snapshot IS NULL",
-        [table_id],
-    )
-    if not rows:
-        raise TableNotFoundError(f"{what} does not exist (dropped meanwhile?)")
-    row = dict(zip(names, rows[0], strict=True))
-    session.execute(
-        "UPDATE ducklake_table SET end_snapshot = ? WHERE table_id = ? AND end_snapshot IS NULL",
-        [snapshot, table_id],
-    )
-    insert_row(
-        session,
-        "ducklake_table",
-        {**row, "begin_snapshot": snapshot, "end_snapshot": None, "table_name": new_name},
-    )
-
-
-# what a dropped table's rows are in: every live one of them ends
-_TABLE_ROWS = (
-    "ducklake_table",
-    "ducklake_column",
-    "ducklake_data_file",
-    "ducklake_delete_file",
-    "ducklake_partition_info",
-    "ducklake_column_tag",
-)
-
-
-def drop_table_rows(session, table_id: int, snapshot: int) -> None:
-    for name in _TABLE_ROWS:
-        if session.has_table(name):
-            session.execute(
-                f"UPDATE {name} SET end_snapshot = ? WHERE table_id = ? AND end_snapshot IS NULL",
-                [snapshot, table_id],
-            )
-    session.execute(
-        "UPDATE ducklake_tag SET end_snapshot = ? WHERE object_id = ? AND end_snapshot IS NULL",
-        [snapshot, table_id],
-    )
-
-
-def drop_view_rows(session, view_id: int, snapshot: int) -> None:
-    session.execute(
-        "UPDATE ducklake_view SET end_snapshot = ? WHERE view_id = ? AND end_snapshot IS NULL",
-        [snapshot, view_id],
-    )
-    session.execute(
-        "UPDATE ducklake_tag SET end_snapshot = ? WHERE object_id = ? AND end_snapshot IS NULL",
-        [snapshot, view_id],
-    )
-
-
-def create_schema_rows(
-    session, name: str, schema_id: int, snapshot: int, schema_uuid: uuid.UUID
-) -> None:
-    """A schema's row: its directory is its name where that is a plain one, else its uuid
-    (as DuckDB names them)."""
-    insert_row(
-        session,
-        "ducklake_schema",
-        {
-            "schema_id": schema_id,
-            "schema_uuid": session.adapt(schema_uuid),
-            "begin_snapshot": snapshot,
-            "end_snapshot": None,
-            "schema_name": name,
-            "path": f"{name}/" if _PLAIN_NAME.match(name) else f"{schema_uuid}/",
-            "path_is_relative": True,
-        },
-    )
-
-
-def schema_members(session, schema_id: int, snapshot: int) -> tuple[list[int], list[int]]:
-    """The ids of the tables and of the views live in a schema."""
-    tables = session.rows(
-        f"SELECT table_id FROM ducklake_table WHERE schema_id = ? AND {live()} ORDER BY table_id",
-        [schema_id, snapshot, snapshot],
-    )
-    views = []
-    if session.has_table("ducklake_view"):
-        views = session.rows(
-            f"SELECT view_id FROM ducklake_view WHERE schema_id = ? AND {live()} ORDER BY view_id",
-            [schema_id, snapshot, snapshot],
-        )
-    return [int(r[0]) for r in tables], [int(r[0]) for r in views]
-
-
-def drop_schema_row(session, schema_id: int, snapshot: int) -> None:
-    session.execute(
-        "UPDATE ducklake_schema SET end_snapshot = ? WHERE schema_id = ? AND end_snapshot IS NULL",
-        [snapshot, schema_id],
-    )

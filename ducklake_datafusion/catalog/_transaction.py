@@ -19,7 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._commit_request import CommitOptions, NewDataFile, NewTable
-from ._ddl_actions import AlterTable, CreateSchema, DropSchema, DropTable, RenameTable
+from ._ddl_actions import (
+    AlterTable,
+    CreateSchema,
+    DropSchema,
+    DropTable,
+    RenameTable,
+    SetPartitioning,
+)
 from ._table_ref import TableRef
 
 __all__ = [
@@ -244,6 +251,7 @@ Action = (
     | RewriteFiles
     | FlushInlined
     | AlterTable
+    | SetPartitioning
     | RenameTable
     | DropTable
     | CreateSchema

@@ -2,7 +2,7 @@
 
 ``lake.add_column("orders", "discount", "DECIMAL(9,2)", default=0)``, ``drop_column``,
 ``rename_column``, ``alter_column_type``, ``set_default``/``drop_default``,
-``set_not_null``, ``rename_table``, ``drop_table``, ``create_schema``, ``drop_schema``;
+``set_not_null``, ``set_partitioned_by``, ``rename_table``, ``drop_table``, ``create_schema``, ``drop_schema``;
 ``alter_table`` takes several of the core's change values (``catalog.AddColumn``, ...)
 for one snapshot. Each is a call into the engine-neutral ``write`` functions, which
 DataFusion's SQL (``_ddl_sql``) calls as well.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import math
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -44,6 +45,7 @@ from ..write import (
     drop_schema,
     drop_table,
     rename_table,
+    set_partitioned_by,
 )
 from ._table_names import split_table_name
 
@@ -180,6 +182,14 @@ class DdlMethods:
         """Mark ``column`` NOT NULL (or, with ``not_null=False``, nullable again)."""
         change = SetNotNull(_path(column)) if not_null else DropNotNull(_path(column))
         return self.alter_table(table, change, **commit)
+
+    def set_partitioned_by(self, table: str, keys: Sequence[str], **commit) -> int:
+        """Partition the files written to ``table`` from now on by ``keys``
+        (``["region", "year(day)", "bucket(8, id)"]``; ``[]``: unpartitioned, DuckDB's
+        ``RESET PARTITIONED BY``). Files written before keep their partitioning."""
+        schema, name = split_table_name(table)
+        options = _options(commit)
+        return set_partitioned_by(self.lake, schema, name, keys, options=options)
 
     def rename_table(self, table: str, new_name: str, **commit) -> int:
         """Rename ``table`` ("schema.table" or "table") to ``new_name``, same schema."""

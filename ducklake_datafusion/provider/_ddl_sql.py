@@ -8,8 +8,8 @@ none of them for a foreign catalog except ``CREATE``/``DROP SCHEMA`` and ``DROP 
 (which ``DuckLakeCatalog``'s hooks make too), so the statement is read here: lexically,
 its keywords found outside quotes and parentheses; a type is read by DuckDB's own
 parser (``catalog.parse_type``), a default by DuckDB's as well, so every spelling DuckDB
-takes is taken. What DuckDB's ``ALTER TABLE`` does that this package does not (``SET
-PARTITIONED BY``, ``SET SORTED BY``, ``USING`` expressions) is refused by name.
+takes is taken. What DuckDB's ``ALTER TABLE`` does that this package does not (``SET SORTED
+BY``, ``USING`` expressions) is refused by name.
 
 The result is one row: the snapshot the change committed (the latest one, when ``IF
 [NOT] EXISTS`` left nothing to do).
@@ -34,8 +34,15 @@ from ..catalog import (
     parse_type,
 )
 from ..errors import InvalidOptionError, UnsupportedFeatureError
-from ..write import alter_table, create_schema, drop_schema, drop_table, rename_table
-from ._sql_text import IDENT, keyword_at, split_name, unquote
+from ..write import (
+    alter_table,
+    create_schema,
+    drop_schema,
+    drop_table,
+    rename_table,
+    set_partitioned_by,
+)
+from ._sql_text import IDENT, keyword_at, split_commas, split_name, unquote
 
 __all__ = ["is_schema_change", "run_ddl"]
 
@@ -116,6 +123,12 @@ def _alter(lake, name, rest: str, text: str, options: CommitOptions) -> int:
     match = re.match(r"RENAME\s+TO\s+(" + IDENT + r")\s*$", rest, re.IGNORECASE)
     if match:
         return rename_table(lake, schema, table, unquote(match.group(1)), options=options)
+    if re.fullmatch(r"RESET\s+PARTITIONED\s+BY", rest, re.IGNORECASE):
+        return set_partitioned_by(lake, schema, table, [], options=options)
+    match = re.fullmatch(r"SET\s+PARTITIONED\s+BY\s*\((.*)\)", rest, re.IGNORECASE | re.DOTALL)
+    if match:
+        keys = [k.strip() for k in split_commas(match.group(1))]
+        return set_partitioned_by(lake, schema, table, keys, options=options)
     change = _column_change(rest, text)
     return alter_table(lake, schema, table, [change], options=options)
 
@@ -125,9 +138,9 @@ def _column_change(rest: str, text: str):
     match = re.match(r"(ADD|DROP|RENAME|ALTER)\b(\s+COLUMN\b)?\s*", rest, re.IGNORECASE)
     if match is None:
         raise UnsupportedFeatureError(
-            f"ALTER TABLE ... {rest.split()[0] if rest else ''} is not a change this package "
-            f"makes (it makes ADD/DROP/RENAME/ALTER COLUMN and RENAME TO; {text!r}); make it "
-            "in DuckDB"
+            f"ALTER TABLE ... {' '.join(rest.split()[:2])} is not a change this package "
+            "makes (it makes ADD/DROP/RENAME/ALTER COLUMN, RENAME TO and SET/RESET "
+            f"PARTITIONED BY; {text!r}); make it in DuckDB"
         )
     verb, body = match.group(1).upper(), rest[match.end() :]
     if verb == "ADD":

@@ -45,7 +45,14 @@ from ._plan import (
     require_writable,
 )
 from ._row_changes import ChangeResult, TableChange, commit_changes
-from ._schema_changes import alter_table, create_schema, drop_schema, drop_table, rename_table
+from ._schema_changes import (
+    alter_table,
+    create_schema,
+    drop_schema,
+    drop_table,
+    rename_table,
+    set_partitioned_by,
+)
 from ._types import columns_for_schema, conform, file_schema
 
 __all__ = [
@@ -83,6 +90,7 @@ __all__ = [
     "read_partition_spec",
     "rename_table",
     "require_writable",
+    "set_partitioned_by",
     "split_partitions",
     "write_delete_file",
 ]

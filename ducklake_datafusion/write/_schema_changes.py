@@ -22,18 +22,28 @@ from ..catalog import (
     DropSchema,
     DropTable,
     RenameTable,
+    SetPartitioning,
     TableRef,
     TableUnchanged,
     Transaction,
+    build_column_tree,
     commit,
     metadata,
 )
 from ..errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
 from ..scan import Lake, require_table
 from ._files import uuid7
+from ._partitions import partition_keys
 from ._plan import require_writable
 
-__all__ = ["alter_table", "create_schema", "drop_schema", "drop_table", "rename_table"]
+__all__ = [
+    "alter_table",
+    "create_schema",
+    "drop_schema",
+    "drop_table",
+    "rename_table",
+    "set_partitioned_by",
+]
 
 
 def alter_table(
@@ -58,6 +68,26 @@ def alter_table(
         raise InvalidOptionError(f"table {schema}.{table}: no change to make")
     ref, base = _table_ref(lake, schema, table, "ALTER TABLE")
     return _commit(lake, base, AlterTable(ref, changes), ref, options)
+
+
+def set_partitioned_by(
+    lake: Lake,
+    schema: str,
+    table: str,
+    keys: Sequence[str],
+    *,
+    options: CommitOptions | None = None,
+) -> int:
+    """Partition the files written to ``schema.table`` from now on by ``keys`` (DuckDB's
+    ``SET PARTITIONED BY`` spelling: ``["region", "year(day)", "bucket(8, id)"]``; none:
+    ``RESET PARTITIONED BY``); the snapshot id (the latest one when the keys are the
+    table's already)."""
+    ref, base = _table_ref(lake, schema, table, "ALTER TABLE ... SET PARTITIONED BY")
+    with lake.backend.session() as session:
+        columns = build_column_tree(metadata.read_columns(session, ref.table_id, base))
+    found = partition_keys(list(keys), columns, ref.name) if keys else ()
+    action = SetPartitioning(ref, tuple((k.column_id, k.transform) for k in found))
+    return _commit(lake, base, action, ref, options)
 
 
 def rename_table(

@@ -4,7 +4,7 @@ Each case builds two lakes with the same DuckDB statements (a table with a struc
 a float, a decimal, rows in two files and a delete file; a partitioned table; a view; a
 second schema), makes a change through our Python API or our DataFusion SQL route on one
 and runs DuckDB's statement on the other, then checks (``support.ddl_twins``): the catalog
-rows equal DuckDB's (``ducklake_column`` rows ended and begun, ``ducklake_table``,
+rows equal DuckDB's (``ducklake_column`` rows ended and begun, ``ducklake_table``, partitionings,
 ``ducklake_schema``, ``ducklake_schema_versions``, the snapshot's ``schema_version`` and
 ``next_catalog_id``, ``changes_made``, partitioning, views, files, tags, statistics; uuids
 and file paths aside), DuckDB reads every table at every snapshot the same on both (the
@@ -168,6 +168,19 @@ CASES = {
         _sql("ALTER TABLE lake.main.t DROP COLUMN IF EXISTS nope"),
     ],
     "partitioned_table": [_sql("ALTER TABLE lake.main.k ADD COLUMN w DOUBLE DEFAULT 1")],
+    "partitioning": [
+        _sql("ALTER TABLE lake.main.t SET PARTITIONED BY (p)"),
+        _py(
+            "ALTER TABLE lake.main.t SET PARTITIONED BY (p, bucket(4, id))",
+            lambda lake: lake.set_partitioned_by("t", ["p", "bucket(4, id)"]),
+        ),
+        _sql("ALTER TABLE lake.main.t SET PARTITIONED BY (p, bucket(4, id))"),  # no change
+        _sql("ALTER TABLE lake.main.k RESET PARTITIONED BY"),
+        _py(
+            "ALTER TABLE lake.main.k RESET PARTITIONED BY",
+            lambda lake: lake.set_partitioned_by("k", []),
+        ),
+    ],
 }
 # the table DuckDB and we write to after the change (None: none)
 WRITTEN = {"partitioned_table": "main.k"}
@@ -273,6 +286,7 @@ INLINED_STEPS = [
     _sql("ALTER TABLE lake.main.t ALTER COLUMN label SET DEFAULT 'x'"),
     _sql("ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE"),
     _sql("ALTER TABLE lake.main.t DROP COLUMN s"),
+    _sql("ALTER TABLE lake.main.t SET PARTITIONED BY (label)"),
     _sql("ALTER TABLE lake.main.t RENAME TO u"),
 ]
 

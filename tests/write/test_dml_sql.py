@@ -69,7 +69,7 @@ def test_the_session_s_own_tables_and_other_statements(make_lake):
     # schema changes this package does not make: a typed error naming the clause, never
     # "doesn't exist" (the ones it makes: test_alter_table, test_schema_changes)
     for ddl, named in [
-        ("ALTER TABLE lake.main.t SET PARTITIONED BY (grp)", "ALTER TABLE ... SET"),
+        ("ALTER TABLE lake.main.t SET SORTED BY (id)", "ALTER TABLE ... SET SORTED"),
         ("ALTER TABLE lake.main.t ALTER COLUMN v TYPE BIGINT USING v::BIGINT", "USING"),
     ]:
         with pytest.raises(UnsupportedFeatureError, match=named):

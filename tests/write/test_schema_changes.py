@@ -77,6 +77,7 @@ REFUSED = [
     ("ALTER TABLE lake.main.t ADD COLUMN id.z INTEGER", InvalidOptionError, "structs only"),
     ("ALTER TABLE lake.main.t ALTER COLUMN name SET NOT NULL", InvalidOptionError, "NULL"),
     ("ALTER TABLE lake.main.t ALTER COLUMN id DROP NOT NULL", InvalidOptionError, "allows NULL"),
+    ("ALTER TABLE lake.main.t SET PARTITIONED BY (nope)", InvalidOptionError, "nope"),
     ("DROP TABLE lake.main.nope", TableNotFoundError, "main.nope"),
     ("DROP SCHEMA lake.other", InvalidOptionError, "not empty"),
     ("DROP SCHEMA lake.nope", TableNotFoundError, "'nope'"),
@@ -127,7 +128,7 @@ def test_refused_as_duckdb_refuses(refusal_twins, statement, error, named):
     assert ddl_catalog(ours) == before == ddl_catalog(theirs)
 
 
-def test_a_widening_duckdb_makes_but_we_do_not_is_refused_by_name(refusal_twins):
+def test_changes_duckdb_makes_but_we_do_not_are_refused_by_name(refusal_twins):
     ours, _ = refusal_twins
     before = ddl_catalog(ours)
     catalog, _ = _session(ours)
@@ -135,6 +136,11 @@ def test_a_widening_duckdb_makes_but_we_do_not_is_refused_by_name(refusal_twins)
         catalog.alter_column_type("t", "id", "FLOAT")
     with pytest.raises(UnsupportedFeatureError, match="DATE to TIMESTAMP"):
         check_widening("date", "timestamp", "column d")
+    # DuckDB partitions by these; this package's writers could not split rows by them
+    with pytest.raises(InvalidOptionError, match="year"):
+        catalog.set_partitioned_by("t", ["year(id)"])
+    with pytest.raises(UnsupportedFeatureError, match="nested"):
+        catalog.set_partitioned_by("t", ["s"])
     catalog.close()
     assert ddl_catalog(ours) == before
 
