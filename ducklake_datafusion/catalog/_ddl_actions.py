@@ -9,7 +9,8 @@ DuckDB 1.5.5 writes the same statement (``_ddl_rows``):
   :class:`DropColumn`, :class:`RenameColumn`, :class:`SetColumnType`, :class:`SetDefault`,
   :class:`DropDefault`, :class:`SetNotNull`, :class:`DropNotNull`), applied in order and
   written as one snapshot, as DuckDB writes several ``ALTER``s in one transaction.
-* :class:`SetPartitioning` (``SET``/``RESET PARTITIONED BY``), :class:`RenameTable`,
+* :class:`SetPartitioning` (``SET``/``RESET PARTITIONED BY``), :class:`SetComment`,
+  :class:`RenameTable`,
   :class:`DropTable`, :class:`CreateSchema`, :class:`DropSchema`.
 
 A column is named by its path of names (``("s", "x")``: field ``x`` of struct ``s``);
@@ -39,6 +40,7 @@ __all__ = [
     "RenameColumn",
     "RenameTable",
     "SetColumnType",
+    "SetComment",
     "SetDefault",
     "SetNotNull",
     "SetPartitioning",
@@ -173,6 +175,16 @@ class SetPartitioning:
 
     table: TableRef
     keys: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetComment:
+    """``table``'s comment (``column``: a top-level column's) becomes ``comment`` (``None``:
+    none), as DuckDB's ``COMMENT ON TABLE``/``COLUMN`` records it (a ``comment`` tag)."""
+
+    table: TableRef
+    comment: str | None
+    column: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,18 @@ from ._ddl_actions import (
     DropSchema,
     DropTable,
     RenameTable,
+    SetComment,
     SetPartitioning,
 )
-from ._ddl_rows import alter_table_rows, plan_alter, schema_version_row, table_columns
+from ._ddl_rows import (
+    alter_table_rows,
+    column_id_at,
+    plan_alter,
+    schema_version_row,
+    table_columns,
+)
 from ._ddl_table_rows import (
+    comment_rows,
     create_schema_rows,
     drop_schema_row,
     drop_table_rows,
@@ -38,7 +46,15 @@ from ._sql import live
 
 __all__ = ["DDL_ACTIONS", "NEW_CATALOG_IDS", "plan_ddl", "write_ddl"]
 
-DDL_ACTIONS = (AlterTable, SetPartitioning, RenameTable, DropTable, CreateSchema, DropSchema)
+DDL_ACTIONS = (
+    AlterTable,
+    SetPartitioning,
+    SetComment,
+    RenameTable,
+    DropTable,
+    CreateSchema,
+    DropSchema,
+)
 # the actions that take an id of ``next_catalog_id``
 NEW_CATALOG_IDS = (CreateSchema, SetPartitioning)
 
@@ -62,6 +78,17 @@ def plan_ddl(session, actions, table_ids: dict, latest: int, description: str) -
             live = live_partitioning(session, table_ids[action.table])
             if live is None or live[1] != tuple(action.keys):
                 planned.append((action, None if live is None else live[0]))
+        elif isinstance(action, SetComment):
+            column_id = None
+            if action.column is not None:
+                if len(action.column) != 1:
+                    raise InvalidOptionError(
+                        f"{description}: a comment is set on a table or a top-level column, "
+                        f"not on {'.'.join(action.column)!r} (as DuckDB's COMMENT ON COLUMN)"
+                    )
+                what = f"{description}: table {action.table.name}"
+                column_id = column_id_at(session, table_ids[action.table], action.column, what)
+            planned.append((action, column_id))
         elif isinstance(action, RenameTable):
             _check_new_name(session, action, schemas, latest, description)
             planned.append((action, None))
@@ -134,6 +161,10 @@ def write_ddl(session, planned, table_ids: dict, snapshot: int, ids: dict, chang
             partitioning_rows(session, table_id, plan, partition_id, action.keys, snapshot)
             schema_version_row(session, table_id, snapshot, version)
             add_inlined_table(session, table_id, version, table_columns(session, table_id))
+            changes.altered[table_id] = None
+        elif isinstance(action, SetComment):
+            table_id = table_ids[action.table]
+            comment_rows(session, table_id, plan, action.comment, snapshot)
             changes.altered[table_id] = None
         elif isinstance(action, RenameTable):
             table_id = table_ids[action.table]

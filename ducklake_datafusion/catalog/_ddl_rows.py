@@ -38,7 +38,7 @@ from ._ddl_actions import (
 from ._ddl_types import check_widening, duckdb_type_name, evaluate_default
 from ._sql import as_bool
 
-__all__ = ["alter_table_rows", "plan_alter", "schema_version_row", "table_columns"]
+__all__ = ["alter_table_rows", "column_id_at", "plan_alter", "schema_version_row", "table_columns"]
 
 # the changes after which DuckDB makes a new inlined-data table for the table
 _LAYOUT = (AddColumn, DropColumn, RenameColumn, SetColumnType)
@@ -162,6 +162,15 @@ def plan_alter(session, action: AlterTable, table_id: int, what: str):
     if (ended or begun) and any(isinstance(c, _LAYOUT) for c in action.changes):
         layout = columns.top_level()
     return tuple(ended), tuple(sorted(begun, key=lambda r: r["column_id"])), layout
+
+
+def column_id_at(session, table_id: int, path: tuple[str, ...], what: str) -> int:
+    """The id of the live column at ``path`` (names case-insensitive).
+
+    Raises:
+        TableNotFoundError: no such column (the table's named).
+    """
+    return _Columns(session, table_id, what).find(tuple(path))["column_id"]
 
 
 def table_columns(session, table_id: int) -> list[tuple[str, ColumnType]]:

@@ -17,6 +17,7 @@ from ._commit_rows import columns_of, insert_row
 from ._sql import live
 
 __all__ = [
+    "comment_rows",
     "create_schema_rows",
     "drop_schema_row",
     "drop_table_rows",
@@ -179,3 +180,26 @@ def partitioning_rows(session, table_id, ended, partition_id, keys, snapshot) ->
                 "transform": transform,
             },
         )
+
+
+def comment_rows(session, table_id: int, column_id: int | None, comment, snapshot: int) -> None:
+    """End the live ``comment`` tag of the table (or of its column) and begin one with
+    ``comment`` (NULL too, as DuckDB's ``COMMENT ... IS NULL`` records it)."""
+    if column_id is None:
+        session.execute(
+            "UPDATE ducklake_tag SET end_snapshot = ? WHERE object_id = ? AND key = 'comment' "
+            "AND end_snapshot IS NULL",
+            [snapshot, table_id],
+        )
+        row = {"object_id": table_id}
+        table = "ducklake_tag"
+    else:
+        session.execute(
+            "UPDATE ducklake_column_tag SET end_snapshot = ? WHERE table_id = ? AND "
+            "column_id = ? AND key = 'comment' AND end_snapshot IS NULL",
+            [snapshot, table_id, column_id],
+        )
+        row = {"table_id": table_id, "column_id": column_id}
+        table = "ducklake_column_tag"
+    row |= {"begin_snapshot": snapshot, "end_snapshot": None, "key": "comment", "value": comment}
+    insert_row(session, table, row)

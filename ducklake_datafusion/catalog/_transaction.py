@@ -25,6 +25,7 @@ from ._ddl_actions import (
     DropSchema,
     DropTable,
     RenameTable,
+    SetComment,
     SetPartitioning,
 )
 from ._table_ref import TableRef
@@ -252,6 +253,7 @@ Action = (
     | FlushInlined
     | AlterTable
     | SetPartitioning
+    | SetComment
     | RenameTable
     | DropTable
     | CreateSchema

@@ -2,7 +2,7 @@
 
 ``lake.add_column("orders", "discount", "DECIMAL(9,2)", default=0)``, ``drop_column``,
 ``rename_column``, ``alter_column_type``, ``set_default``/``drop_default``,
-``set_not_null``, ``set_partitioned_by``, ``rename_table``, ``drop_table``, ``create_schema``, ``drop_schema``;
+``set_not_null``, ``set_partitioned_by``, ``set_comment``, ``rename_table``, ``drop_table``, ``create_schema``, ``drop_schema``;
 ``alter_table`` takes several of the core's change values (``catalog.AddColumn``, ...)
 for one snapshot. Each is a call into the engine-neutral ``write`` functions, which
 DataFusion's SQL (``_ddl_sql``) calls as well.
@@ -45,6 +45,7 @@ from ..write import (
     drop_schema,
     drop_table,
     rename_table,
+    set_comment,
     set_partitioned_by,
 )
 from ._table_names import split_table_name
@@ -190,6 +191,14 @@ class DdlMethods:
         schema, name = split_table_name(table)
         options = _options(commit)
         return set_partitioned_by(self.lake, schema, name, keys, options=options)
+
+    def set_comment(self, table: str, comment: str | None, *, column=None, **commit) -> int:
+        """Set (``None``: clear) the comment of ``table`` or of its top-level ``column``
+        (DuckDB's ``COMMENT ON``; read back by ``column_comments``)."""
+        schema, name = split_table_name(table)
+        path = None if column is None else _path(column)
+        options = _options(commit)
+        return set_comment(self.lake, schema, name, comment, column=path, options=options)
 
     def rename_table(self, table: str, new_name: str, **commit) -> int:
         """Rename ``table`` ("schema.table" or "table") to ``new_name``, same schema."""

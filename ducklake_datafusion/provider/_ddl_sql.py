@@ -1,5 +1,5 @@
-"""``ALTER TABLE``, ``DROP TABLE``, ``CREATE SCHEMA``, ``DROP SCHEMA`` of a registered lake,
-from SQL text, as DuckDB spells them.
+"""``ALTER TABLE``, ``DROP TABLE``, ``CREATE SCHEMA``, ``DROP SCHEMA``, ``COMMENT ON`` of a
+registered lake, from SQL text, as DuckDB spells them.
 
 ``ducklake_datafusion.sql(ctx, text)`` sends a schema change of a lake registered in the
 session here (a table named ``lake.schema.table``, a schema ``lake.schema``); any other
@@ -40,6 +40,7 @@ from ..write import (
     drop_schema,
     drop_table,
     rename_table,
+    set_comment,
     set_partitioned_by,
 )
 from ._sql_text import IDENT, keyword_at, split_commas, split_name, unquote
@@ -55,9 +56,34 @@ _NAME = re.compile(rf"\s*({IDENT}(?:\s*\.\s*{IDENT})*)")
 _CONSTRAINTS = {"not", "null", "primary", "unique", "check", "references", "collate"}
 
 
+_COMMENT = re.compile(
+    rf"\s*COMMENT\s+ON\s+(TABLE|COLUMN)\s+({IDENT}(?:\s*\.\s*{IDENT})*)\s+IS\s+"
+    r"('(?:[^']|'')*'|NULL)\s*;?\s*$",
+    re.IGNORECASE,
+)
+
+
 def is_schema_change(text: str) -> bool:
     """Whether ``text`` starts as a statement this module makes (of any catalog)."""
-    return _HEAD.match(text) is not None
+    return _HEAD.match(text) is not None or _COMMENT.match(text) is not None
+
+
+def _comment(ctx, text: str, lakes: dict, options: CommitOptions):
+    """``COMMENT ON TABLE lake.s.t`` / ``COLUMN lake.s.t.c IS '...'|NULL``, or ``None``."""
+    match = _COMMENT.match(text)
+    if match is None:
+        return None
+    parts = split_name(match.group(2))
+    column = match.group(1).upper() == "COLUMN"
+    wanted = 4 if column else 3
+    if len(parts) != wanted or parts[0] not in lakes:
+        return None
+    value = match.group(3)
+    comment = None if value.upper() == "NULL" else value[1:-1].replace("''", "'")
+    lake = lakes[parts[0]].lake
+    path = (parts[3],) if column else None
+    snapshot = set_comment(lake, parts[1], parts[2], comment, column=path, options=options)
+    return _result(ctx, snapshot)
 
 
 def _target(lakes: dict, text: str):
@@ -79,6 +105,8 @@ def _target(lakes: dict, text: str):
 def run_ddl(ctx, text: str, lakes: dict, **commit_options):
     """Make the schema change ``text`` names, or return ``None`` when it names no lake of
     ``lakes`` (DataFusion runs it then)."""
+    if _COMMENT.match(text):
+        return _comment(ctx, text, lakes, CommitOptions(**commit_options))
     target = _target(lakes, text)
     if target is None:
         return None

@@ -51,6 +51,7 @@ from ._schema_changes import (
     drop_schema,
     drop_table,
     rename_table,
+    set_comment,
     set_partitioned_by,
 )
 from ._types import columns_for_schema, conform, file_schema
@@ -90,6 +91,7 @@ __all__ = [
     "read_partition_spec",
     "rename_table",
     "require_writable",
+    "set_comment",
     "set_partitioned_by",
     "split_partitions",
     "write_delete_file",

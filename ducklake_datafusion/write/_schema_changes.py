@@ -22,6 +22,7 @@ from ..catalog import (
     DropSchema,
     DropTable,
     RenameTable,
+    SetComment,
     SetPartitioning,
     TableRef,
     TableUnchanged,
@@ -42,6 +43,7 @@ __all__ = [
     "drop_schema",
     "drop_table",
     "rename_table",
+    "set_comment",
     "set_partitioned_by",
 ]
 
@@ -88,6 +90,24 @@ def set_partitioned_by(
     found = partition_keys(list(keys), columns, ref.name) if keys else ()
     action = SetPartitioning(ref, tuple((k.column_id, k.transform) for k in found))
     return _commit(lake, base, action, ref, options)
+
+
+def set_comment(
+    lake: Lake,
+    schema: str,
+    table: str,
+    comment: str | None,
+    *,
+    column: Sequence[str] | None = None,
+    options: CommitOptions | None = None,
+) -> int:
+    """Set (``None``: clear) the comment of ``schema.table`` or of its ``column`` (a
+    path of one name), as DuckDB's ``COMMENT ON``; the snapshot id."""
+    if comment is not None and not isinstance(comment, str):
+        raise InvalidOptionError(f"a comment is text or None, got {comment!r}")
+    ref, base = _table_ref(lake, schema, table, "COMMENT ON")
+    path = None if column is None else tuple(column)
+    return _commit(lake, base, SetComment(ref, comment, path), ref, options)
 
 
 def rename_table(

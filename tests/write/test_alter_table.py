@@ -168,6 +168,16 @@ CASES = {
         _sql("ALTER TABLE lake.main.t DROP COLUMN IF EXISTS nope"),
     ],
     "partitioned_table": [_sql("ALTER TABLE lake.main.k ADD COLUMN w DOUBLE DEFAULT 1")],
+    "comments": [
+        _sql("COMMENT ON TABLE lake.main.t IS 'orders'"),
+        _py("COMMENT ON TABLE lake.main.t IS 'it''s'", lambda lake: lake.set_comment("t", "it's")),
+        _sql("COMMENT ON COLUMN lake.main.t.name IS 'who'"),
+        _py(
+            "COMMENT ON COLUMN lake.main.t.id IS 'key'",
+            lambda lake: lake.set_comment("t", "key", column="id"),
+        ),
+        _sql("COMMENT ON TABLE lake.main.t IS NULL"),
+    ],
     "partitioning": [
         _sql("ALTER TABLE lake.main.t SET PARTITIONED BY (p)"),
         _py(

@@ -254,6 +254,8 @@ def test_a_session_sees_a_change_at_once(make_lake):
     done = ctx.sql("ALTER TABLE lake.main.t ADD COLUMN b VARCHAR DEFAULT 'x'").to_pylist()
     assert done == [{"snapshot_id": catalog.snapshot_id()}]
     assert ctx.sql("SELECT * FROM lake.main.t").to_pylist() == [{"a": 1, "b": "x"}]
+    ctx.sql("COMMENT ON COLUMN lake.main.t.b IS 'bee'").collect()
+    assert catalog.column_comments("main", "t") == {"b": "bee"}
     ctx.sql("ALTER TABLE lake.main.t RENAME COLUMN a TO aa").collect()
     columns = ctx.sql(
         "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'lake' "
