@@ -17,6 +17,7 @@ import os
 import shlex
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -137,9 +138,18 @@ def _catalog_copies() -> int:
     return _duckdb._SHARED.copies()
 
 
-def _held(lake) -> tuple[int, int, int]:
-    """(server connections, this process's open file descriptors, catalog copies)."""
-    return _server_connections(lake), len(os.listdir("/proc/self/fd")), _catalog_copies()
+def _held(lake, settled: int | None = None) -> tuple[int, int, int]:
+    """(server connections, this process's open file descriptors, catalog copies).
+
+    ``settled``: the server connections expected once closed ones are gone; a server ends
+    the backend of a connection its client closed a moment later (PostgreSQL lists it
+    until then), so the count is read again for up to 5 seconds until it is that."""
+    connections = _server_connections(lake)
+    deadline = time.monotonic() + 5
+    while settled is not None and connections > settled and time.monotonic() < deadline:
+        time.sleep(0.05)
+        connections = _server_connections(lake)
+    return connections, len(os.listdir("/proc/self/fd")), _catalog_copies()
 
 
 QUERY = "SELECT k, s FROM lake.main.t WHERE k < 2000 OR k > 5990"
@@ -213,7 +223,7 @@ def test_close_releases_at_once_and_a_closed_catalog_says_so(released_lake):
         assert read.wait(30)
         opened = _held(lake)
         catalog.close()
-        closed = _held(lake)
+        closed = _held(lake, settled=before[0])
     finally:
         done.set()
         other.join()

@@ -24,6 +24,7 @@ from ._cleanup import after_failed_commit
 from ._delete_files import WrittenDeleteFile, write_delete_file
 from ._files import (
     DEFAULT_TARGET_FILE_SIZE,
+    ROW_GROUP_ROWS,
     ROW_ID_FIELD,
     SNAPSHOT_ID_FIELD,
     DataFileWriter,
@@ -58,6 +59,7 @@ from ._types import columns_for_schema, conform, file_schema
 
 __all__ = [
     "DEFAULT_TARGET_FILE_SIZE",
+    "ROW_GROUP_ROWS",
     "ROW_ID_FIELD",
     "SNAPSHOT_ID_FIELD",
     "TEMPORAL_TRANSFORMS",

@@ -211,6 +211,9 @@ class _PartitionStream:
         group, rest = table.slice(0, rows), table.slice(rows)
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
+        # one contiguous array per column: measuring and encoding many small chunks (a
+        # merge's small sources, a stream's batches) cost more than copying them once
+        group = group.combine_chunks()
         measured = [
             measure(_leaf_values(group, path), spec.type_name in ("float32", "float64"))
             for path, spec in self.owner.leaves

@@ -26,7 +26,12 @@ from support.twins import (
 from support.writes import META, duckdb_reads
 
 from ducklake_datafusion import DuckLakeCatalog
-from ducklake_datafusion.errors import CommitConflictError, InvalidOptionError
+from ducklake_datafusion.errors import (
+    CommitConflictError,
+    DataFileCorruptError,
+    DataFileMissingError,
+    InvalidOptionError,
+)
 from ducklake_datafusion.maintain import merge_adjacent_files, write_runs_here
 
 COLUMNS = "CREATE TABLE lake.main.t (id BIGINT, grp VARCHAR, v DOUBLE, tags VARCHAR[])"
@@ -251,3 +256,28 @@ def test_a_merge_and_a_concurrent_append_both_land(make_lake):
     after = duckdb_reads(ours, "SELECT * FROM lake.main.t WHERE id < 1000")
     assert_same_rows(after, before)
     assert duckdb_reads(ours, "SELECT count(*) FROM lake.main.t").column(0)[0].as_py() == 310
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_a_source_missing_or_truncated_fails_typed_and_leaves_nothing(make_lake, damage):
+    """A source the catalog lists but storage lacks, or cut short: the merge raises our
+    error naming the file, commits nothing and leaves no merged file behind."""
+    (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), CASES["contiguous"][0])[:1]
+    paths = duckdb_reads(
+        ours, f"SELECT path FROM {META}.ducklake_data_file ORDER BY data_file_id"
+    ).column(0)
+    damaged = os.path.join(ours.data_path, "main", "t", os.path.basename(paths[1].as_py()))
+    if damage == "missing":
+        os.remove(damaged)
+    else:
+        with open(damaged, "r+b") as handle:
+            handle.truncate(os.path.getsize(damaged) // 2)
+    on_disk = {n for _, _, names in os.walk(ours.data_path) for n in names}
+    last = ours.snapshot_id()
+    lake = DuckLakeCatalog(**ours.reader_args())
+    kind = DataFileMissingError if damage == "missing" else DataFileCorruptError
+    with pytest.raises(kind, match=os.path.basename(damaged)):
+        lake.merge_adjacent_files()
+    lake.close()
+    assert ours.snapshot_id() == last
+    assert {n for _, _, names in os.walk(ours.data_path) for n in names} == on_disk
