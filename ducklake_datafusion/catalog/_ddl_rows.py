@@ -215,6 +215,7 @@ def _apply(session, columns: _Columns, change, table_id: int, what: str) -> None
                 "(names are case-insensitive)"
             )
         column = f"{what}: column {'.'.join(path)!r}"
+        duckdb_type_name(change.type)  # a DuckLake type, or refused by name
         default = evaluate_default(change.default, change.type, column, literal_only=True)
         row = columns.new_rows(path[-1], change.type, parent_id, nested_add=parent is not None)
         row["initial_default"] = default.initial_default
@@ -249,6 +250,7 @@ def _apply(session, columns: _Columns, change, table_id: int, what: str) -> None
             _lose_default(row)
         row["column_name"] = new
     elif isinstance(change, SetColumnType):
+        duckdb_type_name(change.type)  # a DuckLake type, or refused by name
         _set_type(columns, row, change.type, column, top)
     elif isinstance(change, (SetDefault, DropDefault)):
         _require_top(top, column, "a default")

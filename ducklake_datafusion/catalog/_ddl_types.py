@@ -92,12 +92,27 @@ def parse_type(text: str) -> ColumnType:
         UnsupportedTypeError: a type DuckDB does not know, or one DuckLake does not store
             (``ARRAY``, ``UNION``, ``ENUM``, ...), named.
     """
-    if not isinstance(text, str) or not text.strip() or ";" in text or "--" in text:
+    if not isinstance(text, str) or not text.strip():
         raise UnsupportedTypeError(f"{text!r} is not a DuckDB type name")
     import duckdb
 
+    # parsed, never run as given: only a cast of NULL to the type is run, as DuckDB
+    # writes it back from its own parse
+    (serialized,) = _query("SELECT json_serialize_sql(?)", [f"SELECT CAST(NULL AS {text})"])[0]
+    tree = json.loads(serialized)
+    node = None if tree.get("error") else tree["statements"][0]["node"]
+    if (
+        node is None
+        or len(tree["statements"]) != 1
+        or len(node.get("select_list", ())) != 1
+        or node.get("from_table", {}).get("type") != "EMPTY"
+        or node["select_list"][0].get("class") != "CAST"
+        or node["select_list"][0].get("child", {}).get("class") != "CONSTANT"
+    ):
+        raise UnsupportedTypeError(f"{text!r} is not a DuckDB type name")
+    (cast,) = _query("SELECT json_deserialize_sql(?)", [serialized])[0]
     try:
-        (canonical,) = _query(f"SELECT typeof(CAST(NULL AS {text}))")[0]
+        (canonical,) = _query(f"SELECT typeof({cast.removeprefix('SELECT ')})")[0]
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0]
         raise UnsupportedTypeError(f"{text!r} is not a DuckDB type DuckLake stores ({first})")
@@ -151,8 +166,13 @@ def _read(s: str, at: int, original: str) -> tuple[ColumnType, int]:
 
 
 def duckdb_type_name(kind: ColumnType) -> str:
-    """The DuckDB spelling of a type (to cast a default to it, to name it in messages)."""
-    if kind.name in _DUCKDB:
+    """The DuckDB spelling of a type (to cast a default to it, to name it in messages).
+
+    Raises:
+        UnsupportedTypeError: a name that is not a DuckLake type (so nothing else is ever
+            spelled into SQL).
+    """
+    if kind.name in _DUCKDB and not kind.fields:
         return _DUCKDB[kind.name]
     if _DECIMAL.match(kind.name):
         return kind.name.upper()
@@ -161,11 +181,14 @@ def duckdb_type_name(kind: ColumnType) -> str:
             '"' + n.replace('"', '""') + '" ' + duckdb_type_name(t) for n, t in kind.fields
         )
         return f"STRUCT({fields})"
-    if kind.name == "list":
+    if kind.name == "list" and len(kind.fields) == 1:
         return duckdb_type_name(kind.fields[0][1]) + "[]"
-    if kind.name == "map":
+    if kind.name == "map" and len(kind.fields) == 2:
         return f"MAP({duckdb_type_name(kind.fields[0][1])}, {duckdb_type_name(kind.fields[1][1])})"
-    return kind.name.upper()
+    raise UnsupportedTypeError(
+        f"{kind.name!r} is not a DuckLake type this package writes (int32, varchar, "
+        "decimal(p,s), struct, list, map, ...)"
+    )
 
 
 def check_widening(source: str, target: str, what: str) -> None:
