@@ -330,3 +330,52 @@ def test_schema_changes_of_a_1_1_catalog(make_lake, spec):
     # (SQLite keeps nulls_allowed as an integer)
     mine[0] = [(*r[:9], bool(r[9]), *r[10:]) for r in mine[0]]
     assert mine == their
+
+
+def test_every_widening_we_make_reads_older_files_as_duckdb(make_lake):
+    """Each widening this package makes, on a column of a file written before it (edge
+    values, NULL): our readers read what DuckDB reads after our change."""
+    pairs = []
+    for source in NUMBERS:
+        for target in NUMBERS:
+            s, t = parse_type(source).name, parse_type(target).name
+            if s == t:
+                continue
+            try:
+                check_widening(s, t, "c")
+            except UnsupportedFeatureError:
+                continue
+            pairs.append((source, target))
+    lake = make_lake(DUCKDB, inline_limit=0)
+    columns = ", ".join(f"c{i} {source}" for i, (source, _) in enumerate(pairs))
+    lake.sql(f"CREATE TABLE lake.main.w (id INTEGER, {columns})")
+    for row in range(3):
+        values = ", ".join(f"CAST('{_values(source)[row]}' AS {source})" for source, _ in pairs)
+        lake.sql(f"INSERT INTO lake.main.w VALUES ({row + 1}, {values})")
+    lake.sql(f"INSERT INTO lake.main.w VALUES (4, {', '.join('NULL' for _ in pairs)})")
+    lake.detach()
+    catalog = DuckLakeCatalog(**lake.reader_args())
+    for i, (_, target) in enumerate(pairs):
+        catalog.alter_column_type("w", f"c{i}", target)
+    catalog.close()
+    lake.sql("INSERT INTO lake.main.w SELECT id + 10, * EXCLUDE (id) FROM lake.main.w")
+    lake.detach()
+    expected = duckdb_reads(lake, "SELECT * FROM lake.main.w")
+    assert_same_rows(ours_reads(lake, "SELECT * FROM lake.main.w"), expected)
+    assert_same_rows(ours_reads(lake, "SELECT * FROM lake.main.w", native=False), expected)
+
+
+def _values(source: str) -> tuple[str, str, str]:
+    """Three values of a type: its largest, a small one and its smallest (or a fraction)."""
+    integers = {"TINYINT": 7, "SMALLINT": 15, "INTEGER": 31, "BIGINT": 63, "HUGEINT": 127}
+    unsigned = {"UTINYINT": 8, "USMALLINT": 16, "UINTEGER": 32, "UBIGINT": 64}
+    if source in integers:
+        bits = integers[source]
+        return str(2**bits - 1), "1", str(-(2**bits))
+    if source in unsigned:
+        return str(2 ** unsigned[source] - 1), "1", "0"
+    if source.startswith("DECIMAL"):
+        precision, scale = (int(v) for v in source[8:-1].split(","))
+        largest = "9" * (precision - scale) + ("." + "9" * scale if scale else "")
+        return largest, "0." + "0" * (scale - 1) + "1", "-" + largest
+    return "3.4e38", "0.1", "-1.5"  # FLOAT (a DOUBLE widens nothing here)
