@@ -10,7 +10,7 @@ from __future__ import annotations
 from ._backend import MetadataSession
 from ._sql import live
 
-__all__ = ["live_partition_columns", "scoped_setting", "table_setting"]
+__all__ = ["column_defaults", "live_partition_columns", "scoped_setting", "table_setting"]
 
 
 def table_setting(session: MetadataSession, table_id: int, key: str) -> str | None:
@@ -57,3 +57,26 @@ def live_partition_columns(
         f"WHERE i.table_id = ? AND {live('i')} ORDER BY c.partition_key_index",
         [table_id, snapshot, snapshot],
     )
+
+
+def column_defaults(
+    session: MetadataSession, table_id: int, snapshot: int
+) -> dict[int, tuple[str, str]]:
+    """``{column id: (default_value, default_value_type)}`` of the table's top-level
+    columns live at ``snapshot`` that have a default (``SET DEFAULT``, ``ADD COLUMN ...
+    DEFAULT``): what a row that leaves the column out gets, as DuckDB's ``INSERT`` gives
+    it (``literal`` text, or an ``expression``)."""
+    names = session.column_names("ducklake_column")
+    if "default_value" not in names:
+        return {}
+    kind = "default_value_type" if "default_value_type" in names else "'literal'"
+    rows = session.rows(
+        f"SELECT column_id, default_value, {kind} FROM ducklake_column WHERE table_id = ? "
+        f"AND parent_column IS NULL AND {live()}",
+        [table_id, snapshot, snapshot],
+    )
+    return {
+        int(column_id): (value, (value_type or "literal").lower())
+        for column_id, value, value_type in rows
+        if value is not None and not (value == "NULL" and (value_type or "literal") == "literal")
+    }

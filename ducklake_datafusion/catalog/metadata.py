@@ -49,7 +49,12 @@ from ._names import (
 )
 from ._settings import SUPPORTED_VERSIONS, read_settings
 from ._table_files import file_summary_of, read_table_files
-from ._write_reads import live_partition_columns, scoped_setting, table_setting
+from ._write_reads import (
+    column_defaults,
+    live_partition_columns,
+    scoped_setting,
+    table_setting,
+)
 
 __all__ = [
     "SUPPORTED_VERSIONS",
@@ -57,6 +62,7 @@ __all__ = [
     "InlinedDeletions",
     "InlinedRows",
     "LiveDeleteFile",
+    "column_defaults",
     "columns_of",
     "file_summary_of",
     "files_added_per_snapshot",

@@ -102,7 +102,7 @@ def _write_and_commit(lake: Lake, plan: WritePlan, data) -> int:
     try:
         if data is not None:
             for rows in _chunks(batches_of(data, description)):
-                writer.write(conform(rows, writer.schema, plan.name))
+                writer.write(conform(rows, writer.schema, plan.name, _defaults(plan)))
         written = writer.close()
         request = replace(plan.request, files=tuple(f.data_file for f in written))
         return commit(lake.backend, request)
@@ -123,3 +123,9 @@ def _chunks(batches) -> Iterator[pa.Table]:
             held, rows = [], 0
     if held:
         yield pa.Table.from_batches(held)
+
+
+def _defaults(plan: WritePlan) -> dict:
+    """``{column name: (ColumnSpec, text, kind)}`` of the plan's columns with a default."""
+    by_id = {c.column_id: c for c in plan.columns}
+    return {by_id[i].name: (by_id[i], text, kind) for i, text, kind in plan.defaults if i in by_id}

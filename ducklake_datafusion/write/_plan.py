@@ -73,6 +73,9 @@ class WritePlan:
         columns: the table's column tree (``ColumnSpec``s, nested children included).
         target_file_size: bytes after which a writer starts a new file.
         partitioning: the spec files are split by (``None``: unpartitioned).
+        defaults: ``(column id, text, "literal" or "expression")`` of the top-level
+            columns with a default: what rows that leave one out get (DuckDB's
+            ``INSERT``).
     """
 
     request: TableCommit
@@ -80,6 +83,7 @@ class WritePlan:
     columns: tuple
     target_file_size: int
     partitioning: PartitionSpec | None = None
+    defaults: tuple[tuple[int, str, str], ...] = ()
 
     @property
     def snapshot(self) -> int:
@@ -126,6 +130,7 @@ def append_plan(
                 "again against the table as it is now"
             )
         columns = build_column_tree(metadata.read_columns(session, entry.table_id, snapshot))
+        defaults = metadata.column_defaults(session, entry.table_id, snapshot)
         spec = read_partition_spec(session, entry.table_id, snapshot, columns, description)
         target_size = _target_file_size(session, settings, entry.table_id)
         directory = table_directory(lake.data_path(settings), entry)
@@ -140,7 +145,8 @@ def append_plan(
         partition_id=spec.partition_id if spec else None,
         options=options or CommitOptions(),
     )
-    return WritePlan(request, directory, tuple(columns), target_size, spec)
+    found = tuple((i, text, kind) for i, (text, kind) in sorted(defaults.items()))
+    return WritePlan(request, directory, tuple(columns), target_size, spec, found)
 
 
 def _base_snapshot(session, at_snapshot: int | None) -> int:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import ColumnSpec
-from ..errors import InvalidOptionError, UnsupportedTypeError
+from ..errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
 
 __all__ = [
     "NewColumnSpec",
@@ -269,13 +269,16 @@ def dictionary_columns(columns: Sequence[ColumnSpec]) -> list[str]:
     return paths
 
 
-def conform(data: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
+def conform(data: pa.Table, schema: pa.Schema, table: str, defaults=None) -> pa.Table:
     """``data`` cast to the file schema, columns matched by name (case-insensitively,
-    as DuckDB matches them); missing columns are NULL, extra ones refused by name.
+    as DuckDB matches them); missing columns are NULL, or their default (``defaults``:
+    ``{name: (ColumnSpec, text, kind)}``, a literal default, as DuckDB's ``INSERT`` fills
+    it), extra ones refused by name.
 
     Raises:
         InvalidOptionError: a column the table does not have, or one given twice.
         UnsupportedTypeError: a value that does not cast exactly to the column's type.
+        UnsupportedFeatureError: a missing column whose default is an expression.
     """
     by_name: dict[str, int] = {}
     for index, name in enumerate(data.schema.names):
@@ -294,7 +297,11 @@ def conform(data: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
     for field in schema:
         index = by_name.get(field.name.lower())
         if index is None:
-            arrays.append(pa.nulls(data.num_rows, field.type))
+            default = (defaults or {}).get(field.name)
+            if default is None:
+                arrays.append(pa.nulls(data.num_rows, field.type))
+            else:
+                arrays.append(_cast(_default(default, data.num_rows, table), field, table))
             continue
         arrays.append(_cast(data.column(index), field, table))
     return pa.Table.from_arrays(arrays, schema=schema)
@@ -348,3 +355,18 @@ def _to_uuid(column: pa.ChunkedArray, field: pa.Field, table: str) -> pa.Chunked
             "UUIDs as text or 16 bytes"
         )
     return pa.chunked_array([pa.ExtensionArray.from_storage(field.type, storage)], type=field.type)
+
+
+def _default(default, length: int, table: str) -> pa.Array:
+    """A missing column's default, ``length`` times."""
+    from dataclasses import replace
+
+    from ..scan import default_array
+
+    spec, text, kind = default
+    if kind != "literal":
+        raise UnsupportedFeatureError(
+            f"table {table}: column {spec.name!r} has the default {text} (an expression), "
+            "which this package does not evaluate; give the column's values"
+        )
+    return default_array(replace(spec, initial_default=text), length)

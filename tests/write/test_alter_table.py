@@ -36,6 +36,7 @@ from ducklake_datafusion.catalog import (
     SetDefault,
     parse_type,
 )
+from ducklake_datafusion.errors import UnsupportedFeatureError
 
 SETUP = [
     (
@@ -324,3 +325,31 @@ def test_changes_of_a_table_with_inlined_rows(make_lake, spec):
         lake.sql("CALL ducklake_flush_inlined_data('lake')")
         lake.detach()
     assert_ddl_twins_agree(ours, theirs, first=before, file_ids=False)
+
+
+def test_an_append_fills_defaults_as_duckdb_s_insert(make_lake):
+    """Columns an append leaves out get their literal defaults, as DuckDB's INSERT fills
+    them; one whose default is an expression is refused by name (nothing committed)."""
+    changes = [
+        "ALTER TABLE lake.main.t ADD COLUMN c INTEGER DEFAULT 42",
+        "ALTER TABLE lake.main.t ADD COLUMN ts TIMESTAMP DEFAULT '2024-01-01'",
+        "ALTER TABLE lake.main.t ALTER COLUMN name SET DEFAULT 'anon'",
+        "ALTER TABLE lake.main.t ALTER COLUMN m SET DEFAULT 1.5",
+    ]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), SETUP + changes)
+    theirs.sql("INSERT INTO lake.main.t (id, p) VALUES (900, 'q'), (901, NULL)")
+    theirs.detach()
+    catalog = DuckLakeCatalog(**ours.reader_args())
+    rows = pa.table({"id": pa.array([900, 901], pa.int32()), "p": ["q", None]})
+    catalog.table("main", "t").append(rows)
+    catalog.close()
+    assert_ddl_twins_agree(ours, theirs, first=theirs.snapshot_id())
+    for lake in (ours, theirs):
+        lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f SET DEFAULT random()")
+        lake.detach()
+    before = ours.snapshot_id()
+    catalog = DuckLakeCatalog(**ours.reader_args())
+    with pytest.raises(UnsupportedFeatureError, match="'f'.*random()"):
+        catalog.table("main", "t").append(rows)
+    catalog.close()
+    assert ours.snapshot_id() == before
