@@ -8,6 +8,7 @@ Kept here, with every other catalog query, so that no SQL text runs outside ``ca
 from __future__ import annotations
 
 from ._backend import MetadataSession
+from ._names import columns_of
 from ._sql import live
 
 __all__ = ["column_defaults", "live_partition_columns", "scoped_setting", "table_setting"]
@@ -66,7 +67,7 @@ def column_defaults(
     columns live at ``snapshot`` that have a default (``SET DEFAULT``, ``ADD COLUMN ...
     DEFAULT``): what a row that leaves the column out gets, as DuckDB's ``INSERT`` gives
     it (``literal`` text, or an ``expression``)."""
-    names = session.column_names("ducklake_column")
+    names = columns_of(session, "ducklake_column")  # memoised per lake version
     if "default_value" not in names:
         return {}
     kind = "default_value_type" if "default_value_type" in names else "'literal'"
