@@ -39,7 +39,7 @@ __all__ = [
     "describe",
 ]
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 _SCALARS = frozenset(("string", "integer", "number", "boolean", "object", "any"))
 _FIELD = re.compile(r"^([a-z_]+)(\??): (.+)$")
@@ -289,6 +289,19 @@ MESSAGES: dict[str, Message] = {
             "create_table",
             (*_TABLE_NAME, "schema: string", "partitioning: [string]", *_COMMIT_INFO),
             ("snapshot: integer",),
+        ),
+        _message(
+            "schema_change",
+            (
+                "change: string",
+                "namespace: string",
+                "name?: string",
+                "new_name?: string",
+                "cascade?: boolean",
+                "changes?: [object]",
+                *_COMMIT_INFO,
+            ),
+            ("snapshot: integer", "changed: boolean"),
         ),
     )
 }

@@ -32,7 +32,9 @@ Requests (``op``) and their answers, each field declared with its kind in ``_pro
   ``{snapshot, deleted, updated, inserted}``: a row-level ``DELETE``, ``UPDATE`` or
   ``MERGE`` the executors wrote, committed as one snapshot (``_change``);
 * ``maintain`` ``{operation, arguments}`` -> ``{rows}``: a maintenance procedure
-  (``CALL lake.system.merge_adjacent_files(...)``) run on the lake (``_maintain``).
+  (``CALL lake.system.merge_adjacent_files(...)``) run on the lake (``_maintain``);
+* ``schema_change`` ``{change, namespace, name?, ...}`` -> ``{snapshot, changed}``: Spark's
+  ``ALTER TABLE``, ``DROP TABLE``, ``RENAME``, ``CREATE``/``DROP NAMESPACE`` (``_ddl``).
 
 An error answers ``{error: {class, message}}`` with the class of
 ``ducklake_datafusion.errors`` (the JVM raises Spark's own exception where Spark has one,
@@ -56,6 +58,7 @@ from .._core import snapshot_option, snapshot_time_option
 from ._auto_compact import BackgroundCompaction
 from ._change import change_commit_response
 from ._changes import changes_response
+from ._ddl import schema_change_response
 from ._delete import delete_where_response
 from ._frames import read_request, write_response
 from ._maintain import maintain_response
@@ -111,6 +114,7 @@ _HANDLERS: dict[str, Handler] = {
     "create_table": _no_blobs(create_table_response),
     "delete_where": _no_blobs(delete_where_response),
     "maintain": _no_blobs(maintain_response),
+    "schema_change": _no_blobs(schema_change_response),
     "change_commit": lambda lake, request, blobs: (
         change_commit_response(lake, request, blobs),
         [],
@@ -222,7 +226,9 @@ def serve(requests: BinaryIO, responses: BinaryIO, *, idle_seconds: float | None
 
 
 # The requests that commit a snapshot.
-_COMMITS = frozenset({"write_commit", "create_table", "delete_where", "change_commit"})
+_COMMITS = frozenset(
+    {"write_commit", "create_table", "delete_where", "change_commit", "schema_change"}
+)
 
 # A test's fault: ``exit-after-commit`` ends the process once a commit request was answered,
 # before the JVM hears the answer, so the JVM cannot tell whether the commit landed

@@ -215,7 +215,7 @@ public class DuckLakeCatalog
 
   @Override
   public void createNamespace(String[] namespace, Map<String, String> metadata) {
-    throw readOnly("CREATE NAMESPACE " + String.join(".", namespace));
+    schemaChange("create_namespace", schemaName(namespace, "CREATE NAMESPACE"));
   }
 
   @Override
@@ -225,7 +225,37 @@ public class DuckLakeCatalog
 
   @Override
   public boolean dropNamespace(String[] namespace, boolean cascade) {
-    throw readOnly("DROP NAMESPACE " + String.join(".", namespace));
+    Protocol.Request request =
+        schemaChangeRequest("drop_namespace", schemaName(namespace, "DROP NAMESPACE"))
+            .put("cascade", cascade);
+    return call(request).header.flag("changed");
+  }
+
+  private static String schemaName(String[] namespace, String statement) {
+    if (namespace.length != 1) {
+      throw new DuckLakeException(
+          ErrorNames.INVALID_OPTION,
+          statement
+              + " "
+              + String.join(".", namespace)
+              + ": a DuckLake schema is one name (lake.schema.table)",
+          null);
+    }
+    return namespace[0];
+  }
+
+  /** A DDL statement's request: the planner writes it as DuckDB writes it ({@code _ddl.py}). */
+  private Protocol.Request schemaChangeRequest(String change, String namespace) {
+    Protocol.Request request =
+        request("schema_change").put("change", change).put("namespace", namespace);
+    DuckLakeWriteBuilder.commitOptions(null)
+        .fields()
+        .forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
+    return request;
+  }
+
+  private void schemaChange(String change, String namespace) {
+    call(schemaChangeRequest(change, namespace));
   }
 
   // -- tables ----------------------------------------------------------------------------
@@ -463,18 +493,36 @@ public class DuckLakeCatalog
   }
 
   @Override
-  public Table alterTable(Identifier ident, TableChange... changes) {
-    throw readOnly("ALTER TABLE " + ident);
+  public Table alterTable(Identifier ident, TableChange... changes) throws NoSuchTableException {
+    Protocol.Request request = tableChangeRequest("alter_table", ident, "ALTER TABLE");
+    TableChanges.addTo(request.array("changes"), changes);
+    call(request);
+    return loadTable(ident);
   }
 
   @Override
   public boolean dropTable(Identifier ident) {
-    throw readOnly("DROP TABLE " + ident);
+    return call(tableChangeRequest("drop_table", ident, "DROP TABLE")).header.flag("changed");
   }
 
   @Override
   public void renameTable(Identifier oldIdent, Identifier newIdent) {
-    throw readOnly("ALTER TABLE " + oldIdent + " RENAME TO " + newIdent);
+    String statement = "ALTER TABLE " + oldIdent + " RENAME TO " + newIdent;
+    String[] target = newIdent.namespace();
+    // (Spark passes the new name as written: a bare name keeps the table's schema)
+    if (target.length > 1
+        || (target.length == 1 && !target[0].equals(schemaName(oldIdent.namespace(), statement)))) {
+      throw new DuckLakeException(
+          ErrorNames.UNSUPPORTED_FEATURE,
+          statement + ": a DuckLake table is renamed within its schema; give the new name alone",
+          null);
+    }
+    call(tableChangeRequest("rename_table", oldIdent, statement).put("new_name", newIdent.name()));
+  }
+
+  private Protocol.Request tableChangeRequest(String change, Identifier ident, String statement) {
+    return schemaChangeRequest(change, schemaName(ident.namespace(), statement))
+        .put("name", ident.name());
   }
 
   DuckLakeException readOnly(String operation) {

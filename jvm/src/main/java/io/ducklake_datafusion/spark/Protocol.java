@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  */
 public final class Protocol {
   /** The version both sides speak; the planner says its own in answer to {@code open}. */
-  static final int VERSION = 5;
+  static final int VERSION = 6;
 
   private static final Pattern FIELD = Pattern.compile("^([a-z_]+)(\\??): (.+)$");
 
@@ -248,6 +248,18 @@ public final class Protocol {
         "create_table",
         join(TABLE_NAME, of("schema: string", "partitioning: [string]"), COMMIT_INFO),
         of("snapshot: integer"));
+    message(
+        "schema_change",
+        join(
+            of(
+                "change: string",
+                "namespace: string",
+                "name?: string",
+                "new_name?: string",
+                "cascade?: boolean",
+                "changes?: [object]"),
+            COMMIT_INFO),
+        of("snapshot: integer", "changed: boolean"));
   }
 
   private Protocol() {}

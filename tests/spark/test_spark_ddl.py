@@ -1,0 +1,137 @@
+"""Spark's DDL on the lake, against a twin lake: DuckDB runs the same change on an identical one.
+
+Spark SQL's ``ALTER TABLE`` (add, drop, rename and widen columns, a struct's fields, nullability,
+comments), ``ALTER TABLE ... RENAME TO``, ``DROP TABLE``, ``CREATE`` / ``DROP NAMESPACE`` go
+through the jar's ``TableCatalog`` / ``SupportsNamespaces`` to the planner, which writes them
+with the core's schema changes; DuckDB's own statement on the twin is the oracle: the same
+catalog rows, every table read the same at every snapshot by DuckDB and our readers
+(``support.ddl_twins``), and Spark reading the changed tables as DuckDB does. What DuckLake
+cannot record is refused by name, the lake unchanged.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.ddl_twins import assert_ddl_twins_agree
+from support.lakes import LakeSpec, assert_same_rows
+from support.twins import twin_lakes
+from support.writes import duckdb_reads
+
+pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.spark
+
+SETUP = [
+    (
+        "CREATE TABLE lake.main.t (id INTEGER, name VARCHAR, f FLOAT, s STRUCT(x INTEGER, y VARCHAR), "
+        "p VARCHAR)"
+    ),
+    (
+        "INSERT INTO lake.main.t SELECT i, 'n' || i, i / 4, {'x': i, 'y': 'y' || i}, 'p' || (i % 3) "
+        "FROM range(40) r(i)"
+    ),
+    "DELETE FROM lake.main.t WHERE id % 7 = 0",
+    "CREATE SCHEMA lake.other",
+    "CREATE TABLE lake.other.o (a INTEGER)",
+    "INSERT INTO lake.other.o VALUES (1), (2)",
+]
+
+# (Spark's statement, with {n} the catalog's name; DuckDB's for the same change)
+CHANGES = [
+    ("ALTER TABLE {n}.main.t ADD COLUMN z INT", "ALTER TABLE lake.main.t ADD COLUMN z INTEGER"),
+    (
+        "ALTER TABLE {n}.main.t ADD COLUMN s.w BIGINT",
+        "ALTER TABLE lake.main.t ADD COLUMN s.w BIGINT",
+    ),
+    (
+        "ALTER TABLE {n}.main.t RENAME COLUMN name TO label",
+        "ALTER TABLE lake.main.t RENAME COLUMN name TO label",
+    ),
+    ("ALTER TABLE {n}.main.t RENAME COLUMN s.y TO y2", "ALTER TABLE lake.main.t RENAME s.y TO y2"),
+    ("ALTER TABLE {n}.main.t DROP COLUMN p", "ALTER TABLE lake.main.t DROP COLUMN p"),
+    ("ALTER TABLE {n}.main.t DROP COLUMN s.x", "ALTER TABLE lake.main.t DROP COLUMN s.x"),
+    (
+        "ALTER TABLE {n}.main.t ALTER COLUMN id TYPE BIGINT",
+        "ALTER TABLE lake.main.t ALTER COLUMN id TYPE BIGINT",
+    ),
+    (
+        "ALTER TABLE {n}.main.t ALTER COLUMN f TYPE DOUBLE",
+        "ALTER TABLE lake.main.t ALTER COLUMN f TYPE DOUBLE",
+    ),
+    (
+        "ALTER TABLE {n}.main.t ALTER COLUMN z COMMENT 'added by Spark'",
+        "COMMENT ON COLUMN lake.main.t.z IS 'added by Spark'",
+    ),
+    ("ALTER TABLE {n}.main.t RENAME TO t2", "ALTER TABLE lake.main.t RENAME TO t2"),
+    ("CREATE NAMESPACE {n}.extra", "CREATE SCHEMA lake.extra"),
+    ("DROP TABLE {n}.other.o", "DROP TABLE lake.other.o"),
+    ("DROP NAMESPACE {n}.other", "DROP SCHEMA lake.other"),
+]
+
+
+def test_spark_ddl_writes_what_duckdb_writes(spark, make_lake, catalog):
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), SETUP)
+    name = catalog(ours)
+    first = ours.snapshot_id() + 1
+    for spark_sql, duckdb_sql in CHANGES:
+        spark.sql(spark_sql.format(n=name)).collect()
+        theirs.sql(duckdb_sql)
+    theirs.detach()
+    assert_ddl_twins_agree(ours, theirs, first=first, commit_info=False)
+    # Spark reads the changed table as DuckDB does, and writes into its new columns
+    expected = duckdb_reads(ours, "SELECT * FROM lake.main.t2")
+    assert_same_rows(spark.table(f"{name}.main.t2").toArrow(), expected)
+    assert {r.namespace for r in spark.sql(f"SHOW NAMESPACES IN {name}").collect()} == {
+        "main",
+        "extra",
+    }
+    spark.sql(
+        f"INSERT INTO {name}.main.t2 (id, label, f, s, z) "
+        "VALUES (1000, 'new', 1.5, named_struct('y2', 'sy', 'w', 7L), 5)"
+    ).collect()
+    expected = duckdb_reads(ours, "SELECT * FROM lake.main.t2 WHERE id = 1000")
+    assert expected.to_pylist() == [
+        {"id": 1000, "label": "new", "f": 1.5, "s": {"y2": "sy", "w": 7}, "z": 5}
+    ]
+
+
+def test_nullability_changes_match_duckdb(spark, make_lake, catalog):
+    """Spark allows only ``DROP NOT NULL`` (it refuses making a column non-nullable)."""
+    setup = [
+        "CREATE TABLE lake.main.n (a INTEGER, b VARCHAR)",
+        "INSERT INTO lake.main.n VALUES (1, 'x')",
+        "ALTER TABLE lake.main.n ALTER COLUMN a SET NOT NULL",
+    ]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
+    name = catalog(ours)
+    first = ours.snapshot_id() + 1
+    spark.sql(f"ALTER TABLE {name}.main.n ALTER COLUMN a DROP NOT NULL").collect()
+    theirs.sql("ALTER TABLE lake.main.n ALTER COLUMN a DROP NOT NULL")
+    theirs.detach()
+    assert_ddl_twins_agree(ours, theirs, first=first, commit_info=False)
+
+
+# Statements Spark passes to the catalog that DuckLake cannot record: refused by our error
+# (its class named in Spark's), nothing committed.
+@pytest.mark.parametrize(
+    ("statement", "words"),
+    [
+        (
+            "ALTER TABLE {n}.main.t ADD COLUMN q INT FIRST",
+            "UnsupportedFeatureError.*FIRST or AFTER",
+        ),
+        ("ALTER TABLE {n}.main.t SET TBLPROPERTIES ('x.y' = 'z')", "UnsupportedFeatureError.*x.y"),
+        ("ALTER TABLE {n}.main.t RENAME TO other.t3", "UnsupportedFeatureError.*within its schema"),
+        ("ALTER TABLE {n}.other.o DROP COLUMN a", "InvalidOptionError.*only column"),
+        ("DROP NAMESPACE {n}.other", "other"),
+    ],
+)
+def test_what_ducklake_cannot_record_is_refused_by_name(
+    spark, make_lake, catalog, statement, words
+):
+    (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), SETUP)[:1]
+    name = catalog(ours)
+    last = ours.snapshot_id()
+    with pytest.raises(Exception, match=words):
+        spark.sql(statement.format(n=name)).collect()
+    assert ours.snapshot_id() == last
