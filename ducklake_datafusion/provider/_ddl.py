@@ -40,7 +40,7 @@ from ..catalog import (
 from ..errors import InvalidOptionError
 from ..write import (
     alter_table,
-    columns_for_schema,
+    column_type_of,
     create_schema,
     drop_schema,
     drop_table,
@@ -60,12 +60,7 @@ def column_type(kind, column: str = "?") -> ColumnType:
     if isinstance(kind, str):
         return parse_type(kind)
     if isinstance(kind, pa.DataType):
-        (spec,) = columns_for_schema(pa.schema([pa.field(column, kind)]), "?")
-
-        def convert(node) -> ColumnType:
-            return ColumnType(node.type_name, tuple((c.name, convert(c)) for c in node.children))
-
-        return convert(spec)
+        return column_type_of(kind, column, "?")
     raise InvalidOptionError(
         f"column {column!r}: a type is a DuckDB type name or a pyarrow type, got {kind!r}"
     )

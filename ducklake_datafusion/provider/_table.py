@@ -71,6 +71,7 @@ class DuckLakeTable(LakeTable):
         self,
         data,
         *,
+        schema_mode: str | None = None,
         author: str | None = None,
         commit_message: str | None = None,
         commit_extra_info: str | None = None,
@@ -84,8 +85,12 @@ class DuckLakeTable(LakeTable):
         names the column). The rows go to the table as the latest snapshot has it: a table
         dropped or replaced since this object was resolved is a ``CommitConflictError``.
         This object stays pinned at its snapshot; resolve the table again to read the rows.
+
+        ``schema_mode="merge"``: the data's columns and struct fields the table lacks are
+        added first, as one snapshot of their own (``write._evolve``), then the rows are
+        appended; without it such a column is refused by name.
         """
-        return self._write(data, False, author, commit_message, commit_extra_info)
+        return self._write(data, False, author, commit_message, commit_extra_info, schema_mode)
 
     def overwrite(
         self,
@@ -208,11 +213,28 @@ class DuckLakeTable(LakeTable):
         options = CommitOptions(author, commit_message, commit_extra_info)
         return upsert_rows(self, data, on, ctx=ctx, options=options)
 
-    def _write(self, data, overwrite, author, commit_message, commit_extra_info) -> int:
+    def _write(
+        self, data, overwrite, author, commit_message, commit_extra_info, schema_mode=None
+    ) -> int:
         from ..catalog import CommitOptions
-        from ..write import append
+        from ..write import SCHEMA_MODES, add_missing_columns, append, as_arrow
 
         options = CommitOptions(author, commit_message, commit_extra_info)
+        if schema_mode not in SCHEMA_MODES:
+            raise InvalidOptionError(
+                f"schema_mode must be None or 'merge' (add the data's new columns), got "
+                f"{schema_mode!r}"
+            )
+        if schema_mode == "merge":
+            data = as_arrow(data, f"table {self.name}")  # (a stream is opened, not read)
+            add_missing_columns(
+                self.lake,
+                self.entry.schema_name,
+                self.entry.table_name,
+                data.schema,
+                expected_table_id=self.entry.table_id,
+                options=options,
+            )
         return append(
             self.lake,
             self.entry.schema_name,

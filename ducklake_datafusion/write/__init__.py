@@ -22,6 +22,7 @@ Spark's executors write files themselves and hand their footers to ``commit_file
 from ._append import append, create_table
 from ._cleanup import after_failed_commit
 from ._delete_files import WrittenDeleteFile, write_delete_file
+from ._evolve import SCHEMA_MODES, add_missing_columns, column_type_of
 from ._files import (
     DEFAULT_TARGET_FILE_SIZE,
     ROW_GROUP_ROWS,
@@ -61,6 +62,7 @@ __all__ = [
     "DEFAULT_TARGET_FILE_SIZE",
     "ROW_GROUP_ROWS",
     "ROW_ID_FIELD",
+    "SCHEMA_MODES",
     "SNAPSHOT_ID_FIELD",
     "TEMPORAL_TRANSFORMS",
     "ChangeResult",
@@ -71,11 +73,13 @@ __all__ = [
     "WritePlan",
     "WrittenDeleteFile",
     "WrittenFile",
+    "add_missing_columns",
     "after_failed_commit",
     "alter_table",
     "append",
     "append_plan",
     "as_arrow",
+    "column_type_of",
     "columns_for_schema",
     "commit_changes",
     "commit_files",

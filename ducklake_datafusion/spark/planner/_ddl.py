@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import pyarrow as pa
 from pyspark.sql.types import _parse_datatype_json_string
 
 from ...catalog import (
@@ -42,7 +41,7 @@ from ...errors import InvalidOptionError, TableNotFoundError, UnsupportedFeature
 from ...scan import Lake
 from ...write import (
     alter_table,
-    columns_for_schema,
+    column_type_of,
     create_schema,
     drop_schema,
     drop_table,
@@ -154,9 +153,4 @@ def _column_type(spark_json: str, path: tuple[str, ...], table: str) -> ColumnTy
     """A Spark type (its JSON) as the DuckLake type a Spark write of it records."""
     name = path[-1] if path else "?"
     arrow = spark_arrow_type(_parse_datatype_json_string(str(spark_json)), name)
-    (spec,) = columns_for_schema(pa.schema([pa.field(name, arrow)]), table)
-
-    def convert(node) -> ColumnType:
-        return ColumnType(node.type_name, tuple((c.name, convert(c)) for c in node.children))
-
-    return convert(spec)
+    return column_type_of(arrow, name, f"table {table}")
