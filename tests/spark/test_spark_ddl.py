@@ -111,6 +111,24 @@ def test_nullability_changes_match_duckdb(spark, make_lake, catalog):
     assert_ddl_twins_agree(ours, theirs, first=first, commit_info=False)
 
 
+def test_partition_keys_set_and_reset_as_duckdb_does(spark, make_lake, catalog):
+    """Spark has no DDL for a table's partitioning: the ``partitioned_by`` table property
+    is DuckDB's ``SET PARTITIONED BY`` (its keys' spelling), unset its ``RESET``."""
+    setup = ["CREATE TABLE lake.main.k (id INTEGER, grp VARCHAR, day DATE)"]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
+    name = catalog(ours)
+    first = ours.snapshot_id() + 1
+    spark.sql(
+        f"ALTER TABLE {name}.main.k SET TBLPROPERTIES "
+        "('partitioned_by' = 'grp, year(day), bucket(4, id)')"
+    ).collect()
+    theirs.sql("ALTER TABLE lake.main.k SET PARTITIONED BY (grp, year(day), bucket(4, id))")
+    spark.sql(f"ALTER TABLE {name}.main.k UNSET TBLPROPERTIES ('partitioned_by')").collect()
+    theirs.sql("ALTER TABLE lake.main.k RESET PARTITIONED BY")
+    theirs.detach()
+    assert_ddl_twins_agree(ours, theirs, first=first, commit_info=False)
+
+
 # Statements Spark passes to the catalog that DuckLake cannot record: refused by our error
 # (its class named in Spark's), nothing committed.
 @pytest.mark.parametrize(

@@ -21,7 +21,8 @@ NULL`` (the rows written before it have no value), table properties other than t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql.types import _parse_datatype_json_string
 
@@ -47,11 +48,17 @@ from ...write import (
     drop_table,
     rename_table,
     set_comment,
+    set_partitioned_by,
 )
 from .._core import spark_arrow_type
 from ._write import commit_options
 
 __all__ = ["schema_change_response"]
+
+# The table property that sets a table's partition keys (Spark has no other DDL for it):
+# ``ALTER TABLE t SET TBLPROPERTIES ('partitioned_by' = 'region, year(day)')``, as DuckDB's
+# ``SET PARTITIONED BY (region, year(day))``; ``UNSET`` as its ``RESET PARTITIONED BY``.
+PARTITIONED_BY = "partitioned_by"
 
 
 def schema_change_response(lake: Lake, request: Mapping) -> dict:
@@ -86,18 +93,41 @@ def _done(snapshot: int) -> dict:
 def _alter(lake: Lake, namespace: str, name: str, items: Sequence[Mapping], options) -> dict:
     table = f"{namespace}.{name}"
     changes: list[ColumnChange] = []
-    comments: list[tuple[tuple[str, ...] | None, str | None]] = []
+    after: list[Callable[[], int]] = []  # snapshots of their own, after the column changes
+    later = _Later(lake, namespace, name, options, after)
     for item in items:
-        _read_change(item, table, changes, comments)
+        _read_change(item, table, changes, later)
     snapshot = lake.snapshot_id()
     if changes:
         snapshot = alter_table(lake, namespace, name, changes, options=options)
-    for column, comment in comments:
-        snapshot = set_comment(lake, namespace, name, comment, column=column, options=options)
+    for change in after:
+        snapshot = change()
     return _done(snapshot)
 
 
-def _read_change(item: Mapping, table: str, changes: list, comments: list) -> None:
+@dataclass(frozen=True)
+class _Later:
+    """The changes of a statement that DuckDB makes by statements of their own (``COMMENT
+    ON``, ``SET PARTITIONED BY``): each a snapshot after the column changes."""
+
+    lake: Lake
+    namespace: str
+    name: str
+    options: object
+    after: list
+
+    def comment(self, column: tuple[str, ...] | None, comment: str | None) -> None:
+        lake, namespace, name, options = self.lake, self.namespace, self.name, self.options
+        self.after.append(
+            lambda: set_comment(lake, namespace, name, comment, column=column, options=options)
+        )
+
+    def partitioning(self, keys: list[str]) -> None:
+        lake, namespace, name, options = self.lake, self.namespace, self.name, self.options
+        self.after.append(lambda: set_partitioned_by(lake, namespace, name, keys, options=options))
+
+
+def _read_change(item: Mapping, table: str, changes: list, later: _Later) -> None:
     """One Spark ``TableChange`` (its JSON) as the core's column change or a comment."""
     op = str(item.get("op"))
     path = tuple(str(p) for p in item.get("path") or ())
@@ -116,7 +146,7 @@ def _read_change(item: Mapping, table: str, changes: list, comments: list) -> No
         kind = _column_type(item["type"], path, table)
         changes.append(AddColumn(path, kind, _text(item.get("default"))))
         if item.get("comment") is not None:
-            comments.append((path, str(item["comment"])))
+            later.comment(path, str(item["comment"]))
     elif op == "drop_column":
         changes.append(DropColumn(path, bool(item.get("if_exists"))))
     elif op == "rename_column":
@@ -129,20 +159,37 @@ def _read_change(item: Mapping, table: str, changes: list, comments: list) -> No
         default = _text(item.get("default"))
         changes.append(SetDefault(path, default) if default else DropDefault(path))
     elif op == "set_comment":
-        comments.append((path, _text(item.get("comment"))))
+        later.comment(path, _text(item.get("comment")))
     elif op in ("set_property", "remove_property") and item.get("property") == "comment":
-        comments.append((None, _text(item.get("value")) if op == "set_property" else None))
+        later.comment(None, _text(item.get("value")) if op == "set_property" else None)
+    elif op in ("set_property", "remove_property") and item.get("property") == PARTITIONED_BY:
+        value = _text(item.get("value")) if op == "set_property" else None
+        later.partitioning(partition_keys_of(value))
     elif op in ("set_property", "remove_property"):
         raise UnsupportedFeatureError(
             f"ALTER TABLE {table} SET/UNSET TBLPROPERTIES ({item.get('property')!r}): a "
-            "DuckLake table records no properties but its comment; set options with "
-            "DuckDB's ducklake_set_option"
+            f"DuckLake table records no properties but 'comment' and {PARTITIONED_BY!r} "
+            "(its partition keys); set options with DuckDB's ducklake_set_option"
         )
     else:
         raise UnsupportedFeatureError(
             f"ALTER TABLE {table}: Spark's {item.get('what') or op} is not a change a DuckLake "
             "table records (a column's position, for one)"
         )
+
+
+def partition_keys_of(value: str | None) -> list[str]:
+    """``'region, year(day), bucket(8, id)'`` as DuckDB's keys (commas inside a key's
+    parentheses stay); none or blank: unpartitioned."""
+    keys, depth, start = [], 0, 0
+    text = value or ""
+    for at, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            keys.append(text[start:at])
+            start = at + 1
+    keys.append(text[start:])
+    return [key.strip() for key in keys if key.strip()]
 
 
 def _text(value) -> str | None:
