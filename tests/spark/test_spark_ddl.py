@@ -12,12 +12,14 @@ cannot record is refused by name, the lake unchanged.
 from __future__ import annotations
 
 import pytest
-from support.ddl_twins import assert_ddl_twins_agree
+from support.ddl_twins import assert_ddl_twins_agree, ddl_catalog
 from support.lakes import LakeSpec, assert_same_rows
 from support.twins import twin_lakes
 from support.writes import duckdb_reads
 
 pytest.importorskip("pyspark")
+
+from ducklake_datafusion.spark._core._versions import pyspark_at_least
 
 pytestmark = pytest.mark.spark
 
@@ -153,3 +155,39 @@ def test_what_ducklake_cannot_record_is_refused_by_name(
     with pytest.raises(Exception, match=words):
         spark.sql(statement.format(n=name)).collect()
     assert ours.snapshot_id() == last
+
+
+@pytest.mark.skipif(
+    not pyspark_at_least(4, 1), reason="MERGE WITH SCHEMA EVOLUTION: Spark 4.1 and later"
+)
+def test_merge_with_schema_evolution_adds_the_source_s_columns(spark, make_lake, catalog):
+    """Spark alters the table through the catalog (the source's new column, as DuckDB's
+    ALTER adds it), then merges: DuckDB's ALTER and MERGE on the twin read the same."""
+    setup = [
+        "CREATE TABLE lake.main.m (id INTEGER, v VARCHAR)",
+        "INSERT INTO lake.main.m SELECT i, 'v' || i FROM range(10) r(i)",
+    ]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
+    name = catalog(ours)
+    spark.sql(
+        f"MERGE WITH SCHEMA EVOLUTION INTO {name}.main.m AS t "
+        "USING (SELECT id, 'new' AS v, id * 10 AS extra FROM range(5, 15)) AS s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    ).collect()
+    # (Spark's evolution widens the target's INTEGER id to the source's BIGINT too)
+    theirs.sql(
+        "BEGIN; ALTER TABLE lake.main.m ALTER COLUMN id TYPE BIGINT; "
+        "ALTER TABLE lake.main.m ADD COLUMN extra BIGINT; COMMIT"
+    )
+    theirs.sql(
+        "MERGE INTO lake.main.m AS t USING (SELECT id, 'new' AS v, id * 10 AS extra "
+        "FROM range(5, 15) r(id)) AS s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v, extra = s.extra "
+        "WHEN NOT MATCHED THEN INSERT (id, v, extra) VALUES (s.id, s.v, s.extra)"
+    )
+    theirs.detach()
+    assert ddl_catalog(ours)["columns"] == ddl_catalog(theirs)["columns"]
+    assert ours.snapshot_id() == theirs.snapshot_id()
+    for snapshot in range(1, ours.snapshot_id() + 1):
+        sql = "SELECT * FROM lake.main.m"
+        assert_same_rows(duckdb_reads(ours, sql, snapshot), duckdb_reads(theirs, sql, snapshot))

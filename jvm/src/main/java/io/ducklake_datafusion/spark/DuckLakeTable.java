@@ -95,13 +95,33 @@ final class DuckLakeTable
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(
-        TableCapability.BATCH_READ,
-        TableCapability.MICRO_BATCH_READ,
-        TableCapability.BATCH_WRITE,
-        TableCapability.TRUNCATE,
-        TableCapability.STREAMING_WRITE,
-        TableCapability.OVERWRITE_DYNAMIC);
+    Set<TableCapability> capabilities =
+        EnumSet.of(
+            TableCapability.BATCH_READ,
+            TableCapability.MICRO_BATCH_READ,
+            TableCapability.BATCH_WRITE,
+            TableCapability.TRUNCATE,
+            TableCapability.STREAMING_WRITE,
+            TableCapability.OVERWRITE_DYNAMIC);
+    if (AUTOMATIC_SCHEMA_EVOLUTION != null) {
+      capabilities.add(AUTOMATIC_SCHEMA_EVOLUTION);
+    }
+    return capabilities;
+  }
+
+  /**
+   * Spark's {@code MERGE}/{@code INSERT ... WITH SCHEMA EVOLUTION} (releases that have it)
+   * alters the table through the catalog ({@code alterTable}) before it writes: null where the
+   * release lacks it (Spark 3.5).
+   */
+  private static final TableCapability AUTOMATIC_SCHEMA_EVOLUTION = capability("AUTOMATIC_SCHEMA_EVOLUTION");
+
+  private static TableCapability capability(String name) {
+    try {
+      return TableCapability.valueOf(name);
+    } catch (IllegalArgumentException absent) {
+      return null;
+    }
   }
 
   /** The streaming write's option of background compaction (see {@link #compactEvery}). */
