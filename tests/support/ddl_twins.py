@@ -102,7 +102,10 @@ def assert_ddl_twins_agree(
     flush numbers the files it writes at once in no fixed order). ``commit_info=False``:
     the snapshots' author, message and extra info aside (Spark's commits record its
     engine and application)."""
-    assert ours.snapshot_id() == theirs.snapshot_id()
+    assert ours.snapshot_id() == theirs.snapshot_id(), (
+        ddl_catalog(ours)["changes"],
+        ddl_catalog(theirs)["changes"],
+    )
     mine, their = ddl_catalog(ours), ddl_catalog(theirs)
     if not file_ids:
         mine, their = _without_file_ids(mine), _without_file_ids(their)
