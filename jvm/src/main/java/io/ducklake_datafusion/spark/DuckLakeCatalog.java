@@ -532,7 +532,7 @@ public class DuckLakeCatalog
             + name
             + "' does not support "
             + operation
-            + " (DuckLake DDL beyond CREATE TABLE is done with DuckDB's ducklake extension)",
+            + " (drop the table and create it again, or do it with DuckDB's ducklake extension)",
         null);
   }
 }
