@@ -25,6 +25,7 @@ __all__ = [
     "create_table_rows",
     "end_live_rows",
     "end_partition_rows",
+    "insert_partition_spec",
     "insert_row",
     "is_inlined_table_name",
 ]
@@ -217,6 +218,13 @@ def is_inlined_table_name(name: str, table_id: int) -> bool:
 def create_partitioning_rows(
     session, table: NewTable, table_id: int, partition_id: int, snapshot: int
 ) -> None:
+    insert_partition_spec(session, table_id, partition_id, table.partitioned_by, snapshot)
+
+
+def insert_partition_spec(session, table_id: int, partition_id: int, keys, snapshot: int) -> None:
+    """A partition spec that begins at ``snapshot``: its ``ducklake_partition_info`` row and
+    a ``ducklake_partition_column`` row per ``(column id, transform)`` key, in order (none:
+    the empty spec DuckDB's ``RESET PARTITIONED BY`` begins)."""
     insert_row(
         session,
         "ducklake_partition_info",
@@ -227,7 +235,7 @@ def create_partitioning_rows(
             "end_snapshot": None,
         },
     )
-    for index, (column_id, transform) in enumerate(table.partitioned_by):
+    for index, (column_id, transform) in enumerate(keys):
         insert_row(
             session,
             "ducklake_partition_column",

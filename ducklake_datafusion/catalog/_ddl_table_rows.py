@@ -13,7 +13,7 @@ import re
 import uuid
 
 from ..errors import TableNotFoundError
-from ._commit_rows import columns_of, insert_row
+from ._commit_rows import columns_of, insert_partition_spec, insert_row
 from ._sql import live
 
 __all__ = [
@@ -158,28 +158,7 @@ def partitioning_rows(session, table_id, ended, partition_id, keys, snapshot) ->
             "AND table_id = ?",
             [snapshot, ended, table_id],
         )
-    insert_row(
-        session,
-        "ducklake_partition_info",
-        {
-            "partition_id": partition_id,
-            "table_id": table_id,
-            "begin_snapshot": snapshot,
-            "end_snapshot": None,
-        },
-    )
-    for index, (column_id, transform) in enumerate(keys):
-        insert_row(
-            session,
-            "ducklake_partition_column",
-            {
-                "partition_id": partition_id,
-                "table_id": table_id,
-                "partition_key_index": index,
-                "column_id": column_id,
-                "transform": transform,
-            },
-        )
+    insert_partition_spec(session, table_id, partition_id, keys, snapshot)
 
 
 def comment_rows(session, table_id: int, column_id: int | None, comment, snapshot: int) -> None:
