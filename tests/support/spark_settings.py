@@ -35,7 +35,9 @@ _names = itertools.count()
 
 def register_catalog(spark, lake, **options) -> str:
     """A DuckLake catalog of ``lake`` in ``spark`` (its storage options as the catalog's),
-    under a fresh name, its planner exiting after 5 idle seconds; the name."""
+    under a fresh name, its planner exiting after 60 idle seconds (the JVM keeps at most 8
+    and hands the one unused longest to the next catalog: the suite's hundreds of catalogs
+    start few Python processes); the name."""
     name = f"dl{os.getpid()}_{next(_names)}"
     args = lake.reader_args()
     values = {
@@ -44,7 +46,7 @@ def register_catalog(spark, lake, **options) -> str:
         "metadata_schema": args.get("metadata_schema"),
         **(args["storage_options"] or {}),
         "python": sys.executable,
-        "planner_idle_seconds": "5",
+        "planner_idle_seconds": "60",
         **options,
     }
     prefix = f"spark.sql.catalog.{name}"

@@ -12,6 +12,7 @@ Requests (``op``) and their answers, each field declared with its kind in ``_pro
 (the jar declares the same; both sides check every message as it crosses):
 
 * ``open`` ``{options}`` -> ``{protocol, package}``: open the lake (validates the options);
+  again in a process the JVM hands to another catalog (its last lake closed first);
 * ``namespaces`` -> ``{namespaces: [name]}`` at the catalog's snapshot;
 * ``tables`` ``{namespace}`` -> ``{tables: [name]}``;
 * ``table`` ``{namespace, name, version?, timestamp_us?}`` -> the table at the latest (or
@@ -155,8 +156,11 @@ class Planner:
         from ... import __version__
 
         open_lake = lake_opener(options)
-        if self.lake is not None:
+        if self.lake is not None:  # the JVM handed this process to another catalog
+            self.compaction.wait()  # (the last catalog's merge, on a lake of its own)
+            self.compaction = BackgroundCompaction()
             self.lake.close()
+            self.lake = None
         self.lake = open_lake()
         self._open_lake = open_lake
         return {"protocol": PROTOCOL_VERSION, "package": __version__}

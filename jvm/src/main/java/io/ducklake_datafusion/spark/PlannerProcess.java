@@ -27,12 +27,15 @@ import java.util.Map;
  * its {@code blobs} field says. The child's standard error is passed to this process's, its
  * last lines kept for the message if it dies.
  *
- * <p>At most {@value #MAX_LIVE} planners live in one JVM: starting one more first closes the
- * one unused longest (its catalog starts it again on demand, in about a second). Each holds
- * ~190 MB; a driver reading many lakes (one runtime catalog per lake for {@code read_table})
- * kept one process per lake until each had been idle its timeout: 53 at once in the test
- * suite, 10 GB. A JVM that opened a second catalog also keeps one process started ahead for
- * the next ({@link #keepOneAhead}).
+ * <p>At most {@value #MAX_LIVE} planners live in one JVM. Each holds ~190 MB; a driver reading
+ * many lakes (one runtime catalog per lake for {@code read_table}) kept one process per lake
+ * until each had been idle its timeout: 53 at once in the test suite, 10 GB. A catalog that
+ * starts while {@value #MAX_LIVE} live takes over the process of the same interpreter unused
+ * longest ({@link #recycle}: it opens its own lake there, its imports done; the catalog it was
+ * taken from starts another when asked). Python's imports cost a second of CPU a process:
+ * starting one per lake was a quarter of the CPU of the test suite's Spark catalog module.
+ * A JVM that opened a second catalog also keeps one process started ahead for the next
+ * ({@link #keepOneAhead}) while fewer than {@value #MAX_LIVE} live.
  */
 final class PlannerProcess implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -111,20 +114,35 @@ final class PlannerProcess implements AutoCloseable {
   private final Process process;
   private final DataOutputStream requests;
   private final DataInputStream answers;
-  private final Deque<String> lastErrorLines = new ArrayDeque<>();
+  private final Deque<String> lastErrorLines;
   /** When the last answer came ({@link System#nanoTime}). */
   private volatile long lastUsed = System.nanoTime();
   /** Closed to make room for another planner: its catalog starts a new one. */
   private volatile boolean evicted;
+  /** Guards {@link #closed} and {@link #handedOver} (not the monitor a request holds). */
+  private final Object state = new Object();
+  private boolean closed;
+  /** Its process serves another catalog now ({@link #recycle}): closing this leaves it be. */
+  private boolean handedOver;
 
   private PlannerProcess(String python, Process process) {
     this.python = python;
     this.process = process;
     this.requests = new DataOutputStream(new BufferedOutputStream(process.getOutputStream()));
     this.answers = new DataInputStream(new BufferedInputStream(process.getInputStream(), 1 << 16));
+    this.lastErrorLines = new ArrayDeque<>();
     Thread errors = new Thread(this::passErrors, "ducklake-planner-stderr");
     errors.setDaemon(true);
     errors.start();
+  }
+
+  /** The process of {@code previous} (its pipes, its error lines), for another catalog. */
+  private PlannerProcess(PlannerProcess previous) {
+    this.python = previous.python;
+    this.process = previous.process;
+    this.requests = previous.requests;
+    this.answers = previous.answers;
+    this.lastErrorLines = previous.lastErrorLines;
   }
 
   /**
@@ -134,8 +152,18 @@ final class PlannerProcess implements AutoCloseable {
    * answer comes in tens of milliseconds instead of most of a second.
    */
   static PlannerProcess start(String python, Map<String, String> options, double idleSeconds) {
-    makeRoom();
     PlannerProcess planner = null;
+    for (PlannerProcess taken; planner == null && (taken = recycle(python)) != null; ) {
+      try {
+        planner = open(taken, options, idleSeconds);
+      } catch (Exited e) {
+        // it idled out as it was taken: take another, or start one
+      }
+    }
+    if (planner != null) {
+      return planner;
+    }
+    makeRoom();
     PlannerProcess ahead = takeAhead(python);
     if (ahead != null) {
       try {
@@ -150,6 +178,58 @@ final class PlannerProcess implements AutoCloseable {
     }
     keepOneAhead(python, options);
     return planner;
+  }
+
+  /**
+   * While {@value #MAX_LIVE} planners live: the live one of {@code python} unused longest, taken
+   * from its catalog once a request in progress has its answer (that catalog's next request
+   * starts another), to open a new catalog's lake; null when fewer live or none of {@code
+   * python} (a process of another interpreter, or with other settings, serves only its own).
+   */
+  private static PlannerProcess recycle(String python) {
+    while (true) {
+      PlannerProcess oldest = null;
+      synchronized (LIVE) {
+        if (LIVE.size() < MAX_LIVE) {
+          return null;
+        }
+        for (PlannerProcess planner : LIVE) {
+          if (planner.python.equals(python)
+              && (oldest == null || planner.lastUsed - oldest.lastUsed < 0)) {
+            oldest = planner;
+          }
+        }
+        if (oldest == null) {
+          return null;
+        }
+        LIVE.remove(oldest);
+      }
+      PlannerProcess taken = oldest.handOver();
+      if (taken != null) {
+        return taken;
+      }
+    }
+  }
+
+  /**
+   * This planner's process as a new planner, this one evicted (its catalog starts another),
+   * once a request in progress has its answer; null if it was closed or its process ended.
+   */
+  private PlannerProcess handOver() {
+    synchronized (this) {
+      synchronized (state) {
+        if (closed || !process.isAlive()) {
+          closed = true;
+          evicted = true;
+        } else {
+          evicted = true;
+          handedOver = true;
+          return new PlannerProcess(this);
+        }
+      }
+    }
+    close(); // (a process that ended: its pipes)
+    return null;
   }
 
   /** Processes started ahead of their catalogs, one per Python interpreter. */
@@ -176,6 +256,11 @@ final class PlannerProcess implements AutoCloseable {
       }
       if (!severalCatalogs || AHEAD.containsKey(python)) {
         return;
+      }
+    }
+    synchronized (LIVE) {
+      if (LIVE.size() >= MAX_LIVE) {
+        return; // (the next catalog takes over a live process: recycle)
       }
     }
     PlannerProcess ahead;
@@ -392,6 +477,12 @@ final class PlannerProcess implements AutoCloseable {
   public void close() {
     synchronized (LIVE) {
       LIVE.remove(this);
+    }
+    synchronized (state) {
+      closed = true;
+      if (handedOver) {
+        return;
+      }
     }
     try {
       requests.close();
