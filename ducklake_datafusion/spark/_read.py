@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -37,6 +38,9 @@ __all__ = ["PUSHDOWN_CONF", "read_changes", "read_table", "register_spark"]
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 FORMAT = "ducklake"
+# The sessions the format is registered in: a registration pickles the data source's class
+# to the JVM (~65 ms), and every read through the data source asks for one.
+_REGISTERED: weakref.WeakSet = weakref.WeakSet()
 
 
 def register_spark(spark, *, check_workers: bool = True) -> None:
@@ -55,7 +59,9 @@ def register_spark(spark, *, check_workers: bool = True) -> None:
     from .source import DuckLakeDataSource  # pyspark 4.1+: the data source API
 
     spark.conf.set(PUSHDOWN_CONF, "true")
-    spark.dataSource.register(DuckLakeDataSource)
+    if spark not in _REGISTERED:
+        spark.dataSource.register(DuckLakeDataSource)
+        _REGISTERED.add(spark)
     if check_workers:
         _workers.check_workers(spark)
 

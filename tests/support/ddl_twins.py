@@ -9,7 +9,7 @@ twins and our readers (the Rust scan and the exact path) equal to DuckDB at the 
 from __future__ import annotations
 
 from support.lakes import assert_same_rows
-from support.writes import META, duckdb_reads, ours_reads
+from support.writes import META, duckdb_reads, ours_reads, pull
 
 UUID_PATH = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/$"
 
@@ -41,21 +41,16 @@ CATALOG_QUERIES = {
 
 
 def ddl_catalog(lake) -> dict:
-    """Every catalog table a schema change touches, as sorted rows."""
+    """Every catalog table a schema change touches, as sorted rows (one attachment)."""
+    pull(lake)
+    answers = lake.references([sql.replace("{m}", META) for sql in CATALOG_QUERIES.values()])
     return {
-        key: sorted(
-            (
-                tuple(row.values())
-                for row in duckdb_reads(lake, sql.replace("{m}", META)).to_pylist()
-            ),
-            key=repr,
-        )
-        for key, sql in CATALOG_QUERIES.items()
+        key: sorted((tuple(row.values()) for row in answer.to_pylist()), key=repr)
+        for key, answer in zip(CATALOG_QUERIES, answers, strict=True)
     }
 
 
-def live_tables(lake, snapshot: int | None = None) -> list[tuple[str, str]]:
-    """``(schema, table)`` of every table live at ``snapshot`` (default: the latest)."""
+def _live_tables_sql(snapshot: int | None) -> str:
     at = "(SELECT max(snapshot_id) FROM {m}.ducklake_snapshot)" if snapshot is None else snapshot
 
     def live(a: str) -> str:
@@ -67,8 +62,16 @@ def live_tables(lake, snapshot: int | None = None) -> list[tuple[str, str]]:
         "SELECT s.schema_name, t.table_name FROM {m}.ducklake_table t JOIN {m}.ducklake_schema s "
         f"USING (schema_id) WHERE {live('t')} AND {live('s')} ORDER BY ALL"
     )
-    rows = duckdb_reads(lake, sql.replace("{m}", META)).to_pylist()
-    return [(r["schema_name"], r["table_name"]) for r in rows]
+    return sql.replace("{m}", META)
+
+
+def _tables(answer) -> list[tuple[str, str]]:
+    return [(r["schema_name"], r["table_name"]) for r in answer.to_pylist()]
+
+
+def live_tables(lake, snapshot: int | None = None) -> list[tuple[str, str]]:
+    """``(schema, table)`` of every table live at ``snapshot`` (default: the latest)."""
+    return _tables(duckdb_reads(lake, _live_tables_sql(snapshot)))
 
 
 def _name(schema: str, table: str) -> str:
@@ -76,13 +79,17 @@ def _name(schema: str, table: str) -> str:
 
 
 def snapshot_reads(lake, first: int = 1) -> dict:
-    """What DuckDB reads of every table live at every snapshot from ``first``."""
+    """What DuckDB reads of every table live at every snapshot from ``first`` (the lake
+    attached once a snapshot, as of it)."""
+    pull(lake)
     last = lake.snapshot_id()
+    live = lake.references([_live_tables_sql(s) for s in range(first, last + 1)])
     reads = {}
-    for snapshot in range(first, last + 1):
-        for schema, table in live_tables(lake, snapshot):
-            sql = f"SELECT * FROM {_name(schema, table)}"
-            reads[(snapshot, schema, table)] = duckdb_reads(lake, sql, snapshot)
+    for snapshot, tables in zip(range(first, last + 1), live, strict=True):
+        names = _tables(tables)
+        sqls = [f"SELECT * FROM {_name(schema, table)}" for schema, table in names]
+        for (schema, table), rows in zip(names, lake.references(sqls, snapshot), strict=True):
+            reads[(snapshot, schema, table)] = rows
     return reads
 
 

@@ -458,16 +458,27 @@ class Lake:
         snapshot)`` after every table name, which tests may also do themselves. On a mirrored lake (GCS, Azure)
         DuckDB reads the local copy, so file paths it returns are mapped to the store's.
         """
+        return self.references([sql], snapshot, params)[0]
+
+    def references(
+        self, sqls: list[str], snapshot: int | None = None, params: list | None = None
+    ) -> list[pa.Table]:
+        """DuckDB's answers to each of ``sqls`` (as :meth:`reference`'s), under one attachment
+        of the lake: a DuckDB file catalog is attached (and its catalog loaded) once, not
+        once a query."""
         options = ["READ_ONLY"]
         if snapshot is not None:
             options.append(f"SNAPSHOT_VERSION {int(snapshot)}")
         con = self._attach("oracle" if snapshot is None else f"oracle@{snapshot}", options)
         try:
             con.execute(ORACLE_SETTINGS)
-            table = con.execute(sql, params or []).to_arrow_table()
-            if self.mirror is not None:
-                table = _map_paths(table, self.data_path, self.mirror.data_path)
-            return table
+            tables = []
+            for sql in sqls:
+                table = con.execute(sql, params or []).to_arrow_table()
+                if self.mirror is not None:
+                    table = _map_paths(table, self.data_path, self.mirror.data_path)
+                tables.append(table)
+            return tables
         finally:
             con.execute("RESET disabled_optimizers")
             if self.spec.catalog == "duckdb" or self.writer_metadata is not None:
