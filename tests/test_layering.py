@@ -16,8 +16,8 @@ import inside a function counts as much as one at the top of a module:
   other, neither in its own modules nor through a third-party engine package;
 * the package's root holds only its public surface, and each module there has a layer:
   ``errors`` (whose private half, the errors about to cross into DataFusion, belongs to the
-  DataFusion adapter), the Rust extension ``_rust`` (for the DataFusion adapter and
-  ``write``'s bucket hashing only) and ``__main__`` (the CLI) of the DataFusion adapter; ``import ducklake_datafusion.spark`` loads no DataFusion code;
+  DataFusion adapter), the Rust extension ``_rust`` (for the DataFusion adapter,
+  ``write``'s bucket hashing and ``maintain``'s reads of a compaction's sources only) and ``__main__`` (the CLI) of the DataFusion adapter; ``import ducklake_datafusion.spark`` loads no DataFusion code;
 * every module says why it exists (a docstring) and stays small (at most 500 lines).
 
 A failure names the importing module, the line and what it reached.
@@ -49,7 +49,7 @@ LAYERS = {
     # (a row change reads the delete files it replaces with the readers' own checks)
     "write": BASE | {"catalog", "pathres", "scan", "read", "extension"},
     # table maintenance: merged files written by ``write``'s writer, read by ``read``'s
-    "maintain": BASE | {"catalog", "pathres", "scan", "read", "write"},
+    "maintain": BASE | {"catalog", "pathres", "scan", "read", "write", "extension"},
     "provider": BASE | {"catalog", "pathres", "scan", "read", "write", "maintain", "extension"},
     "spark": BASE | {"catalog", "pathres", "scan", "read", "write", "maintain"},
     # the Rust extension (its stub names the DataFusion adapter's ProviderSpec): the

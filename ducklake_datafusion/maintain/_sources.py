@@ -31,6 +31,7 @@ from ..write import (
     delete_files,
     file_schema,
 )
+from . import _whole_files
 
 __all__ = [
     "RunBatch",
@@ -261,9 +262,12 @@ def scan_run(
     (its per-fragment machinery), with no Python work per batch beyond adding the ids."""
     schema = file_schema(columns).append(ROW_ID_FIELD).append(SNAPSHOT_ID_FIELD)
     pairs = list(zip(tasks, sources, strict=True))
-    reads = [
-        functools.partial(_read_chunk, chunk, schema, storage, what) for chunk in _chunks(pairs)
-    ]
+    store = _whole_files.store_of(tasks, storage)
+    if store is not None:  # (read by the Rust extension)
+        read = functools.partial(_read_chunk_by_extension, store=store)
+    else:
+        read = functools.partial(_read_chunk, storage=storage)
+    reads = [functools.partial(read, chunk, schema, what=what) for chunk in _chunks(pairs)]
     for parts in read_in_order(reads):
         yield from parts
 
@@ -290,7 +294,7 @@ def _chunks(pairs: list) -> Iterator[list]:
         yield chunk
 
 
-def _read_chunk(chunk: list, schema: pa.Schema, storage, what: str) -> list[RunBatch]:
+def _read_chunk(chunk: list, schema: pa.Schema, *, storage, what: str) -> list[RunBatch]:
     parts = []
     for task, source in chunk:
         url = task.file.url
@@ -302,15 +306,31 @@ def _read_chunk(chunk: list, schema: pa.Schema, storage, what: str) -> list[RunB
                 data = pq.ParquetFile(handle).read(use_threads=False)
         except Exception as exc:
             raise read_error(exc, f"data file {url} of {what}") from exc
-        if data.num_rows != source.record_count:
-            raise InternalError(
-                f"{what}: data file {url} holds {data.num_rows} rows, the catalog says "
-                f"{source.record_count}"
-            )
-        table = _in_schema(data, schema, source, what, url)
-        implicit = ROW_ID_FIELD.name not in data.schema.names
-        parts.extend(RunBatch(batch, implicit) for batch in table.to_batches())
+        parts.extend(_run_batches(data, schema, source, what, url))
     return parts
+
+
+def _read_chunk_by_extension(chunk: list, schema: pa.Schema, *, store, what: str) -> list:
+    """:func:`_read_chunk`, the files read by the Rust extension (``_whole_files``)."""
+    tables = _whole_files.read_whole([task for task, _ in chunk], store, what, READERS)
+    parts = []
+    for (task, source), data in zip(chunk, tables, strict=True):
+        parts.extend(_run_batches(data, schema, source, what, task.file.url))
+    return parts
+
+
+def _run_batches(
+    data: pa.Table, schema: pa.Schema, source: CompactionCandidate, what: str, url: str
+) -> list[RunBatch]:
+    """A source's rows as read, checked against the catalog's count, in the run's schema."""
+    if data.num_rows != source.record_count:
+        raise InternalError(
+            f"{what}: data file {url} holds {data.num_rows} rows, the catalog says "
+            f"{source.record_count}"
+        )
+    table = _in_schema(data, schema, source, what, url)
+    implicit = ROW_ID_FIELD.name not in data.schema.names
+    return [RunBatch(batch, implicit) for batch in table.to_batches()]
 
 
 def _in_schema(

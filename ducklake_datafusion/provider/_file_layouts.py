@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ..pathres import PLAIN_PATH
 from ..read import FileLayout, checked_file
 
 __all__ = ["NATIVE_TYPES", "SAFE_PATH", "checked_layout", "native_type", "table_signature"]
@@ -30,7 +31,7 @@ NATIVE_TYPES = frozenset(
 )  # fmt: skip
 _DECIMAL = re.compile(r"^decimal\(\d+,\s*\d+\)$")
 # Paths object-store paths spell as they are: no percent-encoding, spaces or globs.
-SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/=+@,-]+$")
+SAFE_PATH = PLAIN_PATH
 
 
 def native_type(type_name: str) -> bool:

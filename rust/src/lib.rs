@@ -54,6 +54,7 @@ mod statistics;
 mod stores;
 mod task_context;
 mod views;
+mod whole_files;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -77,6 +78,7 @@ fn _rust(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<predicates::Predicate>()?;
     m.add_function(wrap_pyfunction!(python::boundary_schemas, m)?)?;
     m.add_function(wrap_pyfunction!(murmur::py_murmur3_32, m)?)?;
+    m.add_function(wrap_pyfunction!(whole_files::read_whole_files, m)?)?;
     let py = m.py();
     m.add(
         "PROVIDER_SPEC_FIELDS",

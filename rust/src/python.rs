@@ -43,7 +43,7 @@ use datafusion::logical_expr::dml::InsertOp;
 const SNAPSHOT_FIELD_ID: i64 = 2147483539;
 
 /// The runtime our object stores do their I/O on (never the caller's executor).
-fn runtime() -> PyResult<&'static Runtime> {
+pub(crate) fn runtime() -> PyResult<&'static Runtime> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {

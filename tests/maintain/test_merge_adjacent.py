@@ -6,7 +6,9 @@ with ``ducklake_merge_adjacent_files``. Every snapshot then reads the same rows 
 same ``rowid`` on both and the same change feed (time travel across the merge), the catalog
 rows are DuckDB's (the merged file's ``begin_snapshot``, ``row_id_start``, ``partial_max``,
 statistics; the sources gone and scheduled for deletion; ``merge_adjacent:<id>``), our
-readers agree, and DuckDB's own writes and maintenance after ours work.
+readers agree, and DuckDB's own writes and maintenance after ours work. Local sources are
+read by the Rust extension (``maintain/_whole_files``); the cases that matter for the reader
+(every type, a damaged source) run with pyarrow reading them too.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from support.twins import (
     twin_lakes,
     twin_rows,
 )
-from support.writes import META, duckdb_reads
+from support.writes import META, duckdb_reads, every_type
 
 from ducklake_datafusion import DuckLakeCatalog
 from ducklake_datafusion.errors import (
@@ -32,7 +34,7 @@ from ducklake_datafusion.errors import (
     DataFileMissingError,
     InvalidOptionError,
 )
-from ducklake_datafusion.maintain import merge_adjacent_files, write_runs_here
+from ducklake_datafusion.maintain import _whole_files, merge_adjacent_files, write_runs_here
 
 COLUMNS = "CREATE TABLE lake.main.t (id BIGINT, grp VARCHAR, v DOUBLE, tags VARCHAR[])"
 
@@ -258,10 +260,50 @@ def test_a_merge_and_a_concurrent_append_both_land(make_lake):
     assert duckdb_reads(ours, "SELECT count(*) FROM lake.main.t").column(0)[0].as_py() == 310
 
 
+@pytest.fixture(params=["extension", "pyarrow"])
+def source_reads(request, monkeypatch) -> list:
+    """Sources read by the Rust extension or by pyarrow; the chunks the extension read."""
+    chunks = []
+    read_whole = _whole_files.read_whole
+
+    def counted(tasks, store, what, concurrency):
+        chunks.append(len(tasks))
+        return read_whole(tasks, store, what, concurrency)
+
+    monkeypatch.setattr(_whole_files, "ENABLED", request.param == "extension")
+    monkeypatch.setattr(_whole_files, "read_whole", counted)
+    return chunks
+
+
+def test_every_type_merges_as_duckdb_merges_it(make_lake, source_reads):
+    """Sources of every type we write (DuckDB's files, three appends and a delete), read by
+    either reader: every snapshot's rows and row ids, the change feed and every catalog row
+    (the merged file's statistics included) as DuckDB's merge leaves them."""
+    rows = every_type()
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), [])
+    for lake in (ours, theirs):
+        lake.attach().register("typed_rows", rows)
+        lake.sql("CREATE TABLE lake.main.t AS SELECT * FROM typed_rows")
+        lake.sql("INSERT INTO lake.main.t SELECT * FROM typed_rows")
+        lake.sql("INSERT INTO lake.main.t SELECT * FROM typed_rows")
+        lake.sql("INSERT INTO lake.main.t SELECT * FROM typed_rows")
+        lake.sql("DELETE FROM lake.main.t WHERE rowid = 4")
+        lake.detach()
+    before = twin_rows(ours, ours.snapshot_id())
+    result, their_scheduled = _merge_both(ours, theirs, {}, "")
+    assert sum(r.files_processed for r in result) == their_scheduled == 3
+    assert sum(source_reads) == (3 if _whole_files.ENABLED else 0)  # files the extension read
+    assert_twins_agree(ours, theirs)
+    assert_same_rows(twin_rows(ours, ours.snapshot_id()), before, ordered=True)
+
+
 @pytest.mark.parametrize("damage", ["missing", "truncated"])
-def test_a_source_missing_or_truncated_fails_typed_and_leaves_nothing(make_lake, damage):
-    """A source the catalog lists but storage lacks, or cut short: the merge raises our
-    error naming the file, commits nothing and leaves no merged file behind."""
+def test_a_source_missing_or_truncated_fails_typed_and_leaves_nothing(
+    make_lake, damage, source_reads
+):
+    """A source the catalog lists but storage lacks, or cut short, read by either reader:
+    the merge raises our error naming the file, commits nothing and leaves no merged file
+    behind."""
     (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), CASES["contiguous"][0])[:1]
     paths = duckdb_reads(
         ours, f"SELECT path FROM {META}.ducklake_data_file ORDER BY data_file_id"

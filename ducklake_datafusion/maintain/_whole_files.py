@@ -1,0 +1,69 @@
+"""A compaction's sources read by the Rust extension, off the GIL (``rust/src/whole_files.rs``).
+
+At thousands of small sources a merge's time goes per file: read from Python, each file
+holds the GIL for its open, footer and decode, so two cores read no faster than one. The
+extension reads a chunk of them concurrently on its I/O runtime, each small file in one
+request, and hands back each file's Arrow table in order; what the file holds is checked
+by ``_sources`` as for a file pyarrow read. The store is the one the Rust scan reads with
+(``pathres.store_kind``): local files, or one bucket or container with explicit credentials;
+sources elsewhere (ambient credentials, paths object-store paths spell differently) are
+read by pyarrow. ``ENABLED`` off reads every source by pyarrow (the tests compare both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from .. import errors
+from ..pathres import object_path, parse_location, plain_location, store_kind
+from ..scan import DataFileTask
+
+__all__ = ["ENABLED", "read_whole", "store_of"]
+
+ENABLED = True
+
+
+def store_of(tasks: Sequence[DataFileTask], storage) -> dict[str, str] | None:
+    """The extension's store options for every one of ``tasks``' files, or ``None`` when it
+    does not read them all (switched off, not built, several stores, a store it would
+    authenticate differently, an encrypted file, a path it spells differently)."""
+    if not ENABLED or not tasks:
+        return None
+    try:
+        from .._rust import read_whole_files  # noqa: F401
+    except ImportError:  # an install without the extension: pyarrow reads them
+        return None
+    first = parse_location(tasks[0].file.url)
+    for task in tasks:
+        location = parse_location(task.file.url)
+        if (location.scheme, location.authority, location.account) != (
+            first.scheme,
+            first.authority,
+            first.account,
+        ):
+            return None
+        if task.encryption_key is not None or not plain_location(task.file.url):
+            return None
+    return store_kind(tasks[0].file.url, storage)
+
+
+def read_whole(
+    tasks: Sequence[DataFileTask], store: dict[str, str], what: str, concurrency: int
+) -> list[pa.Table]:
+    """Each task's file, whole, in order, from ``store`` (:func:`store_of`); a file that
+    cannot be read raises the package's typed error naming it and ``what`` (the table and
+    snapshot)."""
+    from .._rust import read_whole_files
+
+    paths = [object_path(task.file.url) for task in tasks]
+    sizes = [task.file.size for task in tasks]
+    reads = read_whole_files(paths, sizes, store, concurrency)
+    tables = []
+    for task, (schema, batches, error) in zip(tasks, reads, strict=True):
+        if error is not None:
+            kind, reason = error
+            raise getattr(errors, kind)(f"data file {task.file.url} of {what} {reason}")
+        tables.append(pa.Table.from_batches(batches, schema=schema))
+    return tables
