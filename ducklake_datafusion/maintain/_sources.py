@@ -306,56 +306,67 @@ def _read_chunk(chunk: list, schema: pa.Schema, *, storage, what: str) -> list[R
                 data = pq.ParquetFile(handle).read(use_threads=False)
         except Exception as exc:
             raise read_error(exc, f"data file {url} of {what}") from exc
-        parts.extend(_run_batches(data, schema, source, what, url))
+        parts.extend(_run_batches(data, [data.num_rows], [(task, source)], schema, what))
     return parts
 
 
 def _read_chunk_by_extension(chunk: list, schema: pa.Schema, *, store, what: str) -> list:
-    """:func:`_read_chunk`, the files read by the Rust extension (``_whole_files``)."""
-    tables = _whole_files.read_whole([task for task, _ in chunk], store, what, READERS)
-    parts = []
-    for (task, source), data in zip(chunk, tables, strict=True):
-        parts.extend(_run_batches(data, schema, source, what, task.file.url))
+    """:func:`_read_chunk`, the files read by the Rust extension (``_whole_files``), which
+    hands back consecutive files of the same columns as one table."""
+    parts, first = [], 0
+    for data, rows in _whole_files.read_whole([task for task, _ in chunk], store, what, READERS):
+        files = chunk[first : first + len(rows)]
+        first += len(rows)
+        parts.extend(_run_batches(data, rows, files, schema, what))
     return parts
 
 
 def _run_batches(
-    data: pa.Table, schema: pa.Schema, source: CompactionCandidate, what: str, url: str
+    data: pa.Table, rows: Sequence[int], files: Sequence, schema: pa.Schema, what: str
 ) -> list[RunBatch]:
-    """A source's rows as read, checked against the catalog's count, in the run's schema."""
-    if data.num_rows != source.record_count:
-        raise InternalError(
-            f"{what}: data file {url} holds {data.num_rows} rows, the catalog says "
-            f"{source.record_count}"
-        )
-    table = _in_schema(data, schema, source, what, url)
+    """Consecutive sources' rows as read (``rows`` of each of ``files``, its ``(task,
+    source)``), each file's count checked against the catalog's, in the run's schema."""
+    for count, (task, source) in zip(rows, files, strict=True):
+        if count != source.record_count:
+            raise InternalError(
+                f"{what}: data file {task.file.url} holds {count} rows, the catalog says "
+                f"{source.record_count}"
+            )
+    table = _in_schema(data, rows, [source for _, source in files], schema, what, files[0][0])
     implicit = ROW_ID_FIELD.name not in data.schema.names
     return [RunBatch(batch, implicit) for batch in table.to_batches()]
 
 
 def _in_schema(
-    data: pa.Table, schema: pa.Schema, source: CompactionCandidate, what: str, url: str
+    data: pa.Table,
+    rows: Sequence[int],
+    sources: Sequence[CompactionCandidate],
+    schema: pa.Schema,
+    what: str,
+    first: DataFileTask,
 ) -> pa.Table:
-    """A source's rows in the run's columns (cast where the file's type differs), its row
-    and snapshot ids as the file holds them or as the catalog implies them."""
+    """Consecutive sources' rows in the run's columns (cast where the files' type differs),
+    their row and snapshot ids as the files hold them or as the catalog implies them."""
     names = data.schema.names
-    count = data.num_rows
     layout = len(schema) - 2
     if names[:layout] == schema.names[:layout] and all(
         data.schema.field(i).type == schema.field(i).type for i in range(layout)
     ):
-        arrays = data.columns[:layout]  # (the usual case: a file of the layout as is)
+        arrays = data.columns[:layout]  # (the usual case: files of the layout as is)
     else:
-        arrays = _layout_columns(data, schema, source, what, url)
+        arrays = _layout_columns(data, schema, sources[0], what, first.file.url)
+    counts = np.asarray(rows, dtype=np.int64)
     if ROW_ID_FIELD.name in names:
         arrays.append(data.column(ROW_ID_FIELD.name).cast(pa.int64()))
-    else:
-        start = source.row_id_start or 0
-        arrays.append(pa.array(np.arange(start, start + count, dtype=np.int64)))
+    else:  # each file's row_id_start + position
+        starts = np.asarray([s.row_id_start or 0 for s in sources], dtype=np.int64)
+        offsets = np.cumsum(counts) - counts
+        arrays.append(pa.array(np.arange(counts.sum()) + np.repeat(starts - offsets, counts)))
     if SNAPSHOT_ID_FIELD.name in names:
         arrays.append(data.column(SNAPSHOT_ID_FIELD.name).cast(pa.int64()))
     else:
-        arrays.append(pa.array(np.full(count, source.begin_snapshot, dtype=np.int64)))
+        snapshots = np.asarray([s.begin_snapshot for s in sources], dtype=np.int64)
+        arrays.append(pa.array(np.repeat(snapshots, counts)))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

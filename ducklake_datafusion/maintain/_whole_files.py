@@ -51,19 +51,15 @@ def store_of(tasks: Sequence[DataFileTask], storage) -> dict[str, str] | None:
 
 def read_whole(
     tasks: Sequence[DataFileTask], store: dict[str, str], what: str, concurrency: int
-) -> list[pa.Table]:
-    """Each task's file, whole, in order, from ``store`` (:func:`store_of`); a file that
-    cannot be read raises the package's typed error naming it and ``what`` (the table and
+) -> list[tuple[pa.Table, list[int]]]:
+    """The tasks' files, whole, in order, from ``store`` (:func:`store_of`): consecutive
+    files of the same columns as one table, with each file's row count. A file that cannot
+    be read raises the package's typed error naming it and ``what`` (the table and
     snapshot)."""
     from .._rust import read_whole_files
 
-    paths = [object_path(task.file.url) for task in tasks]
-    sizes = [task.file.size for task in tasks]
-    reads = read_whole_files(paths, sizes, store, concurrency)
-    tables = []
-    for task, (schema, batches, error) in zip(tasks, reads, strict=True):
-        if error is not None:
-            kind, reason = error
-            raise getattr(errors, kind)(f"data file {task.file.url} of {what} {reason}")
-        tables.append(pa.Table.from_batches(batches, schema=schema))
-    return tables
+    groups, failed = read_whole_files([object_path(t.file.url) for t in tasks], store, concurrency)
+    if failed is not None:
+        index, kind, reason = failed
+        raise getattr(errors, kind)(f"data file {tasks[index].file.url} of {what} {reason}")
+    return [(pa.Table.from_batches([batch]), rows) for batch, rows in groups]
