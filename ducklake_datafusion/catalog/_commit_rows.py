@@ -47,6 +47,8 @@ def insert_row(session, table: str, row: Mapping[str, object], *, race_point=Fal
 
 
 MAX_PARAMETERS = 30_000  # per statement: below SQLite's 32,766 and PostgreSQL's 65,535
+# from this many rows on, a database's faster way of inserting them (``insert_many``)
+MANY_ROWS = 100
 
 
 def insert_rows(session, table: str, rows: list[Mapping[str, object]]) -> None:
@@ -56,6 +58,10 @@ def insert_rows(session, table: str, rows: list[Mapping[str, object]]) -> None:
         return
     present = set(columns_of(session, table))
     names = [name for name in rows[0] if name in present]
+    if len(rows) >= MANY_ROWS and session.insert_many(
+        table, names, [[row[name] for name in names] for row in rows]
+    ):
+        return
     one = "(" + ", ".join("?" for _ in names) + ")"
     per_statement = max(1, MAX_PARAMETERS // max(len(names), 1))
     for start in range(0, len(rows), per_statement):

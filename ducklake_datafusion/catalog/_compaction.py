@@ -176,8 +176,7 @@ def _schema_versions(session, table_id: int) -> list[tuple[int, int]]:
 
 def merge_file_rows(session, action: MergeFiles, table_id: int, data_file_id: int, what: str):
     """One merged file's rows in place of its sources' (module docstring)."""
-    sources = list(action.sources)
-    marks = ", ".join("?" for _ in sources)
+    marks, sources = session.id_list(action.sources)
     old = session.rows(
         "SELECT d.data_file_id, d.path, d.path_is_relative, t.path, t.path_is_relative, "
         "s.path, s.path_is_relative FROM ducklake_data_file d "
@@ -186,9 +185,10 @@ def merge_file_rows(session, action: MergeFiles, table_id: int, data_file_id: in
         f"WHERE d.table_id = ? AND d.end_snapshot IS NULL AND d.data_file_id IN ({marks})",
         [table_id, *sources],
     )
-    if len(old) != len(sources):
+    if len(old) != len(action.sources):
+        count = len(action.sources)
         raise CommitConflictError(
-            f"{what}: {len(sources) - len(old)} of the {len(sources)} files to merge were "
+            f"{what}: {count - len(old)} of the {count} files to merge were "
             "ended or compacted by another commit meanwhile; nothing was committed, merge again"
         )
     for name in ("ducklake_file_column_stats", "ducklake_file_partition_value"):

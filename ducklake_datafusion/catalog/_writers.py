@@ -112,6 +112,15 @@ class WriteSession(SessionBase):
     def adapt(self, value: object) -> object:
         return value
 
+    def id_list(self, ids: Sequence[int]) -> tuple[str, list]:
+        """``IN (...)``'s inside for ``ids`` and its parameters: one ``?`` each."""
+        return ", ".join("?" for _ in ids), [int(i) for i in ids]
+
+    def insert_many(self, table: str, names: Sequence[str], rows: Sequence[Sequence]) -> bool:
+        """Insert ``rows`` (values in ``names``' order) a faster way than ``VALUES`` lists,
+        if this database has one; whether it did."""
+        return False
+
 
 def _utc_naive(value: _dt.datetime) -> _dt.datetime:
     return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
@@ -141,6 +150,28 @@ class _DuckDBWriteSession(WriteSession):
         from ._duckdb_tables import bound_column_names
 
         return bound_column_names(self._connection, table, self.description)
+
+    def id_list(self, ids: Sequence[int]) -> tuple[str, list]:
+        # one list parameter: binding ten thousand ``?`` cost a compaction's commit 60 ms
+        # a statement
+        return "SELECT unnest(?::BIGINT[])", [[int(i) for i in ids]]
+
+    def insert_many(self, table: str, names: Sequence[str], rows: Sequence[Sequence]) -> bool:
+        """Many rows as an Arrow table scanned by the INSERT: 10,000 files scheduled for
+        deletion took 0.33 s as ``VALUES`` lists (binding 40,000 parameters), ~0.03 s so.
+        Rows whose values Arrow cannot type as one column each take the ``VALUES`` way."""
+        try:
+            data = pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            return False
+        view = f"__ducklake_rows_{uuid.uuid4().hex}"
+        columns = ", ".join(names)
+        self._connection.register(view, data)
+        try:
+            self.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {view}")
+        finally:
+            self._connection.unregister(view)
+        return True
 
     def rows_or_none(self, sql, params, race_point):
         import duckdb
