@@ -139,3 +139,11 @@ class ExactProvider:
 def murmur3_32(array: pa.Array) -> pa.Array:
     """Murmur3 (x86, 32 bits, seed 0) of every value of an int64, float64, string or
     binary array, as int32 (nulls stay null): the hash of ``bucket(N)`` partitions."""
+
+def read_whole_files(
+    paths: list[str], storage: dict[str, str], concurrency: int
+) -> tuple[list[tuple[pa.RecordBatch, list[int]]], tuple[int, str, str] | None]:
+    """Whole Parquet files (object-store paths in the store of ``storage``), read
+    ``concurrency`` at a time off the GIL (a compaction's sources): consecutive files of the
+    same columns as one batch with each file's row count, and ``None``; or, when a file
+    cannot be read, the groups before it and ``(its index, error class, reason)``."""

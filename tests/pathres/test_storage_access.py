@@ -24,6 +24,7 @@ from ducklake_datafusion.pathres import (
     S3Access,
     StorageOptions,
     _filesystems,
+    _object_store,
     parse_location,
     storage_access,
 )
@@ -298,7 +299,7 @@ def test_adapters_translate_the_access_value_not_the_options(monkeypatch):
         access_key_id="AKMADEUP",
         secret_access_key="SKMADEUP",
     )
-    for module in (_filesystems, _rust_stores, _hadoop):
+    for module in (_filesystems, _object_store, _hadoop):
         monkeypatch.setattr(module, "storage_access", lambda location, options: made_up)
     monkeypatch.setattr(_filesystems, "s3_access", lambda options, bucket="": made_up)
     storage = StorageOptions()  # ambient: no adapter would pick any of the above from it
