@@ -258,8 +258,9 @@ def scan_run(
 
     Sources are read in chunks of consecutive small files, each chunk by one thread of
     :func:`read_in_order`, a small file in one request: at thousands of small sources the
-    cost is per file, and this reads them in ~60% of the time Arrow's dataset scan took
-    (its per-fragment machinery), with no Python work per batch beyond adding the ids."""
+    cost is per file. The Rust extension reads a chunk off the GIL where its store reaches
+    the files (``_whole_files``: 10,000 sources in 0.25 s); pyarrow reads the rest, file by
+    file (1.4 s for those 10,000, ~60% of the time Arrow's dataset scan took)."""
     schema = file_schema(columns).append(ROW_ID_FIELD).append(SNAPSHOT_ID_FIELD)
     pairs = list(zip(tasks, sources, strict=True))
     store = _whole_files.store_of(tasks, storage)
