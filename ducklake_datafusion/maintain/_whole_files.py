@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from .. import errors
-from ..pathres import object_path, parse_location, plain_location, store_kind
+from ..pathres import object_path, store_for
 from ..scan import DataFileTask
 
 __all__ = ["ENABLED", "read_whole", "store_of"]
@@ -35,18 +35,9 @@ def store_of(tasks: Sequence[DataFileTask], storage) -> dict[str, str] | None:
         from .._rust import read_whole_files  # noqa: F401
     except ImportError:  # an install without the extension: pyarrow reads them
         return None
-    first = parse_location(tasks[0].file.url)
-    for task in tasks:
-        location = parse_location(task.file.url)
-        if (location.scheme, location.authority, location.account) != (
-            first.scheme,
-            first.authority,
-            first.account,
-        ):
-            return None
-        if task.encryption_key is not None or not plain_location(task.file.url):
-            return None
-    return store_kind(tasks[0].file.url, storage)
+    if any(task.encryption_key is not None for task in tasks):
+        return None
+    return store_for([task.file.url for task in tasks], storage)
 
 
 def read_whole(

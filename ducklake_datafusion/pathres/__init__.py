@@ -27,7 +27,14 @@ from ._access import (
 from ._errors import translate_storage_error
 from ._filesystems import clear_filesystem_cache, filesystem_for
 from ._location import SUPPORTED_SCHEMES, StorageLocation, parse_location
-from ._object_store import PLAIN_PATH, object_path, plain_location, store_kind, store_options_of
+from ._object_store import (
+    PLAIN_PATH,
+    object_path,
+    plain_location,
+    store_for,
+    store_kind,
+    store_options_of,
+)
 from ._options import ACCEPTED_KEYS, SECRET_FIELDS, StorageOptions
 from ._paths import join_path, resolve_data_path, resolve_file_path
 
@@ -54,6 +61,7 @@ __all__ = [
     "resolve_data_path",
     "resolve_file_path",
     "storage_access",
+    "store_for",
     "store_kind",
     "store_options_of",
     "translate_storage_error",

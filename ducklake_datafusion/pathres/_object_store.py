@@ -17,7 +17,14 @@ import re
 from ._access import AzureAccess, Endpoint, GcsAccess, S3Access, storage_access
 from ._location import StorageLocation, parse_location
 
-__all__ = ["PLAIN_PATH", "object_path", "plain_location", "store_kind", "store_options_of"]
+__all__ = [
+    "PLAIN_PATH",
+    "object_path",
+    "plain_location",
+    "store_for",
+    "store_kind",
+    "store_options_of",
+]
 
 # A path object-store paths spell as it is (no percent-encoding, no empty segment).
 PLAIN_PATH = re.compile(r"^/[A-Za-z0-9._/=+@,-]+$")
@@ -26,6 +33,18 @@ PLAIN_PATH = re.compile(r"^/[A-Za-z0-9._/=+@,-]+$")
 def plain_location(url: str) -> bool:
     """Whether object-store paths spell ``url``'s path as it is (``PLAIN_PATH``)."""
     return bool(PLAIN_PATH.match("/" + parse_location(url).path.lstrip("/")))
+
+
+def store_for(urls, storage) -> dict[str, str] | None:
+    """The one store holding every file of ``urls`` (as :func:`store_options_of`), or
+    ``None``: several stores, or a path object-store paths spell differently."""
+    locations = {}
+    for url in urls:
+        if not plain_location(url):
+            return None
+        location = parse_location(url)
+        locations.setdefault((location.scheme, location.authority, location.account), location)
+    return store_options_of(list(locations.values()), storage)
 
 
 def store_kind(url: str, storage) -> dict[str, str] | None:

@@ -7,7 +7,7 @@ differently from the exact path give ``None``: those tables take the exact path.
 
 from __future__ import annotations
 
-from ..pathres import object_path, parse_location, plain_location, store_kind, store_options_of
+from ..pathres import object_path, plain_location, store_for, store_kind
 from ..scan import DataFileTask, ScanPlan
 
 __all__ = ["object_path", "plain_location", "store_kind", "store_options", "store_readable"]
@@ -17,13 +17,9 @@ def store_options(files, plan: ScanPlan) -> dict[str, str] | None:
     """The provider's store: local files, or one bucket of S3 or GCS, or one Azure
     container; ``None`` if several, or a file the provider does not read (encrypted,
     name-mapped)."""
-    locations = {}
-    for task in files:
-        if not store_readable(task):
-            return None
-        location = parse_location(task.file.url)
-        locations.setdefault((location.scheme, location.authority, location.account), location)
-    return store_options_of(list(locations.values()), plan.storage)
+    if not all(store_readable(task) for task in files):
+        return None
+    return store_for([task.file.url for task in files], plan.storage)
 
 
 def store_readable(task: DataFileTask) -> bool:
