@@ -34,6 +34,7 @@ def write_table(
     author: str | None = None,
     commit_message: str | None = None,
     commit_extra_info: str | None = None,
+    schema_mode: str | None = None,
 ) -> None:
     """Write ``frame`` into ``schema.table`` of a lake as one new snapshot.
 
@@ -47,6 +48,13 @@ def write_table(
             ``"year(day)"``, ``"month(ts)"``...).
         author / commit_message / commit_extra_info: the snapshot's, as DuckDB's
             ``set_commit_message`` (default: the Spark user and application).
+        schema_mode: ``"merge"`` (Delta's ``mergeSchema``): the frame's columns and struct
+            fields the table lacks are added first, as one snapshot of their own (``ALTER
+            TABLE ... ADD COLUMNS`` through the catalog, DuckDB's catalog rows); the table's
+            columns the frame lacks are written NULL. Spark's own resolution of a write
+            refuses a column the table lacks, which is why this is an argument here and not
+            a write option (a stream's ``mergeSchema`` option works: Spark leaves a stream's
+            rows to the table).
 
     Raises:
         InvalidOptionError: an unknown mode, or keys without ``"create"``.
@@ -55,6 +63,11 @@ def write_table(
     """
     if mode not in _MODES:
         raise InvalidOptionError(f"write_table mode {mode!r}: one of {', '.join(_MODES)}")
+    if schema_mode not in (None, "merge"):
+        raise InvalidOptionError(
+            f"write_table schema_mode must be None or 'merge' (add the frame's new columns), "
+            f"got {schema_mode!r}"
+        )
     if partitioned_by and mode != "create":
         raise InvalidOptionError(
             "write_table partitioned_by= applies to mode='create' (an existing table keeps "
@@ -69,6 +82,8 @@ def write_table(
         metadata_schema=metadata_schema,
         storage_options=storage_options,
     )
+    if schema_mode == "merge" and mode != "create":
+        frame = _merge_schema(frame, ident)
     writer = frame.writeTo(ident)
     for key, value in (
         ("author", author),
@@ -87,6 +102,50 @@ def write_table(
         if partitioned_by:
             writer = writer.partitionedBy(*(_transform(key) for key in partitioned_by))
         writer.create()
+
+
+def _merge_schema(frame, ident: str):
+    """Add to the table the frame's columns and struct fields it lacks (one ``ALTER TABLE``,
+    one snapshot); the frame with the table's columns, in its order, the missing ones NULL."""
+    from pyspark.sql import functions
+
+    session = frame.sparkSession
+    added = _missing_columns(frame.schema, session.table(ident).schema)
+    if added:
+        columns = ", ".join(f"{_quoted(path)} {kind.simpleString()}" for path, kind in added)
+        session.sql(f"ALTER TABLE {ident} ADD COLUMNS ({columns})").collect()
+    given = {name.lower(): name for name in frame.columns}
+    return frame.select(
+        *(
+            functions.col(f"`{given[field.name.lower()]}`").alias(field.name)
+            if field.name.lower() in given
+            else functions.lit(None).cast(field.dataType).alias(field.name)
+            for field in session.table(ident).schema.fields
+        )
+    )
+
+
+def _missing_columns(data, table) -> list[tuple[tuple[str, ...], object]]:
+    """The columns and struct fields (their paths and Spark types) of the Spark schema
+    ``data`` that ``table`` lacks, names matched case-insensitively as DuckDB's are; what
+    ``append(..., schema_mode="merge")`` adds."""
+    from pyspark.sql.types import StructType
+
+    def walk(fields, have, parent):
+        known = {field.name.lower(): field for field in have}
+        for field in fields:
+            path = (*parent, field.name)
+            column = known.get(field.name.lower())
+            if column is None:
+                yield path, field.dataType
+            elif isinstance(field.dataType, StructType) and isinstance(column.dataType, StructType):
+                yield from walk(field.dataType.fields, column.dataType.fields, path)
+
+    return list(walk(data.fields, table.fields, ()))
+
+
+def _quoted(path: tuple[str, ...]) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in path)
 
 
 def _transform(key: str):

@@ -10,7 +10,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.lakes import assert_same_rows
+from support.ddl_twins import assert_evolved_alike
+from support.lakes import LakeSpec, assert_same_rows
+from support.twins import twin_lakes
 
 pytest.importorskip("pyspark")
 
@@ -261,3 +263,132 @@ def test_a_stream_with_compact_every_merges_its_small_files_in_the_background(
             assert set(before) <= set(rows) and len(added) == 10, version
             assert len({label for _, label in added}) == 1
         before = rows
+
+
+# -- the stream's columns: matched to the table's by name (Spark leaves a stream's rows
+# unresolved), the table's new columns NULL, new ones added with mergeSchema ---------------
+
+
+def _stream_once(spark, source, checkpoint, schema: str, table: str, **options) -> None:
+    writer = spark.readStream.schema(schema).parquet(str(source)).writeStream
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    query = (
+        writer.option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .toTable(table)
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+
+
+def test_a_stream_writes_its_columns_by_name(spark, make_lake, catalog, tmp_path):
+    """A stream whose columns come in another order, one of them a narrower integer, and
+    without one of the table's columns: every value lands in its column (the integer
+    widened as a batch write widens it), the missing column NULL. DuckDB reads them so."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR, n INTEGER)")
+    name = catalog(lake)
+    source = tmp_path / "in"
+    source.mkdir()
+    rows = pa.table({"s": ["a", "b", None], "id": pa.array([-3, 2**31 - 1, 7], pa.int32())})
+    pq.write_table(rows, source / "part-0.parquet")
+    _stream_once(spark, source, tmp_path / "checkpoint", "s STRING, id INT", f"{name}.main.t")
+    expected = pa.table(
+        {
+            "id": rows["id"].cast(pa.int64()),
+            "s": rows["s"],
+            "n": pa.nulls(3, pa.int32()),
+        }
+    )
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), expected)
+
+
+def test_a_stream_keeps_running_across_an_added_column(spark, make_lake, catalog, tmp_path):
+    """DuckDB adds a column while the stream runs: the stream's next micro-batch is written
+    against the table's new columns (the new one NULL), not the ones it started with."""
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    name = catalog(lake)
+    source = tmp_path / "in"
+    source.mkdir()
+    first = _drop(source, 0, 0, 5)
+    query = (
+        spark.readStream.schema(SCHEMA)
+        .parquet(str(source))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .toTable(f"{name}.main.t")
+    )
+    try:
+        query.processAllAvailable()
+        lake.sql("ALTER TABLE lake.main.t ADD COLUMN extra INTEGER")
+        altered = lake.snapshot_id()
+        lake.detach()
+        second = _drop(source, 1, 5, 5)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert [m["batch_id"] for m in _streaming_snapshots(lake)] == [0, 1]
+    both = pa.concat_tables([first, second])
+    expected = both.append_column("extra", pa.nulls(10, pa.int32()))
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t"), expected)
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.t", snapshot=altered - 1), first)
+
+
+def test_a_stream_with_merge_schema_adds_its_columns_as_duckdb_does(
+    spark, make_lake, catalog, tmp_path
+):
+    """``mergeSchema``: the stream's new column and new struct field are added to the table
+    before its batch is written, with the catalog rows DuckDB's ALTERs (one transaction)
+    write on a twin lake; then the rows, as DuckDB's INSERT of them. Every snapshot reads
+    the same on both."""
+    setup = [
+        "CREATE TABLE lake.main.t (id BIGINT, st STRUCT(a INTEGER))",
+        "INSERT INTO lake.main.t SELECT i, {'a': i} FROM range(3) r(i)",
+    ]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
+    name = catalog(ours)
+    source = tmp_path / "in"
+    source.mkdir()
+    struct = pa.struct([("a", pa.int32()), ("b", pa.string())])
+    rows = pa.table(
+        {
+            "id": pa.array([10, 11], pa.int64()),
+            "st": pa.array([{"a": 1, "b": "x"}, None], struct),
+            "extra": pa.array([5, None], pa.int32()),
+        }
+    )
+    pq.write_table(rows, source / "part-0.parquet")
+    schema = "id BIGINT, st STRUCT<a: INT, b: STRING>, extra INT"
+    _stream_once(spark, source, tmp_path / "cp", schema, f"{name}.main.t", mergeSchema="true")
+    theirs.sql(
+        "BEGIN; ALTER TABLE lake.main.t ADD COLUMN st.b VARCHAR; "
+        "ALTER TABLE lake.main.t ADD COLUMN extra INTEGER; COMMIT"
+    )
+    theirs.sql(f"INSERT INTO lake.main.t SELECT * FROM read_parquet('{source}/part-0.parquet')")
+    assert_evolved_alike(ours, theirs, "lake.main.t")
+
+
+@pytest.mark.parametrize(
+    ("schema", "options", "words"),
+    [
+        ("id BIGINT, s STRING, extra INT", {}, "has no column 'extra'.*mergeSchema"),
+        ("id DOUBLE, s STRING", {}, "column 'id' is bigint but the rows' is double"),
+        ("id BIGINT, s STRING", {"mergeSchema": "maybe"}, "mergeSchema .* true or false"),
+    ],
+    ids=["new-column", "narrowing", "bad-option"],
+)
+def test_a_stream_the_table_cannot_take_is_refused_by_name(
+    spark, make_lake, catalog, tmp_path, schema, options, words
+):
+    lake = make_lake(inline_limit=0)
+    lake.sql("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+    name = catalog(lake)
+    last = lake.snapshot_id()
+    source = tmp_path / "in"
+    source.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), source / "part-0.parquet")
+    with pytest.raises(Exception, match=words):
+        _stream_once(spark, source, tmp_path / "cp", schema, f"{name}.main.t", **options)
+    assert lake.snapshot_id() == last

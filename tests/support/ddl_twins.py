@@ -132,3 +132,15 @@ def assert_ddl_twins_agree(
             expected = duckdb_reads(lake, sql)
             assert_same_rows(ours_reads(lake, sql), expected)
             assert_same_rows(ours_reads(lake, sql, native=False), expected)
+
+
+def assert_evolved_alike(ours, theirs, table: str) -> None:
+    """A write that evolved the schema (ours) and DuckDB's ALTERs and INSERT on the twin:
+    the same columns' catalog rows, as many snapshots, and ``table`` read the same by DuckDB
+    at every snapshot. ``theirs`` is detached here (its writes are done)."""
+    theirs.detach()
+    assert ddl_catalog(ours)["columns"] == ddl_catalog(theirs)["columns"]
+    assert ours.snapshot_id() == theirs.snapshot_id()
+    sql = f"SELECT * FROM {table}"
+    for snapshot in range(1, ours.snapshot_id() + 1):
+        assert_same_rows(duckdb_reads(ours, sql, snapshot), duckdb_reads(theirs, sql, snapshot))

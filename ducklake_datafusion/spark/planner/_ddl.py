@@ -10,6 +10,9 @@ each (``Protocol.java``'s ``TableChanges``): ``op`` (``add_column``, ``drop_colu
 ``rename_column``, ``set_type``, ``set_nullable``, ``set_default``, ``set_comment``,
 ``set_property``, ``remove_property``, or ``unsupported`` with ``what``: the change's
 class), the column's ``path``, and the op's values (a type as Spark's JSON of it).
+``merge_schema`` ``{schema}`` (a Spark schema's JSON) adds the columns and struct fields of a
+stream's rows that the table lacks (its ``mergeSchema`` option), as ``append(...,
+schema_mode="merge")`` adds them: one snapshot, ``changed`` false when it has them all.
 
 All column changes of one statement commit as one snapshot, as DuckDB commits several
 ``ALTER``s of one transaction; a comment (``COMMENT`` of ``ADD COLUMN``, ``ALTER COLUMN ...
@@ -41,6 +44,7 @@ from ...catalog import (
 from ...errors import InvalidOptionError, TableNotFoundError, UnsupportedFeatureError
 from ...scan import Lake
 from ...write import (
+    add_missing_columns,
     alter_table,
     column_type_of,
     create_schema,
@@ -51,7 +55,7 @@ from ...write import (
     set_partitioned_by,
 )
 from .._core import spark_arrow_type
-from ._write import commit_options
+from ._write import arrow_schema, commit_options
 
 __all__ = ["schema_change_response"]
 
@@ -83,6 +87,12 @@ def schema_change_response(lake: Lake, request: Mapping) -> dict:
         return _done(rename_table(lake, namespace, name, new_name, options=options))
     if change == "alter_table":
         return _alter(lake, namespace, name, request.get("changes") or (), options)
+    if change == "merge_schema":
+        data = arrow_schema(str(request["schema"]), f"{namespace}.{name}")
+        snapshot = add_missing_columns(lake, namespace, name, data, options=options)
+        if snapshot is None:
+            return {"snapshot": lake.snapshot_id(), "changed": False}
+        return _done(snapshot)
     raise InvalidOptionError(f"no schema change {change!r}")
 
 

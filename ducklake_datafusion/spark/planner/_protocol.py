@@ -299,6 +299,7 @@ MESSAGES: dict[str, Message] = {
                 "new_name?: string",
                 "cascade?: boolean",
                 "changes?: [object]",
+                "schema?: string",
                 *_COMMIT_INFO,
             ),
             ("snapshot: integer", "changed: boolean"),

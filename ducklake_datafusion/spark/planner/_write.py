@@ -64,6 +64,7 @@ from ..parquet import hadoop_options, hadoop_url
 
 __all__ = [
     "WriteTarget",
+    "arrow_schema",
     "commit_options",
     "create_begin_response",
     "create_table_response",
@@ -132,7 +133,7 @@ def create_begin_response(lake: Lake, request: Mapping) -> dict:
         lake,
         namespace,
         name,
-        _arrow_schema(schema_json, f"{namespace}.{name}"),
+        arrow_schema(schema_json, f"{namespace}.{name}"),
         partitioned_by=partitioning,
     )
     target = WriteTarget(
@@ -155,7 +156,7 @@ def create_table_response(lake: Lake, request: Mapping) -> dict:
         lake,
         namespace,
         name,
-        _arrow_schema(str(request["schema"]), f"{namespace}.{name}"),
+        arrow_schema(str(request["schema"]), f"{namespace}.{name}"),
         partitioned_by=[str(k) for k in request.get("partitioning") or ()],
         options=commit_options(request),
     )
@@ -262,7 +263,7 @@ def _plan_again(lake: Lake, target: WriteTarget, options: CommitOptions) -> Writ
             lake,
             target.namespace,
             target.name,
-            _arrow_schema(str(target.schema), f"{target.namespace}.{target.name}"),
+            arrow_schema(str(target.schema), f"{target.namespace}.{target.name}"),
             partitioned_by=list(target.partitioning),
             options=options,
             table_uuid=uuid.UUID(str(target.table_uuid)),
@@ -393,7 +394,8 @@ def _id_tree(spec) -> dict:
     return {"id": spec.column_id, "children": [_id_tree(c) for c in spec.children]}
 
 
-def _arrow_schema(schema_json: str, table: str) -> pa.Schema:
+def arrow_schema(schema_json: str, table: str) -> pa.Schema:
+    """A Spark schema (its JSON) as the Arrow schema a Spark write of it has."""
     schema = StructType.fromJson(json.loads(schema_json))
     fields = []
     for field in schema.fields:

@@ -500,6 +500,19 @@ public class DuckLakeCatalog
     return loadTable(ident);
   }
 
+  /**
+   * Add to {@code table} the columns and struct fields of {@code rows} it lacks, as one
+   * snapshot (a streaming write's {@code mergeSchema}; the planner's {@code append(...,
+   * schema_mode="merge")}), with the write's author and message.
+   */
+  void mergeSchema(DuckLakeTable table, StructType rows, ObjectNode commitOptions) {
+    Identifier ident = Identifier.of(new String[] {table.namespace()}, table.tableName());
+    Protocol.Request request =
+        tableChangeRequest("merge_schema", ident, "mergeSchema").put("schema", rows.json());
+    commitOptions.fields().forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
+    call(request);
+  }
+
   @Override
   public boolean dropTable(Identifier ident) {
     return call(tableChangeRequest("drop_table", ident, "DROP TABLE")).header.flag("changed");

@@ -16,6 +16,7 @@ import org.apache.parquet.hadoop.metadata.CompressionCodecName;
 import org.apache.parquet.hadoop.util.HadoopOutputFile;
 import org.apache.parquet.io.OutputFile;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.internal.SQLConf;
@@ -38,6 +39,8 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
   private static final int ROWS_BETWEEN_SIZE_CHECKS = 1024;
   private final DuckLakeWriterFactory job;
   private final Configuration conf;
+  /** A stream's rows into the table's layout (null: they are in it). */
+  private final UnsafeProjection layout;
   private final List<WrittenFile> written = new ArrayList<>();
   private final List<Path> started = new ArrayList<>();
   private ParquetWriter<InternalRow> writer;
@@ -50,10 +53,12 @@ final class DuckLakeDataWriter implements DataWriter<InternalRow> {
   DuckLakeDataWriter(DuckLakeWriterFactory job, Configuration conf) {
     this.job = job;
     this.conf = conf;
+    this.layout = job.layout == null ? null : job.layout.projection();
   }
 
   @Override
-  public void write(InternalRow row) throws IOException {
+  public void write(InternalRow given) throws IOException {
+    InternalRow row = layout == null ? given : layout.apply(given);
     if (!job.partitionKeys.isEmpty()) {
       Object[] key = job.partitionKeys.of(row);
       if (writer != null && !Arrays.deepEquals(key, partition)) {

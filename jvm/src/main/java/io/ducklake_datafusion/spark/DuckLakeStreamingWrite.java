@@ -28,21 +28,24 @@ final class DuckLakeStreamingWrite implements StreamingWrite {
   }
 
   private final WriteTarget target;
+  private final WriteLayout layout;
   private final Committer committer;
   private final SparkSession session;
   /** Epochs whose commit may have happened: their files are never deleted. */
   private final java.util.Set<Long> outcomeUnknown =
       java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-  DuckLakeStreamingWrite(WriteTarget target, Committer committer, SparkSession session) {
+  DuckLakeStreamingWrite(
+      WriteTarget target, WriteLayout layout, Committer committer, SparkSession session) {
     this.target = target;
+    this.layout = layout;
     this.committer = committer;
     this.session = session;
   }
 
   @Override
   public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-    return new Factory(target.factory(session));
+    return new Factory(target.factory(session).withLayout(layout));
   }
 
   @Override

@@ -139,7 +139,29 @@ final class DuckLakeTable
         target -> files -> catalog.commitWrite(target, files, options),
         target ->
             (epoch, files) ->
-                catalog.commitEpoch(target, files, options, query, epoch, compactEvery));
+                catalog.commitEpoch(target, files, options, query, epoch, compactEvery),
+        new DuckLakeWriteBuilder.StreamRows(
+            info.schema(),
+            mergeSchema(info.options()),
+            rows -> catalog.mergeSchema(this, rows, options)));
+  }
+
+  /** The streaming write's option that adds the rows' new columns ({@link WriteLayout}). */
+  static final String MERGE_SCHEMA = "mergeSchema";
+
+  private boolean mergeSchema(CaseInsensitiveStringMap options) {
+    String value = options.get(MERGE_SCHEMA);
+    if (value == null || value.trim().equalsIgnoreCase("false")) {
+      return false;
+    }
+    if (value.trim().equalsIgnoreCase("true")) {
+      return true;
+    }
+    throw new DuckLakeException(
+        ErrorNames.INVALID_OPTION,
+        "the write option " + MERGE_SCHEMA + " of " + name() + " is true or false, got '"
+            + value + "'",
+        null);
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.ducklake_datafusion.spark;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.distributions.Distribution;
@@ -16,6 +17,7 @@ import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
@@ -35,10 +37,28 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
     WriteTarget begin(String mode, boolean loaded);
   }
 
+  /**
+   * A streaming write's rows as its query makes them (Spark does not resolve them against the
+   * table): their schema, whether the write's {@code mergeSchema} option is set, and how the
+   * table takes the columns and struct fields they have and it lacks (one snapshot).
+   */
+  static final class StreamRows {
+    final StructType schema;
+    final boolean mergeSchema;
+    final Consumer<StructType> addColumns;
+
+    StreamRows(StructType schema, boolean mergeSchema, Consumer<StructType> addColumns) {
+      this.schema = schema;
+      this.mergeSchema = mergeSchema;
+      this.addColumns = addColumns;
+    }
+  }
+
   private final String table;
   private final Begin begin;
   private final Function<WriteTarget, DuckLakeBatchWrite.Committer> committer;
   private final Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter;
+  private final StreamRows streamRows;
   private boolean overwrite;
   private boolean dynamic;
 
@@ -46,11 +66,13 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
       String table,
       Begin begin,
       Function<WriteTarget, DuckLakeBatchWrite.Committer> committer,
-      Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter) {
+      Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter,
+      StreamRows streamRows) {
     this.table = table;
     this.begin = begin;
     this.committer = committer;
     this.streamingCommitter = streamingCommitter;
+    this.streamRows = streamRows;
   }
 
   @Override
@@ -75,7 +97,7 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
   public Write build() {
     boolean replace = overwrite;
     String mode = dynamic ? "overwrite_partitions" : replace ? "overwrite" : "append";
-    return new DuckLakeWrite(begin, mode, replace, committer, streamingCommitter);
+    return new DuckLakeWrite(begin, mode, replace, committer, streamingCommitter, streamRows);
   }
 
   /** One write, planned: its distribution and ordering, and its batch or streaming write. */
@@ -86,19 +108,22 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
     private final boolean replace;
     private final Function<WriteTarget, DuckLakeBatchWrite.Committer> committer;
     private final Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter;
+    private final StreamRows streamRows;
 
     DuckLakeWrite(
         Begin begin,
         String mode,
         boolean replace,
         Function<WriteTarget, DuckLakeBatchWrite.Committer> committer,
-        Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter) {
+        Function<WriteTarget, DuckLakeStreamingWrite.Committer> streamingCommitter,
+        StreamRows streamRows) {
       this.begin = begin;
       this.mode = mode;
       this.target = begin.begin(mode, true);
       this.replace = replace;
       this.committer = committer;
       this.streamingCommitter = streamingCommitter;
+      this.streamRows = streamRows;
     }
 
     @Override
@@ -110,6 +135,9 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
     public Distribution requiredDistribution() {
       if (target.partitionColumns.length == 0) {
         return Distributions.unspecified();
+      }
+      if (streamRows != null) { // (Spark asks before it has the stream's write)
+        target.requireColumns(streamRows.schema);
       }
       Expression[] columns = new Expression[target.partitionColumns.length];
       for (int i = 0; i < columns.length; i++) {
@@ -142,10 +170,19 @@ final class DuckLakeWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
             target.table + " is being created: a stream writes to a table that exists",
             null);
       }
-      // a batch of a stream that may run for days: from the lake's latest snapshot
+      // a batch of a stream that may run for days: from the lake's latest snapshot, whose
+      // columns may not be the ones the stream started with
       WriteTarget latest = begin.begin(mode, false);
+      WriteLayout layout = null;
+      if (streamRows != null) {
+        if (streamRows.mergeSchema && WriteLayout.lacks(streamRows.schema, latest.struct())) {
+          streamRows.addColumns.accept(streamRows.schema);
+          latest = begin.begin(mode, false);
+        }
+        layout = WriteLayout.of(streamRows.schema, latest.struct(), latest.table);
+      }
       return new DuckLakeStreamingWrite(
-          latest, streamingCommitter.apply(latest), SparkSession.active());
+          latest, layout, streamingCommitter.apply(latest), SparkSession.active());
     }
   }
 

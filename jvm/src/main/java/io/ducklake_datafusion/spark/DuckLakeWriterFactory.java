@@ -27,6 +27,8 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
   final PartitionKeys partitionKeys;
   /** Rows carry their own row id in a last column (an update's new rows). */
   final boolean rowIds;
+  /** How a stream's rows become the table's (null: they are laid out as its columns). */
+  final WriteLayout layout;
   private final String schema;
   private final String fieldIds;
   private final SerializableConfiguration hadoop;
@@ -51,9 +53,15 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
     this.partitionKeys = partitionKeys;
     this.hadoop = new SerializableConfiguration(hadoop);
     this.rowIds = false;
+    this.layout = null;
   }
 
-  private DuckLakeWriterFactory(DuckLakeWriterFactory plain, String schema, String fieldIds) {
+  private DuckLakeWriterFactory(
+      DuckLakeWriterFactory plain,
+      String schema,
+      String fieldIds,
+      boolean rowIds,
+      WriteLayout layout) {
     this.table = plain.table;
     this.directory = plain.directory;
     this.schema = schema;
@@ -61,7 +69,13 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
     this.targetFileSize = plain.targetFileSize;
     this.partitionKeys = plain.partitionKeys;
     this.hadoop = plain.hadoop;
-    this.rowIds = true;
+    this.rowIds = rowIds;
+    this.layout = layout;
+  }
+
+  /** The same write's factory for rows of another layout (a stream's: {@link WriteLayout}). */
+  DuckLakeWriterFactory withLayout(WriteLayout layout) {
+    return layout == null ? this : new DuckLakeWriterFactory(this, schema, fieldIds, rowIds, layout);
   }
 
   /**
@@ -80,7 +94,7 @@ final class DuckLakeWriterFactory implements DataWriterFactory {
       throw new IllegalStateException("ducklake: unreadable field ids of a write", e);
     }
     ids.addObject().put("id", ROW_ID_FIELD_ID).putArray("children");
-    return new DuckLakeWriterFactory(this, struct.json(), ids.toString());
+    return new DuckLakeWriterFactory(this, struct.json(), ids.toString(), true, layout);
   }
 
   @Override

@@ -257,7 +257,8 @@ public final class Protocol {
                 "name?: string",
                 "new_name?: string",
                 "cascade?: boolean",
-                "changes?: [object]"),
+                "changes?: [object]",
+                "schema?: string"),
             COMMIT_INFO),
         of("snapshot: integer", "changed: boolean"));
   }

@@ -85,6 +85,7 @@ final class StagedDuckLakeTable implements StagedTable, SupportsWrite {
           return target;
         },
         begun -> written -> files = written,
+        null,
         null);
   }
 

@@ -44,6 +44,31 @@ final class WriteTarget {
     this.partitionColumns = partitionKeys.columns(struct);
   }
 
+  /** The schema the table's files are written with. */
+  StructType struct() {
+    return (StructType) DataType.fromJson(schema);
+  }
+
+  /**
+   * Refuse, by name, rows that lack a partition key column of the table (Spark clusters a
+   * write's rows by those columns before the writer sees them).
+   */
+  void requireColumns(StructType rows) {
+    java.util.Set<String> have = new java.util.HashSet<>();
+    for (String name : rows.fieldNames()) {
+      have.add(name.toLowerCase(java.util.Locale.ROOT));
+    }
+    for (String key : partitionColumns) {
+      if (!have.contains(key.toLowerCase(java.util.Locale.ROOT))) {
+        throw new DuckLakeException(
+            ErrorNames.INVALID_OPTION,
+            "a write to " + table + " was refused: the rows lack its partition key column '"
+                + key + "'",
+            null);
+      }
+    }
+  }
+
   /** The session's Hadoop configuration with the lake's store options. */
   Configuration hadoop(SparkSession session) {
     Configuration conf = session.sessionState().newHadoopConf();
