@@ -16,7 +16,6 @@ from ..errors import (
     InvalidOptionError,
     TableExistsError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from ._ddl_actions import (
     AlterTable,
@@ -71,14 +70,6 @@ def plan_ddl(session, actions, table_ids: dict, latest: int, description: str) -
         TableExistsError: a schema or table name taken; TableNotFoundError: a schema or
             column that is not there; InvalidOptionError: a change refused by name.
     """
-    if actions and session.DIALECT == "mysql":
-        # Seen, not yet understood: DuckDB 1.5.5's next write to a MySQL catalog after our
-        # schema change there wrote its snapshot over ours (the change and those after it
-        # gone). Refused until a twin test on MySQL shows DuckDB keeps them.
-        raise UnsupportedFeatureError(
-            f"{description}: schema changes to a MySQL catalog are not written by this "
-            "package yet (DuckDB's next write there has lost them); make them with DuckDB"
-        )
     planned = []
     schemas = {s.schema_name: s for s in list_schemas(session, latest)}
     for action in actions:

@@ -25,7 +25,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-__all__ = ["MySQLServer", "copy_catalog", "create_catalog", "mysql_keys"]
+__all__ = [
+    "MySQLServer",
+    "copy_catalog",
+    "create_catalog",
+    "duckdb_writes_directly",
+    "mysql_keys",
+]
 
 
 def mysql_keys(conninfo: str) -> dict[str, str]:
@@ -84,6 +90,27 @@ def create_catalog(con, conninfo: str, data_path: str) -> None:
         f"(DATA_PATH {_lit(data_path)})"
     )
     con.execute("DETACH ducklake_mysql_init")
+
+
+def duckdb_writes_directly(lake, statements: list[str]) -> None:
+    """DuckDB's own writes to a ``mysql-*`` cell's catalog, through its MySQL extension, not
+    through the writer's file and the copy (which would put the file's rows over ours): what
+    DuckDB writes after a change of ours there. Only the writes that work on MySQL (``ALTER``,
+    a new table's one ``INSERT``...). ``lake.`` in ``statements`` names the catalog. The
+    writer's file no longer matches MySQL afterwards: the lake's ``sql`` writes MySQL
+    directly from then on."""
+    lake.detach()
+    con = lake._connection()
+    attach = (
+        f"ATTACH {_lit('ducklake:' + lake.metadata)} AS lake (DATA_PATH {_lit(lake.data_path)})"
+    )
+    con.execute(attach)
+    try:
+        for statement in statements:
+            con.execute(statement)
+    finally:
+        con.execute("DETACH lake")
+    lake.writer_metadata = None  # (``sql`` now writes MySQL directly, no copy over it)
 
 
 def copy_catalog(con, source_file: str, conninfo: str, copied: dict) -> None:

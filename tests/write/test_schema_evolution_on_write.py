@@ -45,7 +45,7 @@ DUCKDB_SAME = [
 
 
 @pytest.mark.parametrize(
-    "spec", [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres")], ids=str
+    "spec", [LakeSpec(c, "local") for c in ("duckdb", "sqlite", "postgres", "mysql")], ids=str
 )
 def test_an_append_that_brings_columns_adds_them_as_duckdb_does(make_lake, spec):
     ours, theirs = twin_lakes(make_lake, spec, SETUP)
