@@ -41,7 +41,7 @@ from ._ddl_actions import (
     SetNotNull,
     SetPartitioning,
 )
-from ._ddl_types import duckdb_type_name, parse_type
+from ._ddl_types import constant_default, duckdb_type_name, parse_type
 from ._expire import (
     KnownFile,
     ScheduledFile,
@@ -177,6 +177,7 @@ __all__ = [
     "changes_map",
     "commit",
     "compaction_candidates",
+    "constant_default",
     "drop_emptied_inlined_tables",
     "duckdb_identifier",
     "duckdb_type_for",

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from ..errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
 from ._ddl_actions import ColumnType
 
-__all__ = ["DefaultText", "check_widening", "duckdb_type_name", "evaluate_default", "parse_type"]
+__all__ = [
+    "DefaultText",
+    "check_widening",
+    "constant_default",
+    "duckdb_type_name",
+    "evaluate_default",
+    "parse_type",
+]
 
 _LOCK = threading.Lock()
 _CONNECTION = None
@@ -334,3 +341,59 @@ def evaluate_default(sql: str | None, kind: ColumnType, what: str, *, literal_on
                 f"{duckdb_type_name(kind)} ({first})"
             ) from None
     return DefaultText(initial, written, "literal")
+
+
+# The functions an expression default may call and still be one value whatever the row and
+# the time: the ones DuckDB writes for a literal of its own (an interval's ``to_days(...)``).
+_FOLDABLE_FUNCTIONS = frozenset(
+    {
+        "to_years",
+        "to_months",
+        "to_weeks",
+        "to_days",
+        "to_hours",
+        "to_minutes",
+        "to_seconds",
+        "to_milliseconds",
+        "to_microseconds",
+        "to_decades",
+        "to_centuries",
+        "to_millennia",
+        "trunc",
+    }
+)
+
+
+def constant_default(expression: str) -> str | None:
+    """The value text of an ``expression`` default that is one constant, or None.
+
+    DuckDB stores some literals as expressions (``DEFAULT true`` as ``CAST('t' AS BOOLEAN)``,
+    ``INTERVAL 1 DAY`` as ``to_days(...)``): their value is the same for every row, so a
+    writer that leaves the column out writes it as DuckDB's ``INSERT`` would. An expression
+    of anything but constants, casts and those functions (``now()``, ``random()``, a
+    sequence) is not folded: None. The text is DuckDB's cast of the value to VARCHAR, as a
+    literal default is stored (what ``scan.default_array`` reads).
+    """
+    (serialized,) = _query("SELECT json_serialize_sql(?)", ["SELECT " + expression])[0]
+    tree = json.loads(serialized)
+    if tree.get("error") or len(tree.get("statements", ())) != 1:
+        return None
+    select = tree["statements"][0]["node"]
+    items = select.get("select_list") or ()
+    if len(items) != 1 or not _folds(items[0]):
+        return None
+    (text,) = _query("SELECT json_deserialize_sql(?)", [serialized])[0]
+    (value,) = _query(f"SELECT CAST(({text.removeprefix('SELECT ')}) AS VARCHAR)")[0]
+    return "NULL" if value is None else value
+
+
+def _folds(node) -> bool:
+    """Whether a serialized DuckDB expression is built of constants alone."""
+    kind = node.get("class")
+    if kind == "CONSTANT":
+        return True
+    if kind == "CAST":
+        return _folds(node["child"])
+    if kind == "FUNCTION" and node.get("function_name") in _FOLDABLE_FUNCTIONS:
+        return not node.get("filter") and all(_folds(child) for child in node["children"])
+    return False

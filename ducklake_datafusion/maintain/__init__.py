@@ -28,6 +28,7 @@ from ._merge import (
     write_runs_here,
 )
 from ._operations import OPERATIONS, Operation, split_table_argument
+from ._remote_writes import gather_written, write_task
 from ._rewrite import rewrite_data_files
 
 __all__ = [
@@ -43,10 +44,12 @@ __all__ = [
     "delete_orphaned_files",
     "expire_snapshots",
     "flush_inlined_data",
+    "gather_written",
     "interval",
     "merge_adjacent_files",
     "rewrite_data_files",
     "split_table_argument",
     "write_run",
     "write_runs_here",
+    "write_task",
 ]

@@ -191,7 +191,7 @@ class RunWrite:
     read tasks and catalog facts in order, the columns of the table's layout when the first
     began, where the file goes, and whether the sources' row ids are contiguous (then the
     file holds no row ids; a source found holding its own makes it write them after all).
-    Picklable: a Spark executor writes it (``spark/_executor_compaction.py``)."""
+    Picklable: a Spark executor writes it (``maintain/_group_worker.py``)."""
 
     description: str
     directory: str

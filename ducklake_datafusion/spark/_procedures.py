@@ -21,7 +21,9 @@ _PROCEDURES_CLASS = "io.ducklake_datafusion.spark.Procedures"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-def call_procedure(spark, catalog: str, procedure: str, *, on_executors: bool = False, **arguments):
+def call_procedure(
+    spark, catalog: str, procedure: str, *, on_executors: bool | None = None, **arguments
+):
     """Run maintenance procedure ``procedure`` (``merge_adjacent_files``,
     ``rewrite_data_files``, ``flush_inlined_data``, ``expire_snapshots``,
     ``cleanup_old_files``, ``delete_orphaned_files``, ``checkpoint``) of the DuckLake catalog
@@ -35,29 +37,24 @@ def call_procedure(spark, catalog: str, procedure: str, *, on_executors: bool = 
     ``older_than`` is a ``datetime`` (naive: UTC). A Spark Connect client has no JVM here:
     it calls the procedure with ``CALL``.
 
-    ``on_executors=True`` (``merge_adjacent_files`` only): the merged files are written by
-    Spark tasks, one group of files each, in parallel, and the driver commits them once
-    (``_executor_compaction``); the executors need this package installed. Otherwise the
-    procedure runs in the catalog's planner, on the driver.
+    ``on_executors`` (``merge_adjacent_files`` only; ``CALL``'s argument of that name): the
+    merged files are written by Spark tasks, groups of files in parallel, and the driver's
+    planner commits them once (``Procedures.java``'s ``ExecutorMerge``); the executors need
+    this package installed. Default (``None``): so when Spark runs on a cluster (its master
+    is not ``local``); otherwise the merge runs in the catalog's planner, on the driver.
     """
     if is_connect(spark):
         raise InvalidOptionError(
             "call_procedure needs a classic Spark session (the catalog's JVM); from a Spark "
             f'Connect client run spark.sql("CALL {catalog}.system.{procedure}(...)")'
         )
-    if on_executors:
+    if on_executors is not None:
         if procedure != "merge_adjacent_files":
             raise InvalidOptionError(
-                f"on_executors=True runs merge_adjacent_files on Spark's executors; "
+                f"on_executors runs merge_adjacent_files on Spark's executors; "
                 f"{procedure} runs in the catalog's planner"
             )
-        from ._executor_compaction import merge_on_executors
-
-        results = merge_on_executors(spark, catalog, **arguments)
-        return spark.createDataFrame(
-            [(r.schema_name, r.table_name, r.files_processed, r.files_created) for r in results],
-            "schema_name string, table_name string, files_processed long, files_created long",
-        )
+        arguments["on_executors"] = bool(on_executors)
     values = {name: _json_value(name, value) for name, value in arguments.items()}
     jvm = spark._jvm
     procedures = getattr(jvm, _PROCEDURES_CLASS)

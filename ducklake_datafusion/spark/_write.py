@@ -51,7 +51,7 @@ def write_table(
         schema_mode: ``"merge"`` (Delta's ``mergeSchema``): the frame's columns and struct
             fields the table lacks are added first, as one snapshot of their own (``ALTER
             TABLE ... ADD COLUMNS`` through the catalog, DuckDB's catalog rows); the table's
-            columns the frame lacks are written NULL. Spark's own resolution of a write
+            columns the frame lacks get their default, else NULL. Spark's own resolution of a write
             refuses a column the table lacks, which is why this is an argument here and not
             a write option (a stream's ``mergeSchema`` option works: Spark leaves a stream's
             rows to the table).
@@ -106,7 +106,8 @@ def write_table(
 
 def _merge_schema(frame, ident: str):
     """Add to the table the frame's columns and struct fields it lacks (one ``ALTER TABLE``,
-    one snapshot); the frame with the table's columns, in its order, the missing ones NULL."""
+    one snapshot); the frame with the table's columns, in its order, the missing ones their
+    default (as DuckDB's INSERT writes it), else NULL."""
     from pyspark.sql import functions
 
     session = frame.sparkSession
@@ -115,14 +116,15 @@ def _merge_schema(frame, ident: str):
         columns = ", ".join(f"{_quoted(path)} {kind.simpleString()}" for path, kind in added)
         session.sql(f"ALTER TABLE {ident} ADD COLUMNS ({columns})").collect()
     given = {name.lower(): name for name in frame.columns}
-    return frame.select(
-        *(
-            functions.col(f"`{given[field.name.lower()]}`").alias(field.name)
-            if field.name.lower() in given
-            else functions.lit(None).cast(field.dataType).alias(field.name)
-            for field in session.table(ident).schema.fields
-        )
-    )
+
+    def column(field):
+        if field.name.lower() in given:
+            return functions.col(f"`{given[field.name.lower()]}`").alias(field.name)
+        default = field.metadata.get("CURRENT_DEFAULT")  # (the planner's, a Spark literal)
+        value = functions.lit(None) if default is None else functions.expr(default)
+        return value.cast(field.dataType).alias(field.name)
+
+    return frame.select(*(column(field) for field in session.table(ident).schema.fields))
 
 
 def _missing_columns(data, table) -> list[tuple[tuple[str, ...], object]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..catalog import ColumnSpec
+from ..catalog import ColumnSpec, constant_default
 from ..errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
 
 __all__ = [
@@ -364,6 +364,10 @@ def _default(default, length: int, table: str) -> pa.Array:
     from ..scan import default_array
 
     spec, text, kind = default
+    if kind != "literal":  # (DuckDB writes some literals as expressions: DEFAULT true)
+        constant = constant_default(text)
+        if constant is not None:
+            text, kind = constant, "literal"
     if kind != "literal":
         raise UnsupportedFeatureError(
             f"table {table}: column {spec.name!r} has the default {text} (an expression), "

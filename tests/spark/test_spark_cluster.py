@@ -63,6 +63,11 @@ def lake(tmp_path_factory, request):
     lake.sql(f"COPY (SELECT i AS a, 'x' || i AS b FROM range(100) r(i)) TO '{added}'")
     lake.sql(f"CALL ducklake_add_data_files('lake', 'added', '{added}')")
     lake.sql("INSERT INTO lake.main.added VALUES (1000, 'inlined')")
+    lake.sql("CREATE TABLE lake.main.small (k BIGINT, v VARCHAR)")
+    for start in range(0, 40, 10):  # four small files for a merge
+        lake.sql(
+            f"INSERT INTO lake.main.small SELECT i, 'v' || i FROM range({start}, {start + 10}) r(i)"
+        )
     return lake
 
 
@@ -115,7 +120,15 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path, spark_packa
             "UNION ALL SELECT a, b FROM lake_main_added",
         },
         {"name": "changes", "kind": "changes", "table": "main.t", "start": 2, "end": 12},
+        # a merge on a cluster: its files written by the executors' tasks, committed once
+        {
+            "name": "merge",
+            "kind": "catalog_sql",
+            "sql": "CALL lake.system.merge_adjacent_files(table => 'main.small')",
+        },
+        {"name": "merged", "kind": "read_table", "table": "main.small"},
     ]
+    small = lake.reference("SELECT * FROM lake.main.small")
     out = _run(lake, tmp_path, reads, sys.executable, spark_package_jar)
     every = lake.reference("SELECT * FROM lake.main.t")
     for name in ("native", "exact", "format"):
@@ -135,6 +148,14 @@ def test_every_spark_path_on_a_multi_process_cluster(lake, tmp_path, spark_packa
     changes = _answer(out, "changes")
     expected = lake.reference("SELECT * FROM ducklake_table_changes('lake', 'main', 't', 2, 12)")
     assert_same_rows(changes.select(expected.column_names), expected)
+    merged = _answer(out, "merge").to_pylist()
+    assert merged == [
+        {"schema_name": "main", "table_name": "small", "files_processed": 4, "files_created": 1}
+    ]
+    listed = lake.reference("SELECT count(*) AS n FROM ducklake_list_files('lake', 'small')")
+    assert listed.column(0)[0].as_py() == 1
+    assert_same_rows(lake.reference("SELECT * FROM lake.main.small"), small)  # DuckDB, merged
+    assert_same_rows(_answer(out, "merged"), small)
 
 
 @pytest.mark.skipif(has_data_source(), reason="pyspark 4.1+: the test above covers it")

@@ -144,6 +144,10 @@ def test_partition_keys_set_and_reset_as_duckdb_does(spark, make_lake, catalog):
         ("ALTER TABLE {n}.main.t RENAME TO other.t3", "UnsupportedFeatureError.*within its schema"),
         ("ALTER TABLE {n}.other.o DROP COLUMN a", "InvalidOptionError.*only column"),
         ("DROP NAMESPACE {n}.other", "other"),
+        (
+            "CREATE TABLE {n}.main.new (a INT DEFAULT 3)",
+            "UnsupportedFeatureError.*column defaults are not written",
+        ),
     ],
 )
 def test_what_ducklake_cannot_record_is_refused_by_name(
@@ -208,3 +212,43 @@ def test_insert_with_schema_evolution_adds_the_query_s_columns(spark, make_lake,
     theirs.sql("ALTER TABLE lake.main.m ADD COLUMN extra BIGINT")
     theirs.sql("INSERT INTO lake.main.m SELECT i, 'new', i * 10 FROM range(3, 6) r(i)")
     assert_evolved_alike(ours, theirs, "lake.main.m")
+
+
+DEFAULTS_SETUP = [
+    (
+        "CREATE TABLE lake.main.d (id INTEGER, c INTEGER DEFAULT 5, s VARCHAR DEFAULT 'it''s \\ x', "
+        "m DECIMAL(9,2) DEFAULT 1.5, day DATE DEFAULT '2024-02-03', "
+        "ts TIMESTAMPTZ DEFAULT '2024-02-03 04:05:06+00', tn TIMESTAMP DEFAULT "
+        "'2024-01-01 01:02:03.5', b BOOLEAN DEFAULT true, f DOUBLE DEFAULT 'nan', "
+        "bytes BLOB DEFAULT '\\x01\\x02', later TIMESTAMPTZ DEFAULT now())"
+    ),
+    "INSERT INTO lake.main.d (id, later) VALUES (0, NULL)",
+]
+
+
+@pytest.mark.skipif(
+    not pyspark_at_least(4, 0),
+    reason="Spark 3.5 refuses an INSERT that leaves a DataSourceV2 table's column out",
+)
+def test_spark_inserts_write_the_defaults_duckdb_s_insert_writes(spark, make_lake, catalog):
+    """Spark's ``INSERT`` that leaves columns out writes their defaults (Spark reads them from
+    the loaded table's columns), as DuckDB's does on the twin, and ``ALTER COLUMN ... SET
+    DEFAULT`` / ``DROP DEFAULT`` write DuckDB's catalog rows. A default DuckDB evaluates per
+    row (``now()``) is DuckDB SQL, not Spark's: no default there (NULL), read back as such."""
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), DEFAULTS_SETUP)
+    name = catalog(ours)
+    start = ours.snapshot_id()
+    steps = [
+        "INSERT INTO {n}.main.d (id, later) VALUES (1, NULL)",
+        "ALTER TABLE {n}.main.d ALTER COLUMN c SET DEFAULT 6",
+        "INSERT INTO {n}.main.d (id, later) VALUES (2, NULL)",
+        "ALTER TABLE {n}.main.d ALTER COLUMN c DROP DEFAULT",
+        "INSERT INTO {n}.main.d (id, later) VALUES (3, NULL)",
+    ]
+    for step in steps:
+        spark.sql(step.format(n=name)).collect()
+        theirs.sql(step.format(n="lake"))
+    theirs.detach()
+    assert_ddl_twins_agree(ours, theirs, first=start, commit_info=False)
+    fields = {f.name: f.metadata for f in spark.table(f"{name}.main.d").schema.fields}
+    assert "CURRENT_DEFAULT" not in fields["later"]

@@ -130,17 +130,18 @@ def test_procedures_are_listed_and_unknown_ones_named(spark, make_lake, catalog)
         assert {"merge_adjacent_files", "expire_snapshots", "checkpoint"} <= listed
 
 
-# (the executors' merge is Python on every release: its pass is the main suite's)
-ON_EXECUTORS_HERE = pytest.mark.skipif(
-    not pyspark_at_least(4, 0), reason="run by the newest pyspark's pass"
-)
-
-
-@ON_EXECUTORS_HERE
 def test_a_merge_written_by_the_executors_matches_duckdb(spark, make_lake, catalog):
+    """``on_executors``: the planner plans the merge, a Spark job's tasks write its groups
+    (each through the package's Python on its executor), the planner commits them once:
+    DuckDB's merge on the twin lake reads the same at every snapshot. Through ``CALL`` where
+    Spark has it, through ``call_procedure`` elsewhere."""
     ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), [*HISTORY, *MORE])
     name = catalog(ours)
-    merged = call_procedure(spark, name, "merge_adjacent_files", on_executors=True).collect()
+    if HAS_CALL:
+        sql = f"CALL {name}.system.merge_adjacent_files(on_executors => true)"
+        merged = spark.sql(sql).collect()
+    else:
+        merged = call_procedure(spark, name, "merge_adjacent_files", on_executors=True).collect()
     their_merge = theirs.sql("CALL ducklake_merge_adjacent_files('lake')").fetchall()
     theirs.detach()
     assert sorted(tuple(r) for r in merged) == sorted(tuple(r) for r in their_merge)
@@ -148,7 +149,6 @@ def test_a_merge_written_by_the_executors_matches_duckdb(spark, make_lake, catal
     assert_twins_agree(ours, theirs)
 
 
-@ON_EXECUTORS_HERE
 def test_a_failed_executor_merge_commits_nothing_and_leaves_no_file(spark, make_lake, catalog):
     lake = make_lake(inline_limit=0)
     for statement in [*HISTORY, *MORE]:

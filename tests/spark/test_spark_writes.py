@@ -456,20 +456,20 @@ def test_write_table_to_object_stores(request, make_lake, spark_package_jar, spe
 def test_write_table_merge_schema_adds_the_frame_s_columns_as_duckdb_does(spark, make_lake):
     """``write_table(..., schema_mode="merge")``: the frame's new column and struct field are
     added as DuckDB's ALTERs of one transaction add them on a twin lake (the same catalog
-    rows), then its rows appended as DuckDB's INSERT of them; a later frame lacking a column
-    writes it NULL. Every snapshot reads the same on both."""
+    rows), then its rows appended as DuckDB's INSERT of them; a later frame lacking columns
+    writes their defaults, else NULL. Every snapshot reads the same on both."""
     from support.ddl_twins import assert_evolved_alike
     from support.twins import twin_lakes
 
     setup = [
-        "CREATE TABLE lake.main.t (id BIGINT, st STRUCT(a INTEGER))",
-        "INSERT INTO lake.main.t SELECT i, {'a': i} FROM range(3) r(i)",
+        "CREATE TABLE lake.main.t (id BIGINT, st STRUCT(a INTEGER), on_ BOOLEAN DEFAULT true)",
+        "INSERT INTO lake.main.t SELECT i, {'a': i}, i % 2 = 0 FROM range(3) r(i)",
     ]
     ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
     metadata = ours.reader_args()["metadata"]
     wider = spark.sql(
-        "SELECT CAST(10 AS BIGINT) AS id, named_struct('a', 1, 'b', 'x') AS st, 5 AS Extra "
-        "UNION ALL SELECT 11, NULL, NULL"
+        "SELECT CAST(10 AS BIGINT) AS id, named_struct('a', 1, 'b', 'x') AS st, false AS on_, "
+        "5 AS Extra UNION ALL SELECT 11, NULL, NULL, NULL"
     )
     write_table(wider, metadata, "main.t", schema_mode="merge")
     narrower = spark.sql("SELECT 12 AS extra, CAST(12 AS BIGINT) AS id")
@@ -478,7 +478,9 @@ def test_write_table_merge_schema_adds_the_frame_s_columns_as_duckdb_does(spark,
         "BEGIN; ALTER TABLE lake.main.t ADD COLUMN st.b VARCHAR; "
         "ALTER TABLE lake.main.t ADD COLUMN Extra INTEGER; COMMIT"
     )
-    theirs.sql("INSERT INTO lake.main.t VALUES (10, {'a': 1, 'b': 'x'}, 5), (11, NULL, NULL)")
+    theirs.sql(
+        "INSERT INTO lake.main.t VALUES (10, {'a': 1, 'b': 'x'}, false, 5), (11, NULL, NULL, NULL)"
+    )
     theirs.sql("INSERT INTO lake.main.t (extra, id) VALUES (12, 12)")
     assert_evolved_alike(ours, theirs, "lake.main.t")
     with pytest.raises(InvalidOptionError, match="schema_mode"):

@@ -351,21 +351,30 @@ def test_changes_of_a_table_with_inlined_rows(make_lake, spec):
 
 def test_an_append_fills_defaults_as_duckdb_s_insert(make_lake):
     """Columns an append leaves out get their literal defaults, as DuckDB's INSERT fills
-    them; one whose default is an expression is refused by name (nothing committed)."""
+    them, and the expression defaults DuckDB writes for constants (a table's ``DEFAULT
+    true`` is ``CAST('t' AS BOOLEAN)``); one whose default
+    is an expression of the time or a random number is refused by name (nothing
+    committed)."""
     changes = [
         "ALTER TABLE lake.main.t ADD COLUMN c INTEGER DEFAULT 42",
         "ALTER TABLE lake.main.t ADD COLUMN ts TIMESTAMP DEFAULT '2024-01-01'",
         "ALTER TABLE lake.main.t ALTER COLUMN name SET DEFAULT 'anon'",
         "ALTER TABLE lake.main.t ALTER COLUMN m SET DEFAULT 1.5",
+        (
+            "CREATE TABLE lake.main.flags (id INTEGER, on_ BOOLEAN DEFAULT true, "
+            "off_ BOOLEAN DEFAULT false)"
+        ),
     ]
     ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), SETUP + changes)
     theirs.sql("INSERT INTO lake.main.t (id, p) VALUES (900, 'q'), (901, NULL)")
+    theirs.sql("INSERT INTO lake.main.flags (id) VALUES (1), (2)")
     theirs.detach()
     catalog = DuckLakeCatalog(**ours.reader_args())
     rows = pa.table({"id": pa.array([900, 901], pa.int32()), "p": ["q", None]})
     catalog.table("main", "t").append(rows)
+    catalog.table("main", "flags").append(pa.table({"id": pa.array([1, 2], pa.int32())}))
     catalog.close()
-    assert_ddl_twins_agree(ours, theirs, first=theirs.snapshot_id())
+    assert_ddl_twins_agree(ours, theirs, first=theirs.snapshot_id() - 1)
     for lake in (ours, theirs):
         lake.sql("ALTER TABLE lake.main.t ALTER COLUMN f SET DEFAULT random()")
         lake.detach()

@@ -39,7 +39,7 @@ __all__ = [
     "describe",
 ]
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 _SCALARS = frozenset(("string", "integer", "number", "boolean", "object", "any"))
 _FIELD = re.compile(r"^([a-z_]+)(\??): (.+)$")
@@ -282,8 +282,13 @@ MESSAGES: dict[str, Message] = {
         ),
         _message(
             "maintain",
-            ("operation: string", "arguments: object", *_COMMIT_INFO),
-            ("rows: [any]",),
+            ("operation: string", "arguments: object", "on_executors?: boolean", *_COMMIT_INFO),
+            ("rows: [any]", "token?: string"),
+        ),
+        _message(
+            "maintain_written",
+            ("token: string", "failed?: string"),
+            ("rows: [any]", "token?: string"),
         ),
         _message(
             "create_table",

@@ -62,7 +62,7 @@ from ._changes import changes_response
 from ._ddl import schema_change_response
 from ._delete import delete_where_response
 from ._frames import read_request, write_response
-from ._maintain import maintain_response
+from ._maintain import maintain_response, maintain_written_response
 from ._protocol import MESSAGES, PROTOCOL_VERSION, check_answer, check_request
 from ._scan import scan_response
 from ._stream import stream_end_response, stream_rows_response, stream_start_response
@@ -114,7 +114,8 @@ _HANDLERS: dict[str, Handler] = {
     "write_commit": _no_blobs(write_commit_response),
     "create_table": _no_blobs(create_table_response),
     "delete_where": _no_blobs(delete_where_response),
-    "maintain": _no_blobs(maintain_response),
+    "maintain": _answer_blobs(maintain_response),
+    "maintain_written": maintain_written_response,
     "schema_change": _no_blobs(schema_change_response),
     "change_commit": lambda lake, request, blobs: (
         change_commit_response(lake, request, blobs),

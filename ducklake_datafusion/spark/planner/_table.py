@@ -10,15 +10,17 @@ id it resolved to, so every scan of one ``Table`` object reads the same snapshot
 from __future__ import annotations
 
 import datetime as _dt
+import decimal as _decimal
 from collections.abc import Mapping
+from dataclasses import replace
 
-from ...catalog import table_column_comments
+from ...catalog import ColumnSpec, constant_default, metadata, table_column_comments
 from ...common import LRUCache
 from ...errors import InvalidOptionError
-from ...scan import Lake, LakeTable, SnapshotRef
+from ...scan import Lake, LakeTable, SnapshotRef, default_array
 from .._core import spark_schema
 
-__all__ = ["resolve_table", "snapshot_ref", "table_response"]
+__all__ = ["default_metadata", "resolve_table", "snapshot_ref", "table_response"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # Tables resolved at a fixed snapshot id, by (lake, schema, table, snapshot): a scan
@@ -50,11 +52,14 @@ def table_response(lake: Lake, request: Mapping) -> dict:
     table = resolve_table(lake, request)
     with lake.backend.session() as session:
         comments = table_column_comments(session, table.entry.table_id, table.snapshot_id)
+        defaults = metadata.column_defaults(session, table.entry.table_id, table.snapshot_id)
     fields = []
     for column, field in zip(table.columns, spark_schema(table.columns).fields, strict=True):
         comment = comments.get(column.column_id)
-        metadata = {"comment": comment} if comment else {}
-        fields.append(StructField(field.name, field.dataType, True, metadata))
+        about = {"comment": comment} if comment else {}
+        text, kind = defaults.get(column.column_id, (None, None))
+        about.update(default_metadata(column, text, kind, field))
+        fields.append(StructField(field.name, field.dataType, True, about))
     return {
         "namespace": table.entry.schema_name,
         "name": table.entry.table_name,
@@ -65,6 +70,56 @@ def table_response(lake: Lake, request: Mapping) -> dict:
         "catalog": lake.description,
         "schema": StructType(fields).json(),
     }
+
+
+# The field metadata Spark reads a column's default from (``ResolveDefaultColumns``): the
+# expression an INSERT that leaves the column out writes, and the value of rows written
+# before the column existed (our readers take that from the catalog, not from Spark).
+CURRENT_DEFAULT = "CURRENT_DEFAULT"
+EXISTS_DEFAULT = "EXISTS_DEFAULT"
+
+
+def default_metadata(column: ColumnSpec, text: str | None, kind: str | None, field) -> dict:
+    """The Spark field metadata of a column's default (``ducklake_column.default_value`` of
+    ``kind``): Spark's INSERT that leaves the column out writes it, as DuckDB's does, and so
+    does a stream whose rows lack the column (the jar's ``WriteLayout``). Empty for none,
+    and for an expression DuckDB evaluates per row (``now()``: DuckDB SQL, not Spark's)."""
+    if kind == "expression":  # (DuckDB's DEFAULT true is one: CAST('t' AS BOOLEAN))
+        text = constant_default(text)
+        kind = None if text is None else "literal"
+    if kind != "literal" or text is None:
+        return {}
+    sql = spark_default(column, text, field)
+    return {CURRENT_DEFAULT: sql, EXISTS_DEFAULT: sql}
+
+
+def spark_default(column: ColumnSpec, text: str, field) -> str:
+    """A literal DuckLake default (``ducklake_column.default_value``) as Spark SQL: the value
+    DuckDB's INSERT writes, read as our readers read an initial default, spelled as a Spark
+    literal of the column's type. (An expression default that is not one constant,
+    ``now()``, is DuckDB SQL, not Spark's: such a column gets none, and Spark's INSERT
+    writes NULL there.)"""
+    value = default_array(replace(column, initial_default=text), 1)[0].as_py()
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if isinstance(value, str):
+        return _spark_string(value)
+    if isinstance(value, _decimal.Decimal):
+        spelled = format(value, "f")
+    elif isinstance(value, _dt.date | _dt.time):  # (datetimes too)
+        spelled = value.isoformat()
+    else:
+        spelled = repr(value) if isinstance(value, float) else str(value)
+    return f"CAST({_spark_string(spelled)} AS {field.dataType.simpleString()})"
+
+
+def _spark_string(text: str) -> str:
+    """A Spark SQL string literal (Spark's parser reads backslash escapes)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def snapshot_ref(request: Mapping, what: str) -> SnapshotRef | None:

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from ...catalog import AlreadyCommitted, CommitOptions
 from ...errors import InvalidOptionError, UnsupportedFeatureError, UnsupportedTypeError
@@ -61,6 +61,7 @@ from ...write import (
 )
 from .._core import spark_arrow_type, spark_schema
 from ..parquet import hadoop_options, hadoop_url
+from ._table import default_metadata
 
 __all__ = [
     "WriteTarget",
@@ -307,11 +308,23 @@ def _begin_answer(
         "target": target.to_json(),
         "directory": directory.rstrip("/") + "/",
         "hadoop_options": options,
-        "schema": spark_schema(plan.columns).json(),
+        "schema": _schema_with_defaults(plan).json(),
         "field_ids": [_id_tree(c) for c in plan.columns],
         "target_file_size": plan.target_file_size,
         "partition_keys": _partition_keys(plan) if writes_rows else [],
     }
+
+
+def _schema_with_defaults(plan: WritePlan):
+    """The Spark schema files are written with, each column's default in its metadata (a
+    stream's rows that lack the column get it, as DuckDB's INSERT gives it)."""
+    defaults = {i: (text, kind) for i, text, kind in plan.defaults}
+    fields = []
+    for column, field in zip(plan.columns, spark_schema(plan.columns).fields, strict=True):
+        text, kind = defaults.get(column.column_id, (None, None))
+        about = default_metadata(column, text, kind, field)
+        fields.append(StructField(field.name, field.dataType, field.nullable, about))
+    return StructType(fields)
 
 
 def _partition_keys(plan: WritePlan) -> list[dict]:

@@ -17,6 +17,7 @@ import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableCatalogCapability;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.DataType;
@@ -103,11 +104,6 @@ public class DuckLakeCatalog
     return name;
   }
 
-  /** The options its planner opens the lake with (secrets included: never shown). */
-  Map<String, String> plannerOptions() {
-    return Collections.unmodifiableMap(plannerOptions);
-  }
-
   /** The planner of this catalog, started on first use (and again if it died). */
   PlannerProcess planner() {
     PlannerProcess found = planner;
@@ -137,7 +133,8 @@ public class DuckLakeCatalog
     return found;
   }
 
-  private String pythonExecutable() {
+  /** The planner's Python (and the executors', where Spark names none: {@link ExecutorMerge}). */
+  String pythonExecutable() {
     if (python != null && !python.isEmpty()) {
       return python;
     }
@@ -490,6 +487,17 @@ public class DuckLakeCatalog
   public StagedTable stageCreateOrReplace(
       Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
     throw readOnly("CREATE OR REPLACE TABLE " + ident);
+  }
+
+  /**
+   * Column defaults: a loaded table's columns carry the lake's (the planner's {@code table}
+   * answer), so Spark's {@code INSERT} that leaves a column out writes its default as DuckDB's
+   * does, and {@code ALTER COLUMN ... SET DEFAULT} / {@code DROP DEFAULT} reach the lake. A
+   * new table's defaults are refused by name ({@link LakeWrites}).
+   */
+  @Override
+  public java.util.Set<TableCatalogCapability> capabilities() {
+    return java.util.EnumSet.of(TableCatalogCapability.SUPPORT_COLUMN_DEFAULT_VALUE);
   }
 
   @Override

@@ -116,10 +116,24 @@ final class LakeWrites {
   }
 
   private Protocol.Request creation(String op, Identifier ident, StructType schema, String[] keys) {
+    for (org.apache.spark.sql.types.StructField field : schema.fields()) {
+      if (field.metadata().contains(CURRENT_DEFAULT)) {
+        throw new DuckLakeException(
+            ErrorNames.UNSUPPORTED_FEATURE,
+            label(ident) + ": a new table's column defaults are not written yet (column "
+                + field.name() + " DEFAULT " + field.metadata().getString(CURRENT_DEFAULT)
+                + "); create it without them, then ALTER TABLE ... ALTER COLUMN "
+                + field.name() + " SET DEFAULT ...",
+            null);
+      }
+    }
     return request(op, namespace(ident), ident.name())
         .put("schema", schema.json())
         .put("partitioning", java.util.Arrays.asList(keys));
   }
+
+  /** The field metadata that carries a column's default in Spark (its SQL text). */
+  private static final String CURRENT_DEFAULT = "CURRENT_DEFAULT";
 
   private Protocol.Request request(String op, String namespace, String name) {
     return Protocol.request(op).put("namespace", namespace).put("name", name);

@@ -30,8 +30,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * "merge_adjacent_files", table="main.t")} on every release ({@link #callJson}).
  *
  * <p>Each runs in the catalog's planner ({@code maintain}), as the package's Python API runs it,
- * and answers with DuckDB's function's columns. Arguments are by name, lower case; every one is
- * optional, as in DuckDB (no table: every table of the lake).
+ * and answers with DuckDB's function's columns; a merge's files are written by Spark's tasks
+ * when it runs on a cluster, or with {@code on_executors => true} ({@link ExecutorMerge}).
+ * Arguments are by name, lower case; every one is optional, as in DuckDB (no table: every
+ * table of the lake).
  */
 public final class Procedures {
   /** Spark's namespace of procedures, as Iceberg's ({@code lake.system.<procedure>}). */
@@ -93,6 +95,9 @@ public final class Procedures {
           .add("files_created", DataTypes.LongType);
   private static final StructType PATHS_OUTPUT = new StructType().add("path", DataTypes.StringType);
 
+  /** A merge's argument of ours: its files written by Spark's tasks ({@link ExecutorMerge}). */
+  static final String ON_EXECUTORS = "on_executors";
+
   static final Map<String, Spec> SPECS = new LinkedHashMap<>();
 
   static {
@@ -106,7 +111,12 @@ public final class Procedures {
                 SCHEMA,
                 new Parameter("max_compacted_files", DataTypes.LongType, "NULL", "per table"),
                 new Parameter("min_file_size", DataTypes.LongType, "NULL", "bytes"),
-                new Parameter("max_file_size", DataTypes.LongType, "NULL", "bytes")),
+                new Parameter("max_file_size", DataTypes.LongType, "NULL", "bytes"),
+                new Parameter(
+                    ON_EXECUTORS,
+                    DataTypes.BooleanType,
+                    "NULL",
+                    "files written by Spark tasks (NULL: when Spark runs on a cluster)")),
             FILES_OUTPUT,
             true));
     add(
@@ -285,25 +295,8 @@ public final class Procedures {
     return answer.toString();
   }
 
-  /**
-   * The options a DuckLake catalog of this session opens its lake with (secrets included):
-   * for the driver's Python, which runs a merge whose files the executors write ({@code
-   * call_procedure(..., on_executors=True)}). Never logged or shown.
-   */
-  public static String lakeOptionsJson(CatalogPlugin catalog) {
-    if (!(catalog instanceof DuckLakeCatalog)) {
-      throw new DuckLakeException(
-          ErrorNames.INVALID_OPTION,
-          "catalog '" + catalog.name() + "' is not a DuckLake catalog (" + catalog.getClass()
-              + ")",
-          null);
-    }
-    ObjectNode out = PlannerProcess.JSON.createObjectNode();
-    ((DuckLakeCatalog) catalog).plannerOptions().forEach(out::put);
-    return out.toString();
-  }
-
   private static JsonNode run(DuckLakeCatalog catalog, Spec spec, ObjectNode arguments) {
+    JsonNode onExecutors = arguments.remove(ON_EXECUTORS);
     Protocol.Request request =
         Protocol.request("maintain").put("operation", spec.name).put("arguments", arguments);
     if (spec.writesSnapshot) {
@@ -311,7 +304,14 @@ public final class Procedures {
           .fields()
           .forEachRemaining(e -> request.put(e.getKey(), e.getValue()));
     }
-    return catalog.call(request).header.raw("rows");
+    boolean executors =
+        onExecutors == null || onExecutors.isNull()
+            ? spec.parameters.stream().anyMatch(p -> p.name.equals(ON_EXECUTORS))
+                && ExecutorMerge.byDefault()
+            : onExecutors.asBoolean();
+    PlannerProcess.Answer answer =
+        executors ? ExecutorMerge.run(catalog, request) : catalog.call(request);
+    return answer.header.raw("rows");
   }
 
   private static JsonNode json(Object value) {

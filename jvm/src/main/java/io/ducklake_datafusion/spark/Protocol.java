@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  */
 public final class Protocol {
   /** The version both sides speak; the planner says its own in answer to {@code open}. */
-  static final int VERSION = 6;
+  static final int VERSION = 7;
 
   private static final Pattern FIELD = Pattern.compile("^([a-z_]+)(\\??): (.+)$");
 
@@ -242,8 +242,10 @@ public final class Protocol {
             "replayed?: boolean"));
     message(
         "maintain",
-        join(of("operation: string", "arguments: object"), COMMIT_INFO),
-        of("rows: [any]"));
+        join(of("operation: string", "arguments: object", "on_executors?: boolean"), COMMIT_INFO),
+        of("rows: [any]", "token?: string"));
+    message(
+        "maintain_written", of("token: string", "failed?: string"), of("rows: [any]", "token?: string"));
     message(
         "create_table",
         join(TABLE_NAME, of("schema: string", "partitioning: [string]"), COMMIT_INFO),

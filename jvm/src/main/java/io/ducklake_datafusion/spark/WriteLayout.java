@@ -6,10 +6,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.TimeZoneAwareExpression;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
@@ -32,8 +34,8 @@ import org.apache.spark.sql.types.StructType;
  * connector, and the table may have gained (or lost) columns since the stream started. Every
  * column of the rows must be a column of the table, of the same type (nested fields in the same
  * order) or one that widens to it exactly ({@link #widens}); the table's columns the rows lack
- * are written NULL (as Delta's stream sink writes them); the others are taken by name whatever
- * their position. Anything else is refused by name before a file is written (with
+ * get their default, as DuckDB's INSERT gives it, else NULL; the others are taken by name
+ * whatever their position. Anything else is refused by name before a file is written (with
  * the {@code mergeSchema} option, the rows' new columns are added to the table first: {@link
  * #lacks}).
  */
@@ -45,11 +47,14 @@ final class WriteLayout implements Serializable {
   private final int[] ordinals;
   /** The table's schema (its file columns), as Spark's JSON of it. */
   private final String table;
+  /** For each column of the table the rows lack, its default (null: NULL). */
+  private final Literal[] defaults;
 
-  private WriteLayout(String rows, int[] ordinals, String table) {
+  private WriteLayout(String rows, int[] ordinals, String table, Literal[] defaults) {
     this.rows = rows;
     this.ordinals = ordinals;
     this.table = table;
+    this.defaults = defaults;
   }
 
   /**
@@ -95,14 +100,18 @@ final class WriteLayout implements Serializable {
       }
     }
     int[] ordinals = new int[columns.length];
+    Literal[] defaults = new Literal[columns.length];
     boolean same = columns.length == fields.length;
     for (int i = 0; i < columns.length; i++) {
       Integer ordinal = byName.get(key(columns[i].name()));
       ordinals[i] = ordinal == null ? -1 : ordinal;
+      if (ordinal == null) {
+        defaults[i] = defaultOf(columns[i], name);
+      }
       same &=
           ordinals[i] == i && !widens(fields[i].dataType(), columns[i].dataType());
     }
-    return same ? null : new WriteLayout(rows.json(), ordinals, table.json());
+    return same ? null : new WriteLayout(rows.json(), ordinals, table.json(), defaults);
   }
 
   /**
@@ -135,7 +144,8 @@ final class WriteLayout implements Serializable {
     List<Expression> columns = new ArrayList<>();
     for (int i = 0; i < ordinals.length; i++) {
       if (ordinals[i] < 0) {
-        columns.add(Literal.create(null, tableSchema.fields()[i].dataType()));
+        Literal value = defaults[i];
+        columns.add(value != null ? value : Literal.create(null, tableSchema.fields()[i].dataType()));
       } else {
         DataType type = rowSchema.fields()[ordinals[i]].dataType();
         DataType column = tableSchema.fields()[i].dataType();
@@ -146,6 +156,35 @@ final class WriteLayout implements Serializable {
     }
     return UnsafeProjection.create(ScalaBridge.list(columns));
   }
+
+  /**
+   * A column's default as the value rows that lack it get (the planner puts DuckLake's in the
+   * column's {@code CURRENT_DEFAULT} metadata as a Spark literal, as for Spark's INSERT), or
+   * null for none: evaluated once, here on the driver, in UTC.
+   */
+  private static Literal defaultOf(StructField column, String table) {
+    if (!column.metadata().contains(CURRENT_DEFAULT)) {
+      return null;
+    }
+    String sql = column.metadata().getString(CURRENT_DEFAULT);
+    try {
+      Expression expression =
+          SparkSession.active().sessionState().sqlParser().parseExpression(sql);
+      if (expression instanceof TimeZoneAwareExpression) {
+        expression = (Expression) ((TimeZoneAwareExpression) expression).withTimeZone("UTC");
+      }
+      return new Literal(expression.eval(null), column.dataType());
+    } catch (RuntimeException | org.apache.spark.sql.catalyst.parser.ParseException e) {
+      throw new DuckLakeException(
+          ErrorNames.DUCKLAKE,
+          "a write to " + table + " could not evaluate the default " + sql + " of column '"
+              + column.name() + "' for rows that lack it: " + e.getMessage(),
+          e);
+    }
+  }
+
+  /** The field metadata a column's default is in (Spark's own key for it). */
+  private static final String CURRENT_DEFAULT = "CURRENT_DEFAULT";
 
   private static String key(String name) {
     return name.toLowerCase(Locale.ROOT);

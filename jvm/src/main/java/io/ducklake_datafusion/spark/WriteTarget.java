@@ -81,8 +81,13 @@ final class WriteTarget {
     Configuration conf = hadoop(session);
     parquetSettings(session.sessionState().conf(), conf);
     Connectors.prepare(conf, Collections.singletonList(directory), table);
+    // (files carry Spark's schema in their footer: without the planner's default metadata)
+    StructType plain = new StructType();
+    for (org.apache.spark.sql.types.StructField field : struct().fields()) {
+      plain = plain.add(field.name(), field.dataType(), field.nullable());
+    }
     return new DuckLakeWriterFactory(
-        table, directory, schema, fieldIds, targetFileSize, partitionKeys, conf);
+        table, directory, plain.json(), fieldIds, targetFileSize, partitionKeys, conf);
   }
 
   /**
