@@ -15,7 +15,8 @@ after/before. Neither side's set-up is timed (DuckDB's attach and extension load
 catalog's open and first imports). With ``--spark``, two more copies are merged through a
 Spark ``local[2]`` session with the package's catalog: by ``CALL
 lake.system.merge_adjacent_files()`` (the catalog's planner on the driver) and by
-``call_procedure(..., on_executors=True)`` (the merged files written by Spark tasks), each
+``call_procedure(..., on_executors=True)`` (the merged files written by Spark tasks, each
+through the package's Python on its executor), each
 compared with DuckDB's copy too (the session's start is not timed).
 """
 

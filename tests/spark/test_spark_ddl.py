@@ -214,6 +214,35 @@ def test_insert_with_schema_evolution_adds_the_query_s_columns(spark, make_lake,
     assert_evolved_alike(ours, theirs, "lake.main.m")
 
 
+@pytest.mark.skipif(
+    not pyspark_at_least(4, 3), reason="DataFrameWriter(V2).withSchemaEvolution: Spark 4.3"
+)
+def test_dataframe_writes_with_schema_evolution_add_the_frame_s_columns(spark, make_lake, catalog):
+    """Spark 4.3's ``withSchemaEvolution()`` on ``writeTo(...).append()`` and on
+    ``saveAsTable`` (its JVM API; pyspark 4.3 has no wrapper yet): Spark adds the frame's new
+    columns through the catalog, then appends; DuckDB's ALTER and INSERT on the twin agree."""
+    setup = ["CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)"]
+    ours, theirs = twin_lakes(make_lake, LakeSpec("duckdb", "local"), setup)
+    name = catalog(ours)
+    appended = spark.sql("SELECT CAST(1 AS BIGINT) AS id, 'a' AS s, 5 AS extra").writeTo(
+        f"{name}.main.t"
+    )
+    appended._jwriter.withSchemaEvolution()
+    appended.append()
+    saved = spark.sql("SELECT CAST(2 AS BIGINT) AS id, 'b' AS s, 6 AS extra, 1.5D AS more")
+    writer = saved.write.mode("append")
+    writer._jwrite.withSchemaEvolution()
+    writer.saveAsTable(f"{name}.main.t")
+    for statement in (
+        "ALTER TABLE lake.main.t ADD COLUMN extra INTEGER",
+        "INSERT INTO lake.main.t VALUES (1, 'a', 5)",
+        "ALTER TABLE lake.main.t ADD COLUMN more DOUBLE",
+        "INSERT INTO lake.main.t VALUES (2, 'b', 6, 1.5)",
+    ):
+        theirs.sql(statement)
+    assert_evolved_alike(ours, theirs, "lake.main.t")
+
+
 DEFAULTS_SETUP = [
     (
         "CREATE TABLE lake.main.d (id INTEGER, c INTEGER DEFAULT 5, s VARCHAR DEFAULT 'it''s \\ x', "
