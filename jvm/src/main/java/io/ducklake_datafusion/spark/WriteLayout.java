@@ -145,7 +145,7 @@ final class WriteLayout implements Serializable {
     for (int i = 0; i < ordinals.length; i++) {
       if (ordinals[i] < 0) {
         Literal value = defaults[i];
-        columns.add(value != null ? value : Literal.create(null, tableSchema.fields()[i].dataType()));
+        columns.add(value != null ? value : new Literal(null, tableSchema.fields()[i].dataType()));
       } else {
         DataType type = rowSchema.fields()[ordinals[i]].dataType();
         DataType column = tableSchema.fields()[i].dataType();
