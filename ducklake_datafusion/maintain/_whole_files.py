@@ -46,10 +46,17 @@ def read_whole(
     """The tasks' files, whole, in order, from ``store`` (:func:`store_of`): consecutive
     files of the same columns as one table, with each file's row count. A file that cannot
     be read raises the package's typed error naming it and ``what`` (the table and
-    snapshot)."""
-    from .._rust import read_whole_files
+    snapshot); storage options the extension cannot use raise ``InvalidOptionError``."""
+    from .._rust import StoreConfigError, read_whole_files
 
-    groups, failed = read_whole_files([object_path(t.file.url) for t in tasks], store, concurrency)
+    paths = [object_path(t.file.url) for t in tasks]
+    try:
+        groups, failed = read_whole_files(paths, store, concurrency)
+    except StoreConfigError as exc:  # (the message names no option value)
+        raise errors.InvalidOptionError(
+            f"{what}: {exc}; check the lake's storage options (an access key id needs its "
+            "secret key, an Azure account key is base64 text)"
+        ) from None
     if failed is not None:
         index, kind, reason = failed
         raise getattr(errors, kind)(f"data file {tasks[index].file.url} of {what} {reason}")

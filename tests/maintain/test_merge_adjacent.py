@@ -323,3 +323,20 @@ def test_a_source_missing_or_truncated_fails_typed_and_leaves_nothing(
     lake.close()
     assert ours.snapshot_id() == last
     assert {n for _, _, names in os.walk(ours.data_path) for n in names} == on_disk
+
+
+def test_storage_options_the_extension_cannot_use_fail_typed(make_lake, monkeypatch):
+    """Storage options the extension's store refuses (an Azure account key that is not
+    base64): ``InvalidOptionError`` naming the table, no option's value in the message,
+    nothing committed."""
+    (ours,) = twin_lakes(make_lake, LakeSpec("duckdb", "local"), CASES["contiguous"][0])[:1]
+    secret = "not-base64-secret!!"
+    refused = {"kind": "azure", "account": "acct", "container": "c", "access_key": secret}
+    monkeypatch.setattr(_whole_files, "store_of", lambda tasks, storage: refused)
+    last = ours.snapshot_id()
+    lake = DuckLakeCatalog(**ours.reader_args())
+    with pytest.raises(InvalidOptionError, match="main.t.*storage options") as caught:
+        lake.merge_adjacent_files()
+    lake.close()
+    assert secret not in str(caught.value)
+    assert ours.snapshot_id() == last
