@@ -79,11 +79,39 @@ CURRENT_DEFAULT = "CURRENT_DEFAULT"
 EXISTS_DEFAULT = "EXISTS_DEFAULT"
 
 
+# The Spark types whose literal :func:`spark_default` spells exactly (a time, an interval's
+# struct, a nested type get no default: Spark analyzes every default when it loads the
+# table, and one it cannot resolve would make the table unreadable).
+_SPELLED = frozenset(
+    (
+        "boolean",
+        "byte",
+        "short",
+        "integer",
+        "long",
+        "float",
+        "double",
+        "decimal",
+        "string",
+        "binary",
+        "date",
+        "timestamp",
+        "timestamp_ntz",
+    )
+)
+# DuckLake types Spark holds less precisely than their default's text says.
+_INEXACT = frozenset(("timestamp_ns",))
+
+
 def default_metadata(column: ColumnSpec, text: str | None, kind: str | None, field) -> dict:
     """The Spark field metadata of a column's default (``ducklake_column.default_value`` of
     ``kind``): Spark's INSERT that leaves the column out writes it, as DuckDB's does, and so
     does a stream whose rows lack the column (the jar's ``WriteLayout``). Empty for none,
-    and for an expression DuckDB evaluates per row (``now()``: DuckDB SQL, not Spark's)."""
+    for an expression DuckDB evaluates per row (``now()``: DuckDB SQL, not Spark's), and for
+    a column of a type outside ``_SPELLED`` (Spark's INSERT writes NULL there)."""
+    spelled = field.dataType.typeName() in _SPELLED and column.type_name not in _INEXACT
+    if not spelled:
+        return {}
     if kind == "expression":  # (DuckDB's DEFAULT true is one: CAST('t' AS BOOLEAN))
         text = constant_default(text)
         kind = None if text is None else "literal"
