@@ -111,10 +111,12 @@ def _merge_schema(frame, ident: str):
     from pyspark.sql import functions
 
     session = frame.sparkSession
-    added = _missing_columns(frame.schema, session.table(ident).schema)
+    schema = session.table(ident).schema
+    added = _missing_columns(frame.schema, schema)
     if added:
         columns = ", ".join(f"{_quoted(path)} {kind.simpleString()}" for path, kind in added)
         session.sql(f"ALTER TABLE {ident} ADD COLUMNS ({columns})").collect()
+        schema = session.table(ident).schema  # (with the columns just added)
     given = {name.lower(): name for name in frame.columns}
 
     def column(field):
@@ -124,7 +126,7 @@ def _merge_schema(frame, ident: str):
         value = functions.lit(None) if default is None else functions.expr(default)
         return value.cast(field.dataType).alias(field.name)
 
-    return frame.select(*(column(field) for field in session.table(ident).schema.fields))
+    return frame.select(*(column(field) for field in schema.fields))
 
 
 def _missing_columns(data, table) -> list[tuple[tuple[str, ...], object]]:

@@ -71,9 +71,10 @@ def maintain_response(lake: Lake, request: Mapping) -> tuple[dict, list[bytes]]:
             "the catalog's planner"
         )
     merge = _ExecutorMerge(
-        lambda write_runs: operation.function(lake, **arguments, write_runs=write_runs)
+        lambda write_runs: operation.function(lake, **arguments, write_runs=write_runs),
+        lambda result: {"rows": operation.rows(result)},
     )
-    return merge.next(lambda rows: {"rows": operation.rows(rows)})
+    return merge.next()
 
 
 def maintain_written_response(
@@ -91,7 +92,7 @@ def maintain_written_response(
         merge.inbox.put(StorageError(f"the Spark job writing the merged files failed: {failed}"))
     else:
         merge.inbox.put([pickle.loads(blob) for blob in blobs])  # (our tasks' pickles)
-    return merge.next(merge.answer)
+    return merge.next()
 
 
 class _ExecutorMerge:
@@ -99,10 +100,10 @@ class _ExecutorMerge:
     written elsewhere: :meth:`next` answers with its groups (to be written), then with its
     rows (or raises its error)."""
 
-    def __init__(self, run) -> None:
+    def __init__(self, run, answer) -> None:
         self.inbox: queue.Queue = queue.Queue()
         self._events: queue.Queue = queue.Queue()
-        self.answer = None
+        self._answer = answer  # the finished merge's result as the request's answer
 
         def write_runs(works: Sequence[RunWrite], written: list[str]) -> list[WrittenRun]:
             self._events.put(("works", list(works)))
@@ -119,13 +120,12 @@ class _ExecutorMerge:
 
         threading.Thread(target=main, name="ducklake-executor-merge", daemon=True).start()
 
-    def next(self, answer) -> tuple[dict, list[bytes]]:
-        self.answer = answer
+    def next(self) -> tuple[dict, list[bytes]]:
         kind, value = self._events.get()
         if kind == "error":
             raise value
         if kind == "done":
-            return answer(value), []
+            return self._answer(value), []
         token = uuid.uuid4().hex
         _WAITING[token] = self
         return {"rows": [], "token": token}, [pickle.dumps(work) for work in value]

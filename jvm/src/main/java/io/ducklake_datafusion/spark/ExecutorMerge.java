@@ -38,13 +38,14 @@ final class ExecutorMerge {
     while (answer.header.has("token")) {
       Protocol.Request written =
           Protocol.request("maintain_written").put("token", answer.header.text("token"));
+      List<byte[]> outcomes = null;
       try {
-        for (byte[] outcome : write(Arrays.asList(answer.blobs), catalog.pythonExecutable())) {
-          written.blob(outcome);
-        }
-      } catch (RuntimeException e) {
-        written.blobs.clear();
+        outcomes = write(Arrays.asList(answer.blobs), catalog.pythonExecutable());
+      } catch (RuntimeException e) { // the job failed whole: the planner commits nothing
         written.put("failed", String.valueOf(e.getMessage()));
+      }
+      if (outcomes != null) {
+        outcomes.forEach(written::blob);
       }
       answer = catalog.call(written);
     }
